@@ -1,0 +1,1 @@
+"""Detectors: one module per test, one interface (see base.py)."""

@@ -1,0 +1,1 @@
+"""Replay: the reference engine (per card, the spec), the batch engine (numpy, fast), and game chaining."""

@@ -1,0 +1,1 @@
+"""Reports: terminal (rich), HTML, Markdown, JSON."""

@@ -1,0 +1,1 @@
+"""Statistics: exact tests, multiple-testing families."""

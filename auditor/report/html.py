@@ -1,0 +1,92 @@
+"""The HTML report: one self-contained file (inline CSS and SVG, no script, no network), from the audit document.
+
+`render_html(doc)` lays out `sentences.build_view(doc)` with a jinja2 template under autoescape, so every string
+from a log is escaped; charts are SVG strings built by `svg.py`, which escapes its own text. A Content-Security-Policy
+meta tag forbids scripts and any network access as a second line of defence.
+
+`write_report(doc, path)` is what `auditor audit --out FILE` calls: `.html`, `.md` or `.json` by the suffix.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from markupsafe import Markup
+
+from ..errors import UsageError
+from .sentences import build_view
+
+SUFFIXES = (".html", ".htm", ".md", ".markdown", ".json")
+
+
+@lru_cache(maxsize=1)
+def environment():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("auditor.report", "templates"),
+        autoescape=True,  # every template, whatever its name
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _mark_svgs(view: dict) -> dict:
+    """Charts are trusted markup (built and escaped by svg.py); everything else stays plain text."""
+    for fam in view.get("families", []):
+        for c in fam.get("charts", []):
+            c["svg"] = Markup(c["svg"])
+    for t in view.get("timelines", []):
+        t["svg"] = Markup(t["svg"])
+    return view
+
+
+def render_html(doc: dict) -> str:
+    view = _mark_svgs(build_view(doc))
+    return environment().get_template("report.html.j2").render(v=view)
+
+
+def render_json(doc: dict) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def render(doc: dict, fmt: str) -> str:
+    if fmt == "html":
+        return render_html(doc)
+    if fmt == "md":
+        from .markdown import render_markdown
+
+        return render_markdown(doc)
+    if fmt == "json":
+        return render_json(doc)
+    raise UsageError(f"unknown report format {fmt!r}: use html, md or json")
+
+
+def format_of(path: str | Path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in (".html", ".htm"):
+        return "html"
+    if suffix in (".md", ".markdown"):
+        return "md"
+    if suffix == ".json":
+        return "json"
+    raise UsageError(f"--out {str(path)!r}: the report's file name must end in .html, .md or .json")
+
+
+def write_report(doc: dict, path: str | Path) -> Path:
+    """Write the audit document `doc` to `path` as HTML, Markdown or JSON (chosen by the suffix).
+
+    Raises `UsageError` for another suffix (exit 2) and `InputError`-free `OSError` is turned into a `UsageError`
+    with the path, so the CLI can print one line instead of a traceback."""
+    path = Path(path)
+    text = render(doc, format_of(path))
+    try:
+        with open(path, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise UsageError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+    return path

@@ -1,0 +1,538 @@
+"""Plain-language sentences and the report's content, built once from the audit JSON document.
+
+`build_view(doc)` turns the document of outputs.md (`auditor audit --json`) into plain data — headings, sentences,
+table rows, numbers already formatted — that the HTML, Markdown and terminal renderers only lay out. Strings that
+came from a log (player ids, game ids, sources, finding messages) are kept raw here: each renderer escapes them for
+its own medium. Nothing here reads a clock or draws a random number, so the same document gives the same view.
+
+Every key of a test entry beyond `test`, `subject` and `tier` is optional: a detector that lacks a field gets a
+plainer sentence, never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from ..stats.family import WATCH_P, WATCH_Q
+
+# ------------------------------------------------------------------ what each test is, in plain words
+
+# title, what it asks, unit of n (plural), event (verb phrase, past tense), cheat (noun phrase for the sensitivity
+# sentence), honest (who the null describes), whether n counts deals the subject dealt
+TESTS: dict[str, dict[str, str]] = {
+    "dealer_jack": {
+        "title": "Dealers who receive the Jack of trumps",
+        "what": "How often each dealer ends up holding the Jack of trumps (worth 11 points in Catch the Ten), "
+                "against the exact chance the rules give the dealer on each of his deals. The dealer holds the "
+                "turn-up, so an honest dealer gets the Jack more often than the other players.",
+        "unit": "deals they dealt", "unit_short": "deals dealt", "event": "received the Jack of trumps",
+        "cheat": "a stacking rate", "honest": "an honest dealer",
+    },
+    "turnup_jack": {
+        "title": "Dealers who turn up a Jack (All Fours)",
+        "what": "How often each dealer turns up a Jack, a free point for the dealer, against the exact chance of "
+                "each turn-up given the cards already out.",
+        "unit": "turn-ups they made", "unit_short": "turn-ups", "event": "turned up a Jack",
+        "cheat": "a Jack-turning rate", "honest": "an honest dealer",
+    },
+    "deal_uniformity": {
+        "title": "Where the trump honours land",
+        "what": "Whether the trump honours and the turn-up land on the seats around each dealer as a fair deal "
+                "would put them, so that stacking of any card is caught, not only the Jack.",
+        "unit": "deals they dealt", "unit_short": "deals dealt", "event": "dealt an unusual pattern of honours",
+        "cheat": "a stacking rate", "honest": "a fair deal",
+    },
+    "shuffle_residue": {
+        "title": "Tricks that survive the shuffle",
+        "what": "Whether the cards of the previous deal's tricks stay together through a dealer's shuffle more "
+                "than they do for the other dealers of the same table or club.",
+        "unit": "deals they dealt", "unit_short": "deals dealt", "event": "left tricks together",
+        "cheat": "a share of unshuffled deals", "honest": "the other dealers",
+    },
+    "marked_ten": {
+        "title": "Players whose play follows the hidden Ten of trumps",
+        "what": "Whether a player's leads and plays fit where the Ten of trumps really is better than anything "
+                "he could legally know explains. Controls beside the score (unmarked cards, deals where he holds "
+                "the Ten himself, late against early decisions) separate a good card reader from a cheat.",
+        "unit": "decisions scored", "unit_short": "decisions", "event": "played to the Ten's true place",
+        "cheat": "knowing the Ten's place on a share of decisions", "honest": "an honest player",
+    },
+    "collusion": {
+        "title": "Pairs who feed each other counting cards",
+        "what": "For each ordered pair of players at individual-play tables, how often the first gives counting "
+                "cards to tricks the second is winning, against what honest play gives.",
+        "unit": "deals played together", "unit_short": "deals together", "event": "fed counting cards",
+        "cheat": "a feeding rate", "honest": "an honest pair",
+    },
+    "revoke_pattern": {
+        "title": "Revokes that pay",
+        "what": "Whether a player's revokes (failures to follow suit) win him points more often than the "
+                "accidental revokes of the field do, and whether he revokes more often than the field.",
+        "unit": "deals played", "unit_short": "deals played", "event": "revoked",
+        "cheat": "a deliberate revoke rate", "honest": "an honest player",
+    },
+}
+
+TIER_WORDS = {
+    "report": "flagged",
+    "watch": "watch",
+    "clear": "not flagged",
+}
+
+# the order of the test sections: dealing first, then play
+ORDER = ("dealer_jack", "turnup_jack", "deal_uniformity", "shuffle_residue", "marked_ten", "collusion",
+         "revoke_pattern")
+
+ROWS_SHOWN = 15  # rows of a test's table shown before the "all subjects" fold
+
+MONTHLY_NOTE = (
+    "Each test here is a fixed-sample test: it is calibrated for one look at one body of evidence. Re-running it "
+    "every month on a log that keeps growing gives an honest player a fresh chance to be flagged at every run, so "
+    "the real false-accusation rate over a year is higher than the rate stated here. Treat a repeated audit as a "
+    "new look, not as confirmation, and prefer a fresh period of play to confirm a flag."
+)
+
+NOT_CLEAN_NOTE = (
+    "Not flagged is not the same as clean. A test can only catch a cheat that is strong enough for the amount of "
+    "play it saw: for each player the report states the smallest cheat his play could have revealed."
+)
+
+HOW_TO_READ = [
+    ("p-value", "how surprising the result would be for an honest player: the chance that honest play alone "
+                "gives a result at least this extreme. Small is suspicious; it is not the chance that he is "
+                "honest."),
+    ("q-value", "the p-value adjusted for the number of players tested in the same test (Benjamini-Hochberg). "
+                "Flagging everyone with q at or below the false-discovery rate keeps the expected share of "
+                "false flags among all flags at or below that rate."),
+    ("tiers", "'Flagged' means q is at or below the false-discovery rate; the 'watch list' (q up to "
+              f"{WATCH_Q:g} or p up to {WATCH_P:g}) is shown for attention, is expected to hold some honest "
+              "players, and is not an accusation."),
+    ("controls", "the same measurement on something a cheat cannot use (another card, deals where the player "
+                 "did not deal, deals where he holds the card himself). A cheat stands out in the test but not "
+                 "in the controls; a lucky or skilled honest player tends to stand out in both."),
+]
+
+
+def test_info(test: str) -> dict[str, str]:
+    info = TESTS.get(test)
+    if info is not None:
+        return info
+    human = str(test).replace("_", " ").strip() or "test"
+    return {"title": human[:1].upper() + human[1:], "what": f"The {human} test.", "unit": "observations",
+            "unit_short": "observations", "event": "scored", "cheat": "a cheat of strength",
+            "honest": "an honest player"}
+
+
+# ------------------------------------------------------------------ numbers
+
+
+def _finite(x: Any) -> float | None:
+    if isinstance(x, bool) or x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def fmt_p(p: Any) -> str:
+    """A p- or q-value the way people read it: 0.03, 0.004, 0.0003, 2e-07."""
+    v = _finite(p)
+    if v is None:
+        return "n/a"
+    if v >= 0.995:
+        return "1"
+    if v >= 0.01:
+        return f"{v:.2f}"
+    if v >= 0.001:
+        return f"{v:.3f}"
+    if v >= 0.0001:
+        return f"{v:.4f}"
+    if v <= 0:
+        return "0"
+    return f"{v:.0e}"
+
+
+def fmt_num(x: Any, digits: int = 3) -> str:
+    """A count or score: integers as integers (with thousands separators), others to `digits` significant."""
+    v = _finite(x)
+    if v is None:
+        return "n/a"
+    if v == int(v) and abs(v) < 1e15:
+        return f"{int(v):,}"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}"
+
+
+def fmt_about(x: Any) -> str:
+    """An expected value for a sentence: 255, 12.4, 0.83."""
+    v = _finite(x)
+    if v is None:
+        return "n/a"
+    if abs(v) >= 10:
+        return f"{v:,.0f}"
+    if abs(v) >= 1:
+        return f"{v:.1f}"
+    return f"{v:.2g}"
+
+
+def fmt_rate(x: Any) -> str:
+    v = _finite(x)
+    if v is None:
+        return "n/a"
+    return f"{v:.2f}" if v >= 0.1 else f"{v:.2g}"
+
+
+def times_in(power: float) -> str:
+    """0.8 -> '4 times in 5'."""
+    for k in (2, 3, 4, 5, 10, 20, 100):
+        j = power * k
+        if abs(j - round(j)) < 1e-9 and 0 < round(j) <= k:
+            return f"{round(j)} times in {k}" if round(j) < k else "every time"
+    return f"{power:.0%} of the time"
+
+
+def null_sd(entry: dict) -> float | None:
+    """The honest spread of `observed`: the detector's own (`detail.sd` / `detail.null_sd`) or, for counts, the
+    binomial spread at the average null rate (a close upper bound of the Poisson-binomial's)."""
+    detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
+    for key in ("sd", "null_sd", "expected_sd"):
+        v = _finite(detail.get(key))
+        if v is not None and v >= 0:
+            return v
+    n, e = _finite(entry.get("n")), _finite(entry.get("expected"))
+    obs = _finite(entry.get("observed"))
+    if n is None or e is None or obs is None or n <= 0 or not (0 <= e <= n) or obs != int(obs):
+        return None
+    p = e / n
+    return math.sqrt(n * p * (1 - p))
+
+
+# ------------------------------------------------------------------ sentences
+
+
+def pq_text(entry: dict) -> str:
+    out = f"p = {fmt_p(entry.get('pvalue'))}"
+    if _finite(entry.get("qvalue")) is not None:
+        out += f", q = {fmt_p(entry.get('qvalue'))}"
+    return out
+
+
+def result_sentence(entry: dict) -> str:
+    """'bob received the Jack of trumps in 301 of the 812 deals they dealt; an honest dealer would in about
+    255 ± 13; p = 0.0003, q = 0.02' (test-specific wording; a plainer sentence when fields are missing)."""
+    info = test_info(entry.get("test", ""))
+    subject = str(entry.get("subject", "?"))
+    n, obs, exp = entry.get("n"), entry.get("observed"), entry.get("expected")
+    pq = pq_text(entry)
+    if _finite(obs) is None or _finite(exp) is None:
+        return f"{subject}: {info['title'].lower()}; {pq}."
+    sd = null_sd(entry)
+    spread = f" ± {fmt_about(sd)}" if sd is not None and sd > 0 else ""
+    test = entry.get("test")
+    if test in ("dealer_jack", "turnup_jack", "revoke_pattern", "collusion", "shuffle_residue") \
+            and _finite(n) is not None:
+        return (f"{subject} {info['event']} in {fmt_num(obs)} of the {fmt_num(n)} {info['unit']}; "
+                f"{info['honest']} would in about {fmt_about(exp)}{spread}; {pq}.")
+    if test == "marked_ten":
+        return (f"{subject}'s play fitted the Ten of trumps' true place with a score of {fmt_num(obs)} over "
+                f"{fmt_num(n)} {info['unit']}; {info['honest']} would score about {fmt_about(exp)}{spread}; {pq}.")
+    where = f" over {fmt_num(n)} {info['unit']}" if _finite(n) is not None else ""
+    return f"{subject}: {fmt_num(obs)} observed{where}, about {fmt_about(exp)}{spread} expected; {pq}."
+
+
+def min_detectable(entry: dict) -> tuple[float | None, float]:
+    """(smallest detectable cheat strength, power) from `detail.min_detectable` (a number, or a dict with
+    `rate`/`strength` and `power`). A value of 1 or more, or an explicit null, means even a full-strength cheat
+    could go unseen (`math.inf` is returned); a missing key means the detector did not compute it (None)."""
+    detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
+    if "min_detectable" not in detail:
+        return None, 0.8
+    md = detail.get("min_detectable")
+    power = _finite(detail.get("min_detectable_power")) or 0.8
+    if isinstance(md, dict):
+        power = _finite(md.get("power")) or power
+        md = md.get("rate", md.get("strength", md.get("q")))
+    v = _finite(md)
+    if v is None or v >= 1:
+        return math.inf, power
+    return max(v, 0.0), power
+
+
+def sensitivity_sentence(entry: dict) -> str:
+    """'with 212 deals dealt, a stacking rate above 0.19 would have been caught 4 times in 5'."""
+    info = test_info(entry.get("test", ""))
+    n = _finite(entry.get("n"))
+    amount = f"with {fmt_num(n)} {info['unit_short']}" if n is not None else "with this amount of play"
+    md, power = min_detectable(entry)
+    if md is None:
+        return (f"{amount}, the size of cheat this test could have revealed was not computed: not being flagged "
+                f"here does not show that no cheating took place.")
+    if math.isinf(md):
+        return (f"{amount}, even a cheat at full strength could have gone unflagged (caught less than "
+                f"{times_in(power)}): this test says little about this subject yet.")
+    return f"{amount}, {info['cheat']} above {fmt_rate(md)} would have been caught {times_in(power)}."
+
+
+def _label(key: str) -> str:
+    return str(key).replace("_", " ")
+
+
+def control_items(entry: dict) -> list[dict]:
+    """The entry's controls as rows: label, text, and the numbers when the control is itself a small test."""
+    controls = entry.get("controls")
+    if not isinstance(controls, dict):
+        return []
+    rows = []
+    for key, val in controls.items():
+        if isinstance(val, dict):
+            n, obs, exp = val.get("n"), val.get("observed"), val.get("expected")
+            parts = []
+            if _finite(obs) is not None and _finite(exp) is not None:
+                if _finite(n) is not None:
+                    parts.append(f"{fmt_num(obs)} of {fmt_num(n)} (about {fmt_about(exp)} expected)")
+                else:
+                    parts.append(f"{fmt_num(obs)} (about {fmt_about(exp)} expected)")
+            elif _finite(obs) is not None:
+                parts.append(fmt_num(obs))
+            if _finite(val.get("statistic")) is not None and not parts:
+                parts.append(f"score {fmt_num(val.get('statistic'))}")
+            if _finite(val.get("pvalue")) is not None:
+                parts.append(f"p = {fmt_p(val.get('pvalue'))}")
+            if not parts:
+                parts = [", ".join(f"{_label(k)} {fmt_num(v) if _finite(v) is not None else str(v)}"
+                                   for k, v in val.items() if not isinstance(v, (dict, list)))]
+            rows.append({"key": str(key), "label": _label(key), "text": ", ".join(p for p in parts if p),
+                         "pvalue": _finite(val.get("pvalue")), "statistic": _finite(val.get("statistic")),
+                         "n": _finite(n), "observed": _finite(obs), "expected": _finite(exp)})
+        elif isinstance(val, (list, tuple)):
+            rows.append({"key": str(key), "label": _label(key), "text": ", ".join(
+                fmt_num(v) if _finite(v) is not None else str(v) for v in val[:12]),
+                "pvalue": None, "statistic": None, "n": None, "observed": None, "expected": None})
+        else:
+            text = fmt_num(val) if _finite(val) is not None else str(val)
+            rows.append({"key": str(key), "label": _label(key), "text": text, "pvalue": None,
+                         "statistic": None, "n": None, "observed": None, "expected": None})
+    return rows
+
+
+def controls_sentence(entry: dict) -> str:
+    items = control_items(entry)
+    if not items:
+        return ""
+    return "Controls: " + "; ".join(f"{c['label']}: {c['text']}" for c in items) + "."
+
+
+def sensitivity_note(test: str, entries: list[dict]) -> str:
+    """What the last column of a test's table means."""
+    powers = sorted({round(min_detectable(e)[1], 6) for e in entries if min_detectable(e)[0] is not None})
+    info = test_info(test)
+    if not powers:
+        return ("This test did not compute the size of cheat each subject's play could reveal; a subject who is "
+                "not flagged may still cheat.")
+    power = times_in(powers[0]) if len(powers) == 1 else "with the stated probability"
+    return (f"The last column is the smallest cheat each subject's amount of play would have revealed {power} "
+            f"({info['cheat']}): a subject who is not flagged may still cheat below that size.")
+
+
+def family_sentence(fam: dict, n_flagged: int, n_watch: int) -> str:
+    """Family size and the false reports it implies."""
+    m = int(_finite(fam.get("tests")) or 0)
+    fdr = _finite(fam.get("fdr"))
+    test = fam.get("test", "")
+    info = test_info(test)
+    noun = "subject" if m == 1 else "subjects"
+    if fdr is None:
+        return f"{m} {noun} tested."
+    expect_false = _finite(fam.get("expected_false_reports_if_all_honest"))
+    if expect_false is None:
+        expect_false = fdr
+    parts = [f"{m} {noun} tested together, at a false-discovery rate of {fdr:.0%}."]
+    parts.append(f"If all {m} were honest, this test would flag anyone at all with a chance of at most "
+                 f"{fdr:.0%} (about {expect_false:.2g} false reports expected).")
+    if n_flagged:
+        parts.append(f"Of its {n_flagged} flag{'s' if n_flagged != 1 else ''}, on average at most "
+                     f"{n_flagged * fdr:.2g} would be false.")
+    watch_expect = m * WATCH_P
+    parts.append(f"The watch list is looser: honest chance alone puts about {watch_expect:.2g} of {m} there "
+                 f"(p ≤ {WATCH_P:g}), plus some through q ≤ {WATCH_Q:g}; it holds {n_watch} now.")
+    del info
+    return " ".join(parts)
+
+
+# ------------------------------------------------------------------ findings
+
+FINDING_WORDS = {
+    "bad_record": "records that could not be read or break the log format",
+    "unknown_card": "strings that are not cards",
+    "card_outside_pack": "cards that are not in the pack used",
+    "duplicate_card": "cards dealt twice",
+    "wrong_hand_size": "hands of the wrong size",
+    "turn_up_mismatch": "turn-ups not in the right hand",
+    "deck_mismatch": "hands that the logged deck does not deal",
+    "card_not_in_hand": "cards played by a seat that did not hold them",
+    "revoke": "revokes (failing to follow suit while able)",
+    "incomplete_play": "deals with missing or extra tricks",
+    "claim_mismatch": "claimed revokes the replay does not find",
+    "score_mismatch": "deal scores that differ from the computed ones",
+    "total_mismatch": "running totals that differ from the computed ones",
+    "winner_mismatch": "recorded winners that differ from the computed ones",
+    "dealer_rotation": "deals dealt by the wrong player",
+    "deal_sequence": "missing or repeated deal numbers",
+    "play_after_game_end": "deals played after the game was won",
+    "beg_irregular": "irregular begging (All Fours)",
+}
+
+
+def _where(f: dict) -> str:
+    parts = []
+    if f.get("game_id") is not None:
+        parts.append(f"game {f.get('game_id')}")
+    if f.get("deal_no") is not None:
+        parts.append(f"deal {f.get('deal_no')}")
+    if f.get("trick") is not None:
+        parts.append(f"trick {f.get('trick')}")
+    if f.get("player") is not None:
+        parts.append(f"player {f.get('player')}")
+    return ", ".join(parts)
+
+
+# ------------------------------------------------------------------ the view
+
+
+MAX_FINDINGS_SHOWN = 500
+
+
+def _entries(doc: dict, key: str) -> list[dict]:
+    val = doc.get(key)
+    return [e for e in val if isinstance(e, dict)] if isinstance(val, list) else []
+
+
+def entry_view(e: dict) -> dict:
+    info = test_info(e.get("test", ""))
+    md, power = min_detectable(e)
+    return {
+        "test": str(e.get("test", "")), "title": info["title"], "subject": str(e.get("subject", "?")),
+        "tier": str(e.get("tier") or ("report" if e.get("flagged") else "clear")),
+        "tier_words": TIER_WORDS.get(str(e.get("tier")), str(e.get("tier"))),
+        "n": fmt_num(e.get("n")), "observed": fmt_num(e.get("observed")),
+        "expected": fmt_about(e.get("expected")), "p": fmt_p(e.get("pvalue")), "q": fmt_p(e.get("qvalue")),
+        "method": str(e.get("method", "")),
+        "sentence": result_sentence(e), "sensitivity": sensitivity_sentence(e),
+        "min_detectable": "n/a" if md is None else ("too little play" if math.isinf(md) else fmt_rate(md)),
+        "power": power,
+        "controls": control_items(e), "controls_sentence": controls_sentence(e),
+        "pvalue": _finite(e.get("pvalue")), "qvalue": _finite(e.get("qvalue")),
+    }
+
+
+def _sort_key_p(e: dict) -> tuple:
+    p = _finite(e.get("pvalue"))
+    return (p if p is not None else 2.0, str(e.get("test", "")), str(e.get("subject", "")))
+
+
+def build_view(doc: dict, charts: bool = True) -> dict:
+    """Everything the report says, as plain data (charts as SVG strings when `charts`)."""
+    from . import svg
+
+    doc = doc if isinstance(doc, dict) else {}
+    tests = _entries(doc, "tests")
+    flags = _entries(doc, "flags") or [e for e in tests if e.get("flagged")]
+    families = _entries(doc, "families")
+    replay = doc.get("replay") if isinstance(doc.get("replay"), dict) else {}
+    findings = _entries(replay, "findings")
+    deals = doc.get("deals", replay.get("deals"))
+    games = doc.get("games", replay.get("games"))
+
+    watch = sorted((e for e in tests if e.get("tier") == "watch"), key=_sort_key_p)
+    by_test: dict[str, list[dict]] = {}
+    for e in tests:
+        by_test.setdefault(str(e.get("test", "")), []).append(e)
+    fam_of = {str(f.get("test", "")): f for f in families}
+    for t in by_test:  # a test without a declared family still gets a section
+        if t not in fam_of:
+            fam_of[t] = {"test": t, "tests": len(by_test[t])}
+    fdrs = sorted({_finite(f.get("fdr")) for f in fam_of.values() if _finite(f.get("fdr")) is not None})
+
+    # findings by code, most frequent first
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[str(f.get("code", "?"))] = counts.get(str(f.get("code", "?")), 0) + 1
+    by_code = [{"code": c, "count": k, "words": FINDING_WORDS.get(c, c.replace("_", " "))}
+               for c, k in sorted(counts.items(), key=lambda ck: (-ck[1], ck[0]))]
+    finding_rows = [{"code": str(f.get("code", "")), "source": str(f.get("source") or ""),
+                     "where": _where(f), "message": str(f.get("message") or "")}
+                    for f in findings[:MAX_FINDINGS_SHOWN]]
+
+    n_flags = len(flags)
+    flagged_subjects = sorted({str(e.get("subject")) for e in flags})
+    if n_flags:
+        headline = (f"{n_flags} flag{'s' if n_flags != 1 else ''} on {len(flagged_subjects)} "
+                    f"subject{'s' if len(flagged_subjects) != 1 else ''}: " + ", ".join(flagged_subjects))
+    else:
+        headline = "No one is flagged"
+    if findings:
+        headline += f"; {len(findings):,} irregularit{'ies' if len(findings) != 1 else 'y'} in the logs"
+    else:
+        headline += "; the logs replay without irregularities"
+
+    fam_views = []
+    for t in sorted(fam_of, key=lambda t: (ORDER.index(t) if t in ORDER else len(ORDER), t)):
+        fam = fam_of[t]
+        entries = sorted(by_test.get(t, []), key=lambda e: (_sort_key_p(e)))
+        info = test_info(t)
+        nf = sum(1 for e in entries if e.get("tier") == "report" or e.get("flagged"))
+        nw = sum(1 for e in entries if e.get("tier") == "watch")
+        fv = {
+            "test": t, "title": info["title"], "what": info["what"],
+            "size": int(_finite(fam.get("tests")) or len(entries)),
+            "fdr": _finite(fam.get("fdr")), "method": str(fam.get("method", "")),
+            "sentence": family_sentence(fam, nf, nw), "n_flagged": nf, "n_watch": nw,
+            "rows": [entry_view(e) for e in entries], "charts": [],
+            "sensitivity_note": sensitivity_note(t, entries),
+        }
+        if charts and entries:
+            fv["charts"] = svg.charts_for_family(t, entries, fam)
+        fam_views.append(fv)
+
+    timelines = []
+    for e in flags:
+        ev = entry_view(e)
+        chart = svg.timeline(e) if charts else ""
+        timelines.append({"test": ev["test"], "title": ev["title"], "subject": ev["subject"],
+                          "sentence": ev["sentence"], "svg": chart})
+
+    subjects: dict[str, list[dict]] = {}
+    for e in tests:
+        subjects.setdefault(str(e.get("subject", "?")), []).append(entry_view(e))
+    subject_views = [{"subject": s, "tests": sorted(v, key=lambda x: x["test"])}
+                     for s, v in sorted(subjects.items())]
+
+    fdr_text = ", ".join(f"{f:.0%}" for f in fdrs) if fdrs else "n/a"
+    return {
+        "title": "Fair-play audit",
+        "deals": fmt_num(deals), "games": fmt_num(games), "seed": "n/a" if doc.get("seed") is None
+        else str(doc.get("seed")), "fdr": fdr_text,
+        "headline": headline, "n_flags": n_flags,
+        "flags": [entry_view(e) for e in flags], "watch": [entry_view(e) for e in watch],
+        "n_findings": len(findings), "findings_by_code": by_code, "findings": finding_rows,
+        "findings_omitted": max(0, len(findings) - MAX_FINDINGS_SHOWN),
+        "families": fam_views, "timelines": timelines, "subjects": subject_views,
+        "how_to_read": HOW_TO_READ, "monthly_note": MONTHLY_NOTE, "not_clean_note": NOT_CLEAN_NOTE,
+        "n_tests": len(tests), "n_families": len(fam_views), "rows_shown": ROWS_SHOWN,
+    }
+
+
+def iter_strings(view: Any) -> Iterable[str]:
+    """Every string in a view (for tests)."""
+    if isinstance(view, str):
+        yield view
+    elif isinstance(view, dict):
+        for v in view.values():
+            yield from iter_strings(v)
+    elif isinstance(view, (list, tuple)):
+        for v in view:
+            yield from iter_strings(v)

@@ -52,7 +52,7 @@ def test_all_fours_thrown_in_deals_are_redealt_by_the_same_dealer(tmp_path):
     assert len(g) == len(s)
     # every run's turn-up is an event, with its null given the cards already out
     assert len(g.tu_p) == len(s) + sum(len(b["runs"]) for b in s.af if b)
-    assert ((g.tu_p >= 0) & (g.tu_p <= 4 / 14)).all() and (g.tu_p == 0).any()  # 0 once all four Jacks are out
+    assert ((g.tu_p >= 0) & (g.tu_p <= 1)).all() and (g.tu_p == 0).any()  # 0 once all four Jacks are out
     k, mu, var = g.tu_jack.sum(), g.tu_p.sum(), (g.tu_p * (1 - g.tu_p)).sum()
     assert abs(k - mu) < 4 * np.sqrt(var)
 

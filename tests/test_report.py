@@ -1,0 +1,339 @@
+"""The report (HTML, Markdown, terminal, JSON) built from the audit document: content, escaping, determinism."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from scipy.stats import beta
+
+from auditor.errors import UsageError
+from auditor.report import sentences, svg
+from auditor.report.html import render_html, write_report
+from auditor.report.markdown import md_escape, render_markdown
+from auditor.report.terminal import print_audit
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_report_data import EVIL, synthetic_doc  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return synthetic_doc(seed=7)
+
+
+@pytest.fixture(scope="module")
+def html_text(doc):
+    return render_html(doc)
+
+
+class _Collect(HTMLParser):
+    """Every start tag with its attributes, and all text (entities decoded)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.ends: list[str] = []
+        self.text: list[str] = []
+        self.comments: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, attrs))
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append((tag, attrs))
+        self.ends.append(tag)
+
+    def handle_endtag(self, tag):
+        self.ends.append(tag)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+    def handle_comment(self, data):
+        self.comments.append(data)
+
+
+def _parse(text: str) -> _Collect:
+    p = _Collect()
+    p.feed(text)
+    p.close()
+    return p
+
+
+def _assert_inert(parsed: _Collect, allowed: set[str]) -> None:
+    names = {t for t, _ in parsed.tags}
+    assert not names - allowed, f"unexpected elements: {sorted(names - allowed)}"
+    for tag, attrs in parsed.tags:
+        for k, val in attrs:
+            assert not k.lower().startswith("on"), (tag, k, val)
+            assert "javascript:" not in (val or "").lower(), (tag, k, val)
+            if k.lower() in ("href", "src", "xlink:href"):
+                pytest.fail(f"link or source in the report: {tag} {k}={val!r}")
+    assert parsed.comments == []
+
+
+HTML_ELEMENTS = {"html", "head", "meta", "title", "style", "body", "main", "h1", "h2", "h3", "p", "section", "div",
+                 "span", "strong", "table", "thead", "tbody", "tr", "th", "td", "code", "br", "dl", "dt", "dd",
+                 "figure", "figcaption", "details", "summary", "footer",
+                 "svg", "rect", "line", "text", "polyline", "polygon", "circle", "desc"}
+
+
+def test_html_log_strings_inject_nothing(doc, html_text):
+    parsed = _parse(html_text)
+    _assert_inert(parsed, HTML_ELEMENTS)
+    # every <svg> closes where it should: as many ends as starts, and each chart is well-formed XML on its own
+    starts = [t for t, _ in parsed.tags if t == "svg"]
+    assert len(starts) == parsed.ends.count("svg") > 0
+    chunks = html_text.split("<svg ")[1:]
+    for chunk in chunks:
+        ET.fromstring("<svg " + chunk[: chunk.index("</svg>") + len("</svg>")])
+    # the hostile names are shown as text, character for character
+    text = "".join(parsed.text)
+    for name in EVIL:
+        assert name in text
+    assert sum(1 for t, _ in parsed.tags if t == "style") == 1
+    # and the CSP forbids scripts and the network even if something slipped through
+    csp = [dict(a) for t, a in parsed.tags if t == "meta" and dict(a).get("http-equiv") == "Content-Security-Policy"]
+    assert csp and "default-src 'none'" in csp[0]["content"] and "script" not in csp[0]["content"]
+
+
+def test_html_is_self_contained(html_text):
+    low = html_text.lower()
+    for needle in ("<script", "<link", "<iframe", "<img", "@import", "url(", "http://", "https://"):
+        if needle in ("http://",):
+            # the SVG namespace is the only URL, and it is a name, not a fetch
+            assert low.count("http://") == low.count('xmlns="http://www.w3.org/2000/svg"'), needle
+            continue
+        assert needle not in low.replace("&lt;script", ""), needle
+
+
+def test_markdown_log_strings_inject_nothing(doc):
+    from markdown_it import MarkdownIt
+
+    md = render_markdown(doc)
+    rendered = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough").render(md)
+    parsed = _parse(rendered)
+    allowed = {"h1", "h2", "h3", "p", "strong", "em", "ul", "li", "blockquote", "table", "thead", "tbody", "tr",
+               "th", "td", "code"}
+    _assert_inert(parsed, allowed)
+    text = "".join(parsed.text)
+    for name in EVIL:
+        assert name in text, name
+    # table rows keep their column count although names contain '|'
+    for line in md.splitlines():
+        if line.startswith("| ") and "subject" not in line and "---" not in line:
+            cells = [c for c in _split_md_row(line)]
+            assert len(cells) in (3, 4, 8), line
+
+
+def _split_md_row(line: str) -> list[str]:
+    cells, cur, i = [], "", 1
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\" and i + 1 < len(line):
+            cur += line[i: i + 2]
+            i += 2
+            continue
+        if ch == "|":
+            cells.append(cur)
+            cur = ""
+        else:
+            cur += ch
+        i += 1
+    return cells
+
+
+def test_md_escape_neutralises_markup():
+    assert md_escape("<b>") == "&lt;b&gt;"
+    assert md_escape("a|b") == "a\\|b"
+    assert md_escape("[x](javascript:y)") == "\\[x\\](javascript:y)"
+    assert md_escape("line\nbreak") == "line break"
+
+
+def test_the_flag_sentence_reads_like_the_brief():
+    e = {"test": "dealer_jack", "subject": "bob", "n": 812, "observed": 301, "expected": 255.1,
+         "pvalue": 0.00031, "qvalue": 0.021, "detail": {"sd": 13.2}}
+    assert sentences.result_sentence(e) == ("bob received the Jack of trumps in 301 of the 812 deals they dealt; "
+                                            "an honest dealer would in about 255 ± 13; p = 0.0003, q = 0.02.")
+    # without the detector's spread: the binomial spread at the average null rate
+    e2 = dict(e, detail={})
+    sd = math.sqrt(812 * (255.1 / 812) * (1 - 255.1 / 812))
+    assert f"± {sd:.0f}" in sentences.result_sentence(e2)
+
+
+def test_the_sensitivity_sentence():
+    e = {"test": "dealer_jack", "subject": "bob", "n": 212, "detail": {"min_detectable": 0.19}}
+    assert sentences.sensitivity_sentence(e) == ("with 212 deals dealt, a stacking rate above 0.19 would have "
+                                                 "been caught 4 times in 5.")
+    e = {"test": "dealer_jack", "subject": "bob", "n": 12, "detail": {"min_detectable": None}}
+    assert "even a cheat at full strength could have gone unflagged" in sentences.sensitivity_sentence(e)
+    e = {"test": "dealer_jack", "subject": "bob", "n": 12, "detail": {}}
+    assert "not computed" in sentences.sensitivity_sentence(e)
+    e = {"test": "marked_ten", "subject": "al", "n": 400, "detail": {"min_detectable": {"rate": 0.5,
+                                                                                          "power": 0.9}}}
+    assert sentences.sensitivity_sentence(e).endswith("above 0.50 would have been caught 9 times in 10.")
+
+
+def test_every_subject_gets_its_sensitivity_and_every_family_its_size(doc, html_text):
+    text = "".join(_parse(html_text).text)
+    for e in doc["tests"]:
+        assert sentences.sensitivity_sentence(e) in text
+    for fam in doc["families"]:
+        assert f"{fam['tests']} subjects tested together, at a false-discovery rate of 5%" in text
+    assert sentences.MONTHLY_NOTE in text
+    assert "Not flagged is not clean." in text
+    # the verdict comes first: the flags' sentences appear before the replay section and before the test tables
+    first_table = text.index("Dealers who receive the Jack of trumps\nHow often")
+    for f in doc["flags"]:
+        assert 0 < text.index(sentences.result_sentence(f)) < first_table
+    assert text.index("Flagged") < text.index("What the replay of the logs found")
+
+
+def test_replay_findings_with_their_locations(doc, html_text):
+    text = "".join(_parse(html_text).text)
+    for f in doc["replay"]["findings"]:
+        assert f["source"] in text and f["message"] in text
+    assert "game g<1>, deal 3, trick 5" in text
+
+
+def test_charts_one_per_test_plus_qq_and_timelines(doc, html_text):
+    view = sentences.build_view(doc)
+    for fam in view["families"]:
+        assert len(fam["charts"]) == 2, fam["test"]  # the main chart and the family's QQ plot
+    assert len(view["timelines"]) == len(doc["flags"]) and all(t["svg"] for t in view["timelines"])
+    n_svg = html_text.count("<svg ")
+    assert n_svg == 2 * len(view["families"]) + len(view["timelines"])
+
+
+def test_funnel_colours_points_by_the_exact_limits(doc):
+    entries = [e for e in doc["tests"] if e["test"] == "dealer_jack"]
+    chart = svg.funnel("dealer_jack", entries)
+    root = ET.fromstring(chart)
+    ns = "{http://www.w3.org/2000/svg}"
+    titles = [(c.find(ns + "title").text, c.get("stroke")) for c in root.iter(ns + "circle")]
+    assert len(titles) == len(entries)
+    colours = {}
+    for e in entries:
+        (colour,) = [col for t, col in titles if t.startswith(e["subject"] + ": ")]
+        colours[e["subject"]] = colour
+    for e in entries:
+        lim = e["detail"]["funnel"]["limits"]
+        expect = svg.RED if e["observed"] > lim["99.8"][1] else svg.AMBER if e["observed"] > lim["95"][1] \
+            else svg.BLUE
+        assert colours[e["subject"]] == expect, e["subject"]
+    assert colours["p29"] == svg.RED  # the planted stacker is beyond the 99.8% limit
+
+
+def test_qq_band_has_its_coverage():
+    """The QQ plot's band is pointwise: each order statistic of m honest (uniform) p-values falls inside its band
+    95% of the time. Checked on 4,000 seeded families of 50."""
+    m, reps = 50, 4000
+    rng = np.random.default_rng(20240611)
+    u = np.sort(rng.random((reps, m)), axis=1)
+    i = np.arange(1, m + 1)
+    lo, hi = beta.ppf(0.025, i, m - i + 1), beta.ppf(0.975, i, m - i + 1)
+    inside = ((u >= lo) & (u <= hi)).mean(axis=0)
+    se = math.sqrt(0.95 * 0.05 / reps)
+    assert np.all(np.abs(inside - 0.95) < 4.5 * se), inside
+    # and the chart draws exactly these limits: its band polygon spans -log10 of them
+    entries = [{"subject": f"s{k}", "pvalue": float(p), "tier": "clear"} for k, p in enumerate(u[0])]
+    chart = svg.qq_plot(entries)
+    assert chart.count("<polygon") == 1 and chart.count("<circle") == m
+
+
+def test_deterministic_bytes_across_processes(doc, tmp_path):
+    """Same document, fresh interpreters with different hash seeds: byte-identical HTML and Markdown."""
+    src = tmp_path / "doc.json"
+    src.write_text(json.dumps(doc), encoding="utf-8")
+    code = ("import json,sys; from auditor.report.html import write_report; "
+            "d=json.load(open(sys.argv[1])); write_report(d, sys.argv[2]); write_report(d, sys.argv[3]); "
+            "write_report(d, sys.argv[4])")
+    outs = []
+    for seed in ("1", "2"):
+        paths = [tmp_path / f"r{seed}.html", tmp_path / f"r{seed}.md", tmp_path / f"r{seed}.json"]
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        subprocess.run([sys.executable, "-c", code, str(src)] + [str(p) for p in paths], check=True, env=env)
+        outs.append([p.read_bytes() for p in paths])
+    assert outs[0] == outs[1]
+    assert json.loads(outs[0][2]) == doc
+    assert outs[0][0] == render_html(json.loads(src.read_text())).encode("utf-8")
+
+
+def test_write_report_chooses_by_suffix(doc, tmp_path):
+    assert write_report(doc, tmp_path / "a.HTML").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert write_report(doc, tmp_path / "a.md").read_text(encoding="utf-8").startswith("# Fair-play audit")
+    assert json.loads((write_report(doc, tmp_path / "a.json")).read_text(encoding="utf-8")) == doc
+    with pytest.raises(UsageError, match=r"\.html, \.md or \.json"):
+        write_report(doc, tmp_path / "a.pdf")
+    with pytest.raises(UsageError, match="cannot write"):
+        write_report(doc, tmp_path / "no" / "such" / "dir" / "a.html")
+
+
+def test_terminal_summary_escapes_and_tells_the_verdict(doc):
+    buf = io.StringIO()
+    print_audit(doc, Console(file=buf, width=200, color_system=None))
+    out = buf.getvalue()
+    assert out.startswith("3 flags on 3 subjects")
+    for f in doc["flags"]:
+        assert f["subject"] in out
+    assert "Test families" in out and "dealer_jack" in out
+
+
+def test_a_clean_audit_says_so_plainly():
+    doc = synthetic_doc(seed=3, evil=False, stacker_q=0.0, with_findings=False)
+    doc["flags"] = []
+    for e in doc["tests"]:
+        e["flagged"], e["tier"] = False, "clear"
+    html = render_html(doc)
+    text = "".join(_parse(html).text)
+    assert "No one is flagged; the logs replay without irregularities." in text
+    assert "Not flagged is not clean." in text
+    assert "Watch list" not in text and "How each flag built up" not in text
+
+
+_num = st.one_of(st.none(), st.integers(-5, 10**6), st.floats(allow_nan=True, allow_infinity=True),
+                 st.text(max_size=5), st.booleans())
+_any = st.recursive(st.one_of(_num, st.text(max_size=8)),
+                    lambda c: st.one_of(st.lists(c, max_size=4), st.dictionaries(st.text(max_size=6), c,
+                                                                                 max_size=4)), max_leaves=12)
+_entry = st.fixed_dictionaries(
+    {"test": st.sampled_from(["dealer_jack", "turnup_jack", "marked_ten", "collusion", "weird_new_test"]),
+     "subject": st.text(max_size=12)},
+    optional={"n": _num, "observed": _num, "expected": _num, "statistic": _num, "pvalue": _num, "qvalue": _num,
+              "flagged": st.booleans(), "tier": st.sampled_from(["report", "watch", "clear", "odd"]),
+              "method": _num, "controls": _any,
+              "detail": st.one_of(_any, st.fixed_dictionaries({}, optional={
+                  "timeline": st.lists(st.lists(_num, max_size=4), max_size=6), "min_detectable": _any,
+                  "sd": _num, "funnel": _any}))})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(entries=st.lists(_entry, max_size=6), families=st.lists(
+    st.fixed_dictionaries({"test": st.text(max_size=10)}, optional={"tests": _num, "fdr": _num}), max_size=3))
+def test_missing_or_odd_fields_never_crash(entries, families):
+    flags = [e for e in entries if e.get("flagged")]
+    doc = {"deals": 3, "games": 1, "seed": None, "families": families, "tests": entries, "flags": flags,
+           "replay": {"findings": [{"code": "revoke", "message": None}, "junk"]}}
+    html = render_html(doc)
+    _assert_inert(_parse(html), HTML_ELEMENTS)
+    render_markdown(doc)
+    print_audit(doc, Console(file=io.StringIO(), width=120))
+
+
+def test_an_empty_document_renders():
+    for d in ({}, {"tests": None, "flags": "x", "replay": []}):
+        assert "No one is flagged" in render_html(d)
+        assert "No one is flagged" in render_markdown(d)

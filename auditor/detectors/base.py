@@ -10,26 +10,177 @@ partitions of the input by table:
 `run(results, rng)` is `finalize(count(results))`. `results` is the list of `DealResult` of the replay
 (`auditor.replay.reference.DealResult`: the deal record, dealt hands as bitmasks, plays, winners, revokes).
 Randomness only through the `numpy.random.Generator` passed in.
+
+`count` may also be given the partition's `DealingFacts` (keyword `facts`), built once for every detector.
+
+Helpers for the Poisson-binomial tests: `Trials` (one subject's trials: input-order key, outcome, null probability)
+merge by concatenation in input order, so a subject's counts, expectation and timeline are the same whatever the
+partition; `pb_result` turns one subject's trials into a `TestResult` with the report's details.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+import zlib
+from dataclasses import dataclass
+from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from ..stats import exact
 from ..stats.family import TestResult
+
+MIN_DETECTABLE_POWER = 0.8
+TIMELINE_POINTS = 200
 
 
 class Detector(Protocol):
     name: str
 
-    def count(self, results: Sequence[Any], rng: np.random.Generator) -> Any: ...
+    def count(self, results: Sequence[Any], rng: np.random.Generator, facts: Any = None) -> Any: ...
 
     def merge(self, parts: Sequence[Any]) -> Any: ...
 
     def finalize(self, counts: Any, rng: np.random.Generator) -> list[TestResult]: ...
 
 
-def run(detector: Detector, results: Sequence[Any], rng: np.random.Generator) -> list[TestResult]:
-    return detector.finalize(detector.count(results, rng), rng)
+def run(detector: Detector, results: Sequence[Any], rng: np.random.Generator, facts: Any = None) -> list[TestResult]:
+    return detector.finalize(detector.count(results, rng, facts=facts), rng)
+
+
+def subject_rng(rng: np.random.Generator, base: int, subject: str) -> np.random.Generator:
+    """A generator for one subject, from a base drawn once per finalize and the subject's name: a subject's Monte
+    Carlo does not depend on which other subjects are in the input."""
+    return np.random.default_rng([int(base), zlib.crc32(subject.encode("utf-8"))])
+
+
+# ---------------------------------------------------------------- Bernoulli trials per subject
+
+
+@dataclass
+class Trials:
+    """One subject's Bernoulli trials in input order: `key` (input order), `obs` (0/1), `p` (exact null)."""
+
+    key: np.ndarray
+    obs: np.ndarray
+    p: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.key)
+
+    @staticmethod
+    def empty() -> "Trials":
+        return Trials(np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0))
+
+    @staticmethod
+    def concat(parts: Sequence["Trials"]) -> "Trials":
+        parts = [t for t in parts if len(t)]
+        if not parts:
+            return Trials.empty()
+        key = np.concatenate([t.key for t in parts])
+        order = np.argsort(key, kind="stable")
+        return Trials(key[order], np.concatenate([t.obs for t in parts])[order],
+                      np.concatenate([t.p for t in parts])[order])
+
+    @property
+    def observed(self) -> int:
+        return int(self.obs.sum())
+
+    @property
+    def expected(self) -> float:
+        return float(self.p.sum())
+
+    def groups(self) -> tuple[tuple[float, int], ...]:
+        return exact.group_probs(self.p)
+
+
+def split_trials(subject: np.ndarray, names: Sequence[str], key: np.ndarray, obs: np.ndarray,
+                 p: np.ndarray) -> dict[str, Trials]:
+    """Split parallel arrays of trials by subject index (-1: no subject) into {name: Trials}."""
+    keep = subject >= 0
+    subject, key, obs, p = subject[keep], key[keep], obs[keep], p[keep]
+    if len(subject) == 0:
+        return {}
+    order = np.lexsort((key, subject))
+    subject, key, obs, p = subject[order], key[order], obs[order], p[order]
+    cuts = np.nonzero(np.diff(subject))[0] + 1
+    starts = np.concatenate([[0], cuts])
+    ends = np.concatenate([cuts, [len(subject)]])
+    return {names[int(subject[a])]: Trials(key[a:b], obs[a:b].astype(np.int8), p[a:b].astype(float))
+            for a, b in zip(starts, ends)}
+
+
+def merge_streams(parts: Sequence[Mapping[str, Mapping[str, Trials]]]) -> dict[str, dict[str, Trials]]:
+    """Merge {subject: {stream: Trials}} counts of several partitions (exact: concatenation in input order)."""
+    acc: dict[str, dict[str, list[Trials]]] = {}
+    for part in parts:
+        for subj, streams in part.items():
+            for name, t in streams.items():
+                acc.setdefault(subj, {}).setdefault(name, []).append(t)
+    return {s: {k: Trials.concat(v) for k, v in streams.items()} for s, streams in acc.items()}
+
+
+def timeline(obs: np.ndarray, expected: np.ndarray, points: int = TIMELINE_POINTS) -> list[list]:
+    """Cumulative [index (1-based), observed so far, expected so far] points, thinned to at most `points`."""
+    n = len(obs)
+    if n == 0:
+        return []
+    co = np.cumsum(obs)
+    ce = np.cumsum(expected)
+    idx = np.unique(np.linspace(0, n - 1, min(points, n)).round().astype(np.int64))
+    return [[int(i + 1), int(co[i]), round(float(ce[i]), 4)] for i in idx]
+
+
+def control(t: Trials) -> dict:
+    """A control's summary: n, observed, expected, exact one-sided p-value (in no family)."""
+    if len(t) == 0:
+        return {"n": 0, "observed": 0, "expected": 0.0, "pvalue": None}
+    d = exact.poisson_binomial(t.groups())
+    return {"n": len(t), "observed": t.observed, "expected": round(t.expected, 4), "pvalue": d.sf(t.observed),
+            "rate": round(t.observed / len(t), 5), "null_rate": round(t.expected / len(t), 5)}
+
+
+def pb_result(test: str, subject: str, t: Trials, level: float, method: str, controls: dict | None = None,
+              detail: dict | None = None, details: bool = True, fixed: Trials | None = None,
+              cheat: str = "") -> TestResult:
+    """The exact one-sided Poisson-binomial test of one subject's trials.
+
+    `level` is the FDR-equivalent per-test level at which `min_detectable` is computed; `fixed` are trials of
+    the same test that the modelled cheat cannot touch (they are part of `t`)."""
+    groups = t.groups()
+    dist = exact.poisson_binomial(groups)
+    obs = t.observed
+    pv = dist.sf(obs)
+    det: dict[str, Any] = dict(detail or {})
+    if details:
+        fixed_groups = fixed.groups() if fixed is not None and len(fixed) else ()
+        affected = _minus(groups, fixed_groups)
+        det["null_rate"] = round(t.expected / len(t), 6) if len(t) else None
+        det["timeline"] = timeline(t.obs, t.p)
+        det["min_detectable"] = exact.min_detectable(affected, float(level), MIN_DETECTABLE_POWER,
+                                                     fixed=fixed_groups)
+        det["min_detectable_level"] = level
+        det["min_detectable_method"] = (
+            f"exact: the smallest q at which the exact test at the FDR-equivalent per-test level (family FDR / "
+            f"family size) has power {MIN_DETECTABLE_POWER}, for a cheat who {cheat or 'forces the event'} in a "
+            "fraction q of his trials (p -> p + q(1 - p))")
+    return TestResult(test=test, subject=subject, n=len(t), observed=obs, expected=t.expected,
+                      statistic=exact.z_score(obs, dist), pvalue=pv, method=method, controls=controls or {},
+                      detail=det)
+
+
+def _minus(groups, remove) -> tuple[tuple[float, int], ...]:
+    rem = dict(remove)
+    out = []
+    for p, k in groups:
+        k2 = k - rem.get(p, 0)
+        if k2 > 0:
+            out.append((p, k2))
+    return tuple(out)
+
+
+def funnel(t: Trials) -> dict:
+    """Funnel-plot inputs: n, observed, expected and the exact null's central 95% and 99.8% limits of the count."""
+    d = exact.poisson_binomial(t.groups())
+    return {"n": len(t), "observed": t.observed, "expected": round(t.expected, 4),
+            "limits": {"95": [d.lower_limit(0.025), d.upper_limit(0.025)],
+                       "99.8": [d.lower_limit(0.001), d.upper_limit(0.001)]}}

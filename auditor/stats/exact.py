@@ -166,33 +166,36 @@ def stacked(p: float, q: float) -> float:
 
 
 def power(groups: tuple[tuple[float, int], ...], alpha: float, q: float,
-          alt: Callable[[float, float], float] = stacked) -> float:
-    """Power of the one-sided exact test at level alpha against a cheat of strength q (each p -> alt(p, q))."""
-    c = _pb_grouped(groups).critical(alpha)
-    alt_groups = tuple(sorted((alt(p, q), k) for p, k in groups))
-    return _pb_grouped(_merge_groups(alt_groups)).sf(c)
+          alt: Callable[[float, float], float] = stacked,
+          fixed: tuple[tuple[float, int], ...] = ()) -> float:
+    """Power of the one-sided exact test at level alpha against a cheat of strength q: the trials of `groups`
+    become alt(p, q); those of `fixed` (trials the cheat cannot touch) keep their null probability."""
+    base = _pb_grouped(fixed)
+    c = _convolve(_pb_grouped(groups), base).critical(alpha)
+    alt_groups = _merge_groups((alt(p, q), k) for p, k in groups)
+    return _convolve(_pb_grouped(alt_groups), base).sf(c)
 
 
 def _merge_groups(groups) -> tuple[tuple[float, int], ...]:
     out: dict[float, int] = {}
     for p, k in groups:
-        out[p] = out.get(p, 0) + k
+        out[float(p)] = out.get(float(p), 0) + int(k)
     return tuple(sorted(out.items()))
 
 
 @lru_cache(maxsize=4096)
 def min_detectable(groups: tuple[tuple[float, int], ...], alpha: float, target_power: float = 0.8,
-                   tol: float = 1e-3) -> float | None:
-    """The smallest q in [0, 1] whose cheat (p -> p + q(1-p)) the exact level-alpha test finds with the target
-    power, by bisection (power rises with q). None when even q = 1 is not enough (too few deals)."""
+                   tol: float = 1e-3, fixed: tuple[tuple[float, int], ...] = ()) -> float | None:
+    """The smallest q in [0, 1] whose cheat (p -> p + q(1-p) on the trials of `groups`) the exact level-alpha test
+    finds with the target power, by bisection (power rises with q). None when even q = 1 is not enough."""
     if not groups or sum(k for _, k in groups) == 0:
         return None
-    if power(groups, alpha, 1.0) < target_power:
+    if power(groups, alpha, 1.0, fixed=fixed) < target_power:
         return None
     lo, hi = 0.0, 1.0
     while hi - lo > tol:
         mid = 0.5 * (lo + hi)
-        if power(groups, alpha, mid) >= target_power:
+        if power(groups, alpha, mid, fixed=fixed) >= target_power:
             hi = mid
         else:
             lo = mid

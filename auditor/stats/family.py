@@ -86,13 +86,24 @@ def bh_qvalues(pvalues: list[float]) -> list[float]:
 
 @dataclass(frozen=True)
 class Family:
+    """One multiple-testing family: every subject of one test name.
+
+    `expected_false_reports`: BH keeps the expected share of false reports among the reports at most `fdr`, so
+    of `flagged` reports about fdr × flagged (at most) are expected to be false. If every subject were honest, the
+    chance of any report at all would be at most `fdr` (`expected_false_reports_if_all_honest`, an upper bound on
+    that probability for independent tests)."""
+
     test: str
     tests: int
     fdr: float
     method: str = "benjamini-hochberg"
+    flagged: int = 0
+    watch: int = 0
 
     def to_json(self) -> dict:
         return {"test": self.test, "tests": self.tests, "fdr": self.fdr, "method": self.method,
+                "flagged": self.flagged, "watch": self.watch,
+                "expected_false_reports": _num(self.fdr * self.flagged),
                 "expected_false_reports_if_all_honest": _num(self.expected_false_if_null())}
 
     def expected_false_if_null(self) -> float:
@@ -110,9 +121,17 @@ def apply_families(results: Iterable[TestResult], fdr: float = 0.05) -> tuple[li
     for test in sorted(by_test):
         rs = sorted(by_test[test], key=lambda r: r.subject)
         qs = bh_qvalues([r.pvalue for r in rs])
+        flagged = watch = 0
         for r, q in zip(rs, qs):
-            flagged = q <= fdr
-            tier = "report" if flagged else ("watch" if (q <= WATCH_Q or r.pvalue <= WATCH_P) else "clear")
-            out.append(replace(r, qvalue=q, flagged=flagged, tier=tier))
-        fams.append(Family(test, len(rs), fdr))
+            flag = q <= fdr
+            tier = "report" if flag else ("watch" if (q <= WATCH_Q or r.pvalue <= WATCH_P) else "clear")
+            flagged += flag
+            watch += tier == "watch"
+            out.append(replace(r, qvalue=q, flagged=flag, tier=tier))
+        fams.append(Family(test, len(rs), fdr, flagged=flagged, watch=watch))
     return out, fams
+
+
+def most_significant_first(results: Iterable[TestResult]) -> list[TestResult]:
+    """Flags in report order: smallest q-value, then p-value, then test and subject."""
+    return sorted(results, key=lambda r: (r.qvalue if r.qvalue is not None else 1.0, r.pvalue, r.test, r.subject))

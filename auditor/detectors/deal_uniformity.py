@@ -1,0 +1,391 @@
+"""`deal_uniformity`: per dealer, where the trump honours land relative to him, and `dealer_cutter`: per ordered
+pair (dealer, cutter), the trump honours dealt to the dealer.
+
+`deal_uniformity` tabulates, over a dealer's deals, each trump honour (Scotch Whist T J Q K A; All Fours also the
+2, the sure Low) by location class: the dealer, the eldest and each other seat relative to the dealer, the turn-up
+itself, and the cards not dealt (aside, dead, the All Fours stock). The expected count of every cell is exact (the
+sum over his deals of each configuration's rule-derived probability, `auditor.facts.location_probs`). The statistic
+is Pearson's X² over the cells; its null distribution is simulated deal by deal under each deal's own
+configuration (a uniform shuffle), with the sequential Monte-Carlo p-value of Besag & Clifford (1991): stop once
+`h` simulated statistics reach the observed one (p = h / l after l draws), else p = (g + 1) / (L + 1) after the
+cap L. The p-value is one-sided in X² (a dealer whose table is *more* uneven than chance); it catches stacking of
+any honour to any seat, not only the Jack to the dealer (which `dealer_jack` tests with more power).
+
+`dealer_cutter` (subject "dealer+cutter"): the number of trump honours dealt to the dealer's own hand, summed over
+the deals that cutter cut, against its exact null (the convolution of each deal's exact distribution, a mixture
+over the turn-up of hypergeometrics): a stacked pack survives only a friendly cut. Control (in no family): the same
+dealer with every other cutter — a dealer high with one cutter only is the interaction. Pairs with fewer than
+`min_deals` deals are not tested (they cannot carry evidence and would only dilute the family).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from scipy import stats as _st
+
+from ..cards import cards_of
+from ..facts import (MAX_SEATS, N_CLASSES, TURNUP, UNDEALT, Config, DealingFacts, facts_from_results, honour_ranks,
+                     honours_held_pmf, location_probs)
+from ..stats import exact
+from ..stats.family import TestResult
+from .base import MIN_DETECTABLE_POWER, subject_rng, timeline
+
+COLS = (8, 9, 10, 11, 12, 0)  # table columns: trump T J Q K A, and the 2 (All Fours)
+RANK_NAMES = ("T", "J", "Q", "K", "A", "2")
+MC_H = 10  # exceedances before the sequential Monte Carlo stops
+MC_MAX = 20000  # cap on simulated seasons per subject (smallest p about 5e-5)
+
+
+def _class_names(n_max: int) -> list[str]:
+    names = ["dealer", "eldest"] + [f"dealer+{k}" for k in range(2, MAX_SEATS)]
+    return names[:MAX_SEATS] + ["turn_up", "undealt"]
+
+
+# ---------------------------------------------------------------- counting
+
+
+def _uniformity_rows(facts: DealingFacts) -> dict[str, dict[Config, tuple[np.ndarray, np.ndarray]]]:
+    """{dealer: {config: (keys, loc[k, H])}} over deals whose dealt hands are known."""
+    out: dict[str, dict[Config, tuple[np.ndarray, np.ndarray]]] = {}
+    if len(facts) == 0:
+        return out
+    dealer = facts.seat_player[:, 0]
+    for ci, cfg in enumerate(facts.configs):
+        m = (facts.cfg == ci) & facts.hands_known
+        if not m.any():
+            continue
+        idx = np.nonzero(m)[0]
+        sub_trump = facts.trump[idx].astype(np.int64)
+        ranks = honour_ranks(cfg.game)
+        loc = np.zeros((len(idx), len(ranks)), dtype=np.int8)
+        for j, r in enumerate(ranks):
+            card = sub_trump * 13 + r
+            h = facts.holder[idx, card].astype(np.int64)
+            cls = np.where(h < 0, UNDEALT, h)
+            cls = np.where(card == facts.turnup[idx], TURNUP, cls)
+            loc[:, j] = cls
+        for pi in np.unique(dealer[idx]):
+            sel = dealer[idx] == pi
+            out.setdefault(facts.players[int(pi)], {})[cfg] = (facts.order[idx][sel], loc[sel])
+    return out
+
+
+def _merge_cfg(parts: Sequence[dict]) -> dict:
+    acc: dict[str, dict[Config, list]] = {}
+    for part in parts:
+        for subj, by_cfg in part.items():
+            for cfg, arrays in by_cfg.items():
+                acc.setdefault(subj, {}).setdefault(cfg, []).append(arrays)
+    out: dict[str, dict[Config, tuple]] = {}
+    for subj, by_cfg in acc.items():
+        out[subj] = {}
+        for cfg, lst in by_cfg.items():
+            keys = np.concatenate([a[0] for a in lst])
+            order = np.argsort(keys, kind="stable")
+            out[subj][cfg] = tuple([keys[order]] + [np.concatenate([a[k] for a in lst])[order]
+                                                   for k in range(1, len(lst[0]))])
+    return out
+
+
+# ---------------------------------------------------------------- the X² table and its simulation
+
+
+def _expected(cfg: Config) -> np.ndarray:
+    """[N_CLASSES, H] exact probabilities of each honour's location class for one deal of `cfg`."""
+    lp = location_probs(cfg)
+    ranks = honour_ranks(cfg.game)
+    return np.array([[float(lp[c][r]) for r in ranks] for c in range(N_CLASSES)])
+
+
+def _table(by_cfg: dict[Config, tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """Observed and expected counts, [N_CLASSES, 6] (ranks padded to the All Fours six)."""
+    obs = np.zeros((N_CLASSES, 6))
+    exp_ = np.zeros((N_CLASSES, 6))
+    for cfg, (keys, loc) in by_cfg.items():
+        cols = _cols(cfg)
+        e = _expected(cfg)
+        for j, col in enumerate(cols):
+            obs[:, col] += np.bincount(loc[:, j].astype(np.int64), minlength=N_CLASSES)
+            exp_[:, col] += e[:, j] * len(keys)
+    return obs, exp_
+
+
+def _cols(cfg: Config) -> list[int]:
+    return [COLS.index(r) for r in honour_ranks(cfg.game)]
+
+
+def _x2(obs: np.ndarray, exp_: np.ndarray) -> float:
+    m = exp_ > 0
+    return float((((obs - exp_) ** 2)[m] / exp_[m]).sum())
+
+
+def _simulate_tables(by_cfg: dict[Config, tuple], B: int, rng: np.random.Generator) -> np.ndarray:
+    """[B, N_CLASSES, 6] tables of B seasons of the same deals dealt from uniform shuffles."""
+    out = np.zeros((B, N_CLASSES * 6), dtype=np.int64)
+    for cfg, (keys, _loc) in by_cfg.items():
+        D = len(keys)
+        ranks = np.array(honour_ranks(cfg.game))
+        H = len(ranks)
+        pack = np.array(cards_of(cfg.pack), dtype=np.int64)
+        P = len(pack)
+        other = np.array([c for k, c in enumerate(cfg.slot_class) if k != cfg.turnup_index], dtype=np.int64)
+        tu = pack[rng.integers(P, size=(B, D))]
+        pos = rng.integers(P - 1, size=(B, D, H))
+        while True:  # distinct positions for the honours (rejection; few rows collide)
+            srt = np.sort(pos, axis=2)
+            bad = (np.diff(srt, axis=2) == 0).any(axis=2)
+            if not bad.any():
+                break
+            pos[bad] = rng.integers(P - 1, size=(int(bad.sum()), H))
+        cls = other[pos]
+        cls = np.where((tu % 13)[:, :, None] == ranks[None, None, :], TURNUP, cls)
+        in_pack = np.array([[(cfg.pack >> (s * 13 + r)) & 1 for r in ranks] for s in range(4)], dtype=bool)
+        present = in_pack[tu // 13]  # [B, D, H]
+        cell = cls * 6 + np.array(_cols(cfg))[None, None, :]
+        flat = (np.arange(B)[:, None, None] * (N_CLASSES * 6) + cell)[present]
+        out += np.bincount(flat, minlength=B * N_CLASSES * 6).reshape(B, N_CLASSES * 6)
+    return out.reshape(B, N_CLASSES, 6)
+
+
+def sequential_mc_pvalue(stat: float, simulate, rng: np.random.Generator, h: int = MC_H,
+                         cap: int = MC_MAX) -> tuple[float, int]:
+    """Besag–Clifford sequential Monte-Carlo p-value of an upper-tail statistic. `simulate(B, rng)` gives B
+    null statistics. Returns (p, draws)."""
+    g = 0
+    drawn = 0
+    batch = 32
+    while drawn < cap:
+        b = min(batch, cap - drawn)
+        sims = simulate(b, rng)
+        ge = sims >= stat - 1e-9 * max(1.0, abs(stat))
+        if g + ge.sum() >= h:
+            first = int(np.nonzero(np.cumsum(ge) + g >= h)[0][0])
+            return h / (drawn + first + 1), drawn + first + 1
+        g += int(ge.sum())
+        drawn += b
+        batch = min(batch * 2, 4096)
+    return (g + 1) / (cap + 1), cap
+
+
+class DealUniformity:
+    name = "deal_uniformity"
+
+    def __init__(self, fdr: float = 0.05, details: bool = True, mc_max: int = MC_MAX):
+        self.fdr = fdr
+        self.details = details
+        self.mc_max = mc_max
+
+    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None,
+              facts: DealingFacts | None = None) -> dict:
+        return _uniformity_rows(facts if facts is not None else facts_from_results(results))
+
+    def merge(self, parts: Sequence[dict]) -> dict:
+        return _merge_cfg(parts)
+
+    def finalize(self, counts: dict, rng: np.random.Generator) -> list[TestResult]:
+        subjects = sorted(counts)
+        base = int(rng.integers(2**63 - 1))
+        level = exact.per_test_level(self.fdr, len(subjects))
+        out = []
+        for s in subjects:
+            by_cfg = counts[s]
+            n = sum(len(v[0]) for v in by_cfg.values())
+            obs, exp_ = _table(by_cfg)
+            stat = _x2(obs, exp_)
+            mask = exp_ > 0
+
+            def simulate(B, g, by_cfg=by_cfg, exp_=exp_, mask=mask):
+                t = _simulate_tables(by_cfg, B, g)
+                return ((((t - exp_[None]) ** 2) / np.where(mask, exp_, 1.0)[None]) * mask[None]).sum(axis=(1, 2))
+
+            p, draws = sequential_mc_pvalue(stat, simulate, subject_rng(rng, base, s), cap=self.mc_max)
+            df = int(mask.sum() - mask[:, :].any(axis=0).sum())
+            detail: dict[str, Any] = {"mc_draws": draws}
+            controls: dict[str, Any] = {}
+            if self.details:
+                classes = _class_names(MAX_SEATS)
+                cells = []
+                for c in range(N_CLASSES):
+                    for j in range(6):
+                        if exp_[c, j] > 0:
+                            cells.append({"location": classes[c], "rank": RANK_NAMES[j],
+                                          "observed": int(obs[c, j]), "expected": round(float(exp_[c, j]), 3)})
+                detail["cells"] = cells
+                detail["df"] = df
+                detail["null_rate"] = None
+                # the dealer's own honours as the timeline (observed vs expected honours dealt to him)
+                detail["timeline"] = _dealer_timeline(by_cfg)
+                md = _min_detectable_x2(by_cfg, exp_, mask, df, level)
+                detail["min_detectable"] = md
+                detail["min_detectable_level"] = level
+                detail["min_detectable_method"] = (
+                    "approximate (non-central chi-square): the smallest q at which X² at the FDR-equivalent "
+                    f"per-test level has power {MIN_DETECTABLE_POWER} against a dealer who deals himself the "
+                    "Jack of trumps in a fraction q of his deals")
+                dealer_obs = float(obs[0].sum()) + (float(obs[TURNUP].sum()) if _owns_turnup(by_cfg) else 0.0)
+                controls["honours_to_dealer"] = {"observed": dealer_obs}
+            out.append(TestResult(test=self.name, subject=s, n=n, observed=round(stat, 4), expected=float(df),
+                                  statistic=round(stat, 4), pvalue=p,
+                                  method="pearson X² over seat x honour cells, exact expected counts; sequential "
+                                         "Monte-Carlo p-value (Besag-Clifford), one-sided",
+                                  controls=controls, detail=detail))
+        return out
+
+
+def _owns_turnup(by_cfg) -> bool:
+    return all(c.turnup_owner == 0 for c in by_cfg)
+
+
+def _dealer_timeline(by_cfg) -> list[list]:
+    keys, got, exp_ = [], [], []
+    for cfg, (k, loc) in by_cfg.items():
+        e = _expected(cfg)
+        own = loc == 0
+        e_own = e[0].sum()
+        if cfg.turnup_owner == 0:
+            own = own | (loc == TURNUP)
+            e_own += e[TURNUP].sum()
+        keys.append(k)
+        got.append(own.sum(axis=1))
+        exp_.append(np.full(len(k), e_own))
+    keys = np.concatenate(keys)
+    order = np.argsort(keys, kind="stable")
+    return timeline(np.concatenate(got)[order], np.concatenate(exp_)[order])
+
+
+def _min_detectable_x2(by_cfg, exp_, mask, df, level) -> float | None:
+    """Non-central chi-square approximation for a Jack-of-trumps stacker of strength q."""
+    if df <= 0:
+        return None
+    delta = np.zeros_like(exp_)
+    for cfg, (keys, _loc) in by_cfg.items():
+        e = _expected(cfg)
+        ranks = honour_ranks(cfg.game)
+        jj = ranks.index(9)
+        j = COLS.index(9)
+        own = [0] + ([TURNUP] if cfg.turnup_owner == 0 else [])
+        moved = e[:, jj].copy()
+        moved[own] = 0.0  # mass that a stack moves into the dealer's hand
+        if TURNUP not in own:
+            moved[TURNUP] = 0.0  # a turned Jack stays turned (moving it would change trumps)
+        delta[:, j] -= moved * len(keys)
+        delta[0, j] += moved.sum() * len(keys)
+    lam1 = float((delta[mask] ** 2 / exp_[mask]).sum())  # non-centrality at q = 1 (scales with q²)
+    crit = _st.chi2.isf(level, df)
+    if _st.ncx2.sf(crit, df, lam1) < MIN_DETECTABLE_POWER:
+        return None
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-3:
+        mid = 0.5 * (lo + hi)
+        if _st.ncx2.sf(crit, df, lam1 * mid * mid) >= MIN_DETECTABLE_POWER:
+            hi = mid
+        else:
+            lo = mid
+    return round(hi, 4)
+
+
+# ---------------------------------------------------------------- dealer × cutter
+
+
+def _cutter_rows(facts: DealingFacts) -> dict[str, dict[Config, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """{dealer: {config: (keys, honours dealt to the dealer, cutter player index as names later)}}."""
+    out: dict[str, dict[Config, list]] = {}
+    if len(facts) == 0:
+        return {}
+    for ci, cfg in enumerate(facts.configs):
+        m = (facts.cfg == ci) & facts.hands_known
+        if not m.any():
+            continue
+        idx = np.nonzero(m)[0]
+        trump = facts.trump[idx].astype(np.int64)
+        held = np.zeros(len(idx), dtype=np.int64)
+        for r in honour_ranks(cfg.game):
+            held += facts.holder[idx, trump * 13 + r] == 0
+        dealer = facts.seat_player[idx, 0]
+        cutter = facts.seat_player[idx, facts.cutter_rel[idx].astype(np.int64)]
+        names = np.array(facts.players, dtype=object)
+        for pi in np.unique(dealer):
+            sel = dealer == pi
+            out.setdefault(facts.players[int(pi)], {})[cfg] = (facts.order[idx][sel], held[sel],
+                                                               names[cutter[sel]])
+    return out
+
+
+class DealerCutter:
+    name = "dealer_cutter"
+
+    def __init__(self, fdr: float = 0.05, details: bool = True, min_deals: int = 20):
+        self.fdr = fdr
+        self.details = details
+        self.min_deals = min_deals
+
+    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None,
+              facts: DealingFacts | None = None) -> dict:
+        return _cutter_rows(facts if facts is not None else facts_from_results(results))
+
+    def merge(self, parts: Sequence[dict]) -> dict:
+        return _merge_cfg(parts)
+
+    def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
+        pairs = []
+        for dealer in sorted(counts):
+            cutters = set()
+            for _k, _h, cut in counts[dealer].values():
+                cutters |= set(cut.tolist())
+            for c in sorted(cutters):
+                n = sum(int((cut == c).sum()) for _k, _h, cut in counts[dealer].values())
+                if n >= self.min_deals:
+                    pairs.append((dealer, c))
+        level = exact.per_test_level(self.fdr, len(pairs))
+        out = []
+        for dealer, cutter in pairs:
+            by_cfg = counts[dealer]
+            sel = self._stat(by_cfg, lambda cut: cut == cutter)
+            rest = self._stat(by_cfg, lambda cut: cut != cutter)
+            n, obs, dist, ser = sel
+            pv = dist.sf(obs)
+            controls: dict[str, Any] = {}
+            detail: dict[str, Any] = {}
+            if self.details:
+                n2, obs2, dist2, _ = rest
+                controls["with_other_cutters"] = {
+                    "n": n2, "observed": obs2, "expected": round(dist2.mean(), 4) if n2 else 0.0,
+                    "pvalue": dist2.sf(obs2) if n2 else None}
+                keys, got, exp_each = ser
+                detail["timeline"] = timeline(got, exp_each)
+                detail["null_rate"] = round(dist.mean() / n, 6)
+                detail["unit"] = "trump honours dealt to the dealer"
+            out.append(TestResult(test=self.name, subject=f"{dealer}+{cutter}", n=n, observed=obs,
+                                  expected=dist.mean(), statistic=exact.z_score(obs, dist), pvalue=pv,
+                                  method="exact convolution of per-deal hypergeometric mixtures, one-sided",
+                                  controls=controls, detail=detail))
+        return out
+
+    @staticmethod
+    def _stat(by_cfg, pick):
+        pmfs = []
+        n = 0
+        obs = 0
+        ser_k, ser_g, ser_e = [], [], []
+        for cfg, (keys, held, cut) in by_cfg.items():
+            m = pick(cut)
+            k = int(m.sum())
+            if not k:
+                continue
+            pmf = np.array([float(x) for x in honours_held_pmf(cfg, 0, honour_ranks(cfg.game))])
+            pmfs.append((pmf, k))
+            n += k
+            obs += int(held[m].sum())
+            ser_k.append(keys[m])
+            ser_g.append(held[m])
+            ser_e.append(np.full(k, float(np.dot(np.arange(len(pmf)), pmf))))
+        dist = exact.sum_dist(pmfs)
+        if ser_k:
+            kk = np.concatenate(ser_k)
+            o = np.argsort(kk, kind="stable")
+            ser = (kk[o], np.concatenate(ser_g)[o], np.concatenate(ser_e)[o])
+        else:
+            ser = (np.zeros(0), np.zeros(0), np.zeros(0))
+        return n, obs, dist, ser

@@ -1,0 +1,108 @@
+"""`dealer_jack`: per dealer, the Scotch Whist deals in which the dealer was dealt the Jack of trumps, against the
+exact null of each deal (its configuration: player count, pack, who gets the turn-up, the Russian 36th card,
+sets at 2 and 3 players, cards put aside), never 1/n. Exact one-sided Poisson-binomial test.
+
+Controls (in no family): the same player's rate when not dealing (each against its own exact null), and the trump
+Ace and Ten dealt to him when dealing. A stacker of the Jack is high on the test and normal on the controls; a
+player who is simply lucky with trumps is high on the controls too.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..cards import RJ
+from ..facts import MAX_SEATS, DealingFacts, facts_from_results, held_prob
+from ..stats import exact
+from ..stats.family import TestResult
+from .base import Trials, control, funnel, merge_streams, pb_result, split_trials
+
+RA, RT = 12, 8
+METHOD = "exact poisson-binomial, one-sided"
+
+
+def count_facts(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
+    """{player: {"deal": as dealer (Jack), "other": not dealing (Jack), "ace", "ten": as dealer}}."""
+    sw = facts.game == 0
+    if not sw.any():
+        return {}
+    idx = np.nonzero(sw)[0]
+    sub = _subset(facts, idx)
+    names = facts.players
+    out: dict[str, dict[str, Trials]] = {}
+
+    def add(stream: str, parts: dict[str, Trials]) -> None:
+        for name, t in parts.items():
+            out.setdefault(name, {})[stream] = t
+
+    key = sub["order"]
+    for rank, stream in ((RJ, "deal"), (RA, "ace"), (RT, "ten")):
+        card = sub["trump"] * 13 + rank
+        holder = sub["holder"][np.arange(len(idx)), card]
+        probs = _seat_probs_sub(facts, idx, rank)
+        add(stream, split_trials(sub["seat_player"][:, 0], names, key, (holder == 0).astype(np.int8), probs[:, 0]))
+        if rank == RJ:  # the same player when not dealing: every other seat of every deal
+            subj, keys, obs, p = [], [], [], []
+            n = sub["n"]
+            for rel in range(1, MAX_SEATS):
+                m = n > rel
+                if not m.any():
+                    continue
+                subj.append(sub["seat_player"][m, rel])
+                keys.append(key[m])
+                obs.append((holder[m] == rel).astype(np.int8))
+                p.append(probs[m, rel])
+            if subj:
+                add("other", split_trials(np.concatenate(subj), names, np.concatenate(keys), np.concatenate(obs),
+                                          np.concatenate(p)))
+    return out
+
+
+def _subset(facts: DealingFacts, idx: np.ndarray) -> dict[str, np.ndarray]:
+    return {"order": facts.order[idx], "trump": facts.trump[idx].astype(np.int64), "holder": facts.holder[idx],
+            "seat_player": facts.seat_player[idx], "n": facts.n[idx]}
+
+
+def _seat_probs_sub(facts: DealingFacts, idx: np.ndarray, rank: int) -> np.ndarray:
+    table = np.zeros((max(1, len(facts.configs)), MAX_SEATS))
+    for ci, c in enumerate(facts.configs):
+        for rel in range(c.n):
+            table[ci, rel] = float(held_prob(c, rel, rank))
+    return table[facts.cfg[idx]]
+
+
+class DealerJack:
+    name = "dealer_jack"
+
+    def __init__(self, fdr: float = 0.05, details: bool = True):
+        self.fdr = fdr
+        self.details = details
+
+    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None,
+              facts: DealingFacts | None = None) -> dict:
+        return count_facts(facts if facts is not None else facts_from_results(results))
+
+    def merge(self, parts: Sequence[dict]) -> dict:
+        return merge_streams(parts)
+
+    def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
+        subjects = sorted(s for s, st in counts.items() if len(st.get("deal", Trials.empty())))
+        level = exact.per_test_level(self.fdr, len(subjects))
+        out = []
+        for s in subjects:
+            st = counts[s]
+            t = st["deal"]
+            controls = {}
+            detail = {}
+            if self.details:
+                controls = {
+                    "not_dealing": control(st.get("other", Trials.empty())),
+                    "trump_ace_as_dealer": control(st.get("ace", Trials.empty())),
+                    "trump_ten_as_dealer": control(st.get("ten", Trials.empty())),
+                }
+                detail = {"funnel": funnel(t)}
+            out.append(pb_result(self.name, s, t, level, METHOD, controls, detail, details=self.details,
+                                 cheat="deals himself the Jack of trumps"))
+        return out

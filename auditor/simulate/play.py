@@ -1,0 +1,411 @@
+"""The play of one deal: dealing from a deck, All Fours begging and running, and the tricks, card by card.
+
+`Ctx` carries what one deal's play needs from the season: the seats (policy, cheat, accomplice), the uniform
+random stream, the revoke rate, and the sinks for decisions and ground-truth events. The functions here return
+the record's fields; the season turns them into deal-log/1 records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..cards import CARD_STR, SUIT_MASK, R10, RJ, cards_of
+from ..dealing import af_run, deal
+from ..legal import legal_mask
+from ..rules import AF_PIPS, Layout, Rules
+from .policy import Policy, Public, View, af_keep_order, observe
+
+
+class Uniforms:
+    """A stream of U(0,1) numbers drawn from the season's Generator in blocks (same seed, same stream)."""
+
+    __slots__ = ("rng", "buf", "i")
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+        self.buf: list[float] = []
+        self.i = 0
+
+    def __call__(self) -> float:
+        if self.i >= len(self.buf):
+            self.buf = self.rng.random(2048).tolist()
+            self.i = 0
+        x = self.buf[self.i]
+        self.i += 1
+        return x
+
+
+@dataclass
+class SeatInfo:
+    name: str
+    policy: Policy
+    cheat: object = None  # CheaterSpec or None
+    ally: int = -1  # a colluder's accomplice's seat at this table
+
+
+@dataclass
+class Ctx:
+    game: str
+    rules: Rules
+    seats: list[SeatInfo]
+    side_of: list[int]
+    u: Uniforms
+    revoke_rate: float
+    claim_rate: float
+    game_id: str = ""
+    deal_no: int = 0
+    decisions: list | None = None
+    revokes: list = field(default_factory=list)  # (trick 1-based, seat, kind, card) of this deal
+    cheat_acts: dict = field(default_factory=dict)  # player -> count of decisions a play cheat changed
+    holds: list = field(default_factory=list)  # the cards each seat holds now (the oracle of a marked-Ten cheat)
+
+
+def _sample(u: float, cards: list[int], probs: list[float]) -> int:
+    acc = 0.0
+    for c, p in zip(cards, probs):
+        acc += p
+        if u < acc:
+            return c
+    return cards[-1]
+
+
+def _boss_trump(pub: Public) -> int | None:
+    gone = pub.played
+    for c in pub.tab.trump_order:
+        if (pub.pack >> c & 1) and not (gone >> c & 1):
+            return c
+    return None
+
+
+def marked_ten_probs(pub: Public, seat: int, hand: int, legal: list[int], honest: list[float],
+                     holder: int | None) -> list[float] | None:
+    """The play of a marked-Ten cheater who knows that the Ten of trumps is at seat `holder` (None: not in a
+    hand now). None when the sure read does not change his play."""
+    if holder is None or holder == seat:
+        return None
+    trump = pub.trump
+    friend = pub.side_of[holder] == pub.side_of[seat]
+    lead = pub.lead_suit
+    if lead is None:
+        if not friend:
+            boss = _boss_trump(pub)
+            if boss is not None and hand >> boss & 1:
+                return [1.0 if c == boss else 0.0 for c in legal]
+            return None
+        plain = [i for i, c in enumerate(legal) if c // 13 != trump]
+        if not plain or len(plain) == len(legal):
+            return None
+        z = sum(honest[i] for i in plain)
+        if z <= 0:
+            return [1.0 / len(plain) if i in plain else 0.0 for i in range(len(legal))]
+        keep = set(plain)
+        return [honest[i] / z if i in keep else 0.0 for i in range(len(legal))]
+    if lead != trump or holder not in pub.order[pub.pos + 1:]:
+        return None
+    target = _boss_trump(pub) if not friend else trump * 13 + RJ
+    if target is None or target not in legal:
+        return None
+    return [1.0 if c == target else 0.0 for c in legal]
+
+
+def _trick_counting(pub: Public, card: int) -> bool:
+    """A counting card is at stake for a deliberate revoke: a trump honour in the trick (or the card itself) in
+    Scotch Whist, or any card worth Game pips / the trump Jack in All Fours."""
+    tab = pub.tab
+    return bool((pub.trick_mask | (1 << card)) & tab.honour_mask) or pub.tab.hv[card] > 0
+
+
+def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, beliefs: dict, must_trump: bool,
+           trick_no: int) -> tuple[int, bool]:
+    """The card seat `s` plays, and whether it is a revoke."""
+    game, trump, lead = pub.game, pub.trump, pub.lead_suit
+    legal = hold if two_card else legal_mask(game, hold, lead, trump, must_trump)
+    legal_cards = cards_of(legal)
+    info = ctx.seats[s]
+    cheat = info.cheat
+    u = ctx.u
+    bw = beliefs.get(s)
+    view = View(pub, s, hold, -1, bw)
+    honest = info.policy.weights(view, legal_cards)
+    used = honest
+    kind = cheat.kind if cheat is not None else None
+    if kind == "marked_ten" and len(legal_cards) > 1:
+        key = trump * 13 + R10
+        holder = next((o for o in range(pub.n) if ctx.holds[o] >> key & 1), None)
+        cp = marked_ten_probs(pub, s, hold, legal_cards, honest, holder)
+        if cp is not None:
+            q = cheat.q
+            used = [q * a + (1 - q) * b for a, b in zip(cp, honest)]
+            ctx.cheat_acts[info.name] = ctx.cheat_acts.get(info.name, 0) + 1
+    elif kind == "colluder" and info.ally >= 0 and len(legal_cards) > 1:
+        cp = info.policy.weights(View(pub, s, hold, info.ally, bw), legal_cards)
+        q = cheat.q
+        used = [q * a + (1 - q) * b for a, b in zip(cp, honest)]
+        if any(abs(a - b) > 1e-12 for a, b in zip(cp, honest)):
+            ctx.cheat_acts[info.name] = ctx.cheat_acts.get(info.name, 0) + 1
+    # ---- revokes: deliberate (the revoker, when a revoke takes or saves a counting card) or accidental
+    revoke_card = None
+    revoke_kind = None
+    p_revoke = 0.0
+    off = hold & ~legal
+    if lead is not None and not two_card and off:
+        rc = _deliberate_revoke(pub, s, hold, legal, off) if kind == "revoker" else None
+        if rc is not None:
+            q = cheat.q
+            p_revoke = q + (1 - q) * ctx.revoke_rate
+            x = u()
+            if x < q:
+                revoke_card, revoke_kind = rc, "deliberate"
+                ctx.cheat_acts[info.name] = ctx.cheat_acts.get(info.name, 0) + 1
+            elif x < p_revoke:
+                offc = cards_of(off)
+                revoke_card, revoke_kind = offc[min(int(u() * len(offc)), len(offc) - 1)], "accidental"
+        else:
+            p_revoke = ctx.revoke_rate
+            if p_revoke and u() < p_revoke:
+                offc = cards_of(off)
+                revoke_card, revoke_kind = offc[min(int(u() * len(offc)), len(offc) - 1)], "accidental"
+    if revoke_card is not None:
+        card = revoke_card
+        ctx.revokes.append((trick_no + 1, s, revoke_kind, card))
+    else:
+        card = legal_cards[0] if len(legal_cards) == 1 else _sample(u(), legal_cards, used)
+    if ctx.decisions is not None:
+        ctx.decisions.append({
+            "game_id": ctx.game_id, "deal_no": ctx.deal_no, "trick": trick_no + 1, "seat": s, "player": info.name,
+            "card": CARD_STR[card], "legal": [CARD_STR[c] for c in legal_cards],
+            "p_honest": [round(p, 12) for p in honest], "p_used": [round(p, 12) for p in used],
+            "p_revoke": p_revoke, "revoke": revoke_card is not None,
+        })
+    return card, revoke_card is not None
+
+
+def _deliberate_revoke(pub: Public, s: int, hold: int, legal: int, off: int) -> int | None:
+    """The card a deliberate revoker would play here, or None when a revoke gains him nothing.
+
+    Scotch Whist: trumping while holding the suit led, when that wins the trick from an opponent and a trump
+    honour is in it or he is last to play (a full trick for cards). All Fours (trumping is always legal there): when
+    every card he may play gives a counting card to an opponent's trick, he keeps it and discards a blank."""
+    trump, lead = pub.trump, pub.lead_suit
+    side = pub.side_of
+    ws, wc = pub.win_seat, pub.win_card
+    if side[ws] == side[s]:
+        return None
+    tab = pub.tab
+    if pub.game == "scotch_whist":
+        if lead == trump:
+            return None
+        last = pub.pos == len(pub.order) - 1
+        for c in sorted(cards_of(off & SUIT_MASK[trump]), key=lambda c: tab.spend[c]):
+            if pub.beats(c, wc) and (last or pub.trick_mask & tab.honour_mask):
+                return c
+        return None
+    lc = cards_of(legal)
+    if any(pub.beats(c, wc) for c in lc):
+        return None
+    if min(AF_PIPS.get(c % 13, 0) for c in lc) <= 0:
+        return None
+    blanks = [c for c in cards_of(off) if AF_PIPS.get(c % 13, 0) == 0 and c // 13 != trump]
+    return min(blanks, key=lambda c: (c % 13, c)) if blanks else None
+
+
+def seats_of_trick(L: Layout, leader: int, last: bool) -> list[int]:
+    n = L.n
+    seats = [(leader + i) % n for i in range(n)]
+    if last and L.extra_card_seat is not None:
+        i = seats.index(L.extra_card_seat)
+        seats.insert(i + 1, L.extra_card_seat)
+    return seats
+
+
+def play_tricks(ctx: Ctx, L: Layout, holdings: list[list[int]], trump: int, turnup: int,
+                turnup_owner: int | None, dead: int, tricks_per_set: tuple[int, ...]) -> list[list[int]]:
+    """Play every trick. `holdings[s][j]`: seat s's cards (bitmask) in set j. Returns the tricks as card lists.
+    Readers' beliefs, voids and the public state are kept here; revokes are appended to `ctx.revokes`."""
+    n = L.n
+    game = ctx.game
+    R = ctx.rules
+    must_trump = R.switches.get("void_rule") == "must_trump_if_able"
+    set_leader = R.switches.get("set_leader", "last_trick_winner")
+    n_tricks = sum(tricks_per_set)
+    n_sets = len(tricks_per_set)
+    pub = Public(game, n, trump, L.pack, ctx.side_of, L.dealer, turnup, turnup_owner,
+                 [h[0].bit_count() for h in holdings], n_tricks)
+    pub.dead = dead
+    tbit = 1 << turnup
+    if turnup_owner is not None and n_sets > 1:  # the turn-up waits face up until its owner's last set
+        pub.turnup_live = False
+        pub.dead |= tbit
+    beliefs = {s: [0.0 if o == s else 1.0 for o in range(n)] for s in range(n)
+               if ctx.seats[s].policy.sk.infer}
+    tab = pub.tab
+    hv = tab.hv
+    hi = tab.hi
+    tricks: list[list[int]] = []
+    leader = L.eldest
+    k = 0
+    for j, cnt in enumerate(tricks_per_set):
+        hold = [holdings[s][j] for s in range(n)]
+        ctx.holds = hold
+        if j > 0 and set_leader == "eldest":
+            leader = L.eldest
+        if turnup_owner is not None and n_sets > 1 and j == n_sets - 1:
+            pub.dead &= ~tbit
+            pub.turnup_live = True
+        pub.sizes = [h.bit_count() for h in hold]
+        for _ in range(cnt):
+            last = k == n_tricks - 1
+            seats = seats_of_trick(L, leader, last)
+            pub.order = seats
+            pub.trick_size = len(seats)
+            pub.lead_suit = None
+            pub.trick_mask = 0
+            pub.trick_hv = 0.0
+            pub.win_seat = -1
+            pub.win_card = -1
+            trick: list[int] = []
+            prev_seat = -1
+            for p, s in enumerate(seats):
+                pub.pos = p
+                two_card = s == prev_seat or (last and s == L.extra_card_seat and len(seats) == n + 1)
+                if s == prev_seat:  # the eldest's second card in the Russian 5-player last trick
+                    card = hold[s].bit_length() - 1
+                    revoked = False
+                else:
+                    card, revoked = choose(ctx, pub, s, hold[s], two_card, beliefs, must_trump, k)
+                prev_seat = s
+                if beliefs:
+                    observe(pub, beliefs, s, card)
+                bit = 1 << card
+                suit = card // 13
+                if p == 0:
+                    pub.lead_suit = suit
+                    pub.win_seat, pub.win_card = s, card
+                else:
+                    lead = pub.lead_suit
+                    w = pub.win_card
+                    if (hi[w] >> card & 1) or (suit == trump and w // 13 != trump):
+                        pub.win_seat, pub.win_card = s, card
+                    if suit != lead and not two_card:
+                        if game == "all_fours":
+                            if suit != trump:
+                                pub.voids[s] |= 1 << lead
+                        else:
+                            pub.voids[s] |= 1 << lead
+                            if must_trump and suit != trump:
+                                pub.voids[s] |= 1 << trump
+                hold[s] &= ~bit
+                pub.sizes[s] -= 1
+                pub.played |= bit
+                pub.trick_mask |= bit
+                pub.trick_hv += hv[card]
+                if card == turnup:
+                    pub.turnup_live = False
+                trick.append(card)
+            tricks.append(trick)
+            leader = pub.win_seat
+            pub.prev_trick_mask = pub.trick_mask
+            k += 1
+            pub.trick_no = k
+    return tricks
+
+
+# ---------------------------------------------------------------------- dealing and All Fours begging
+
+
+def sw_holdings(L: Layout, hands: list[list[int]]) -> list[list[int]]:
+    out = []
+    for s in range(L.n):
+        per = []
+        for a, b in L.sets[s]:
+            m = 0
+            for c in hands[s][a:b]:
+                m |= 1 << c
+            per.append(m)
+        out.append(per)
+    return out
+
+
+@dataclass
+class AFDeal:
+    hands: list[list[int]]
+    turnup: int
+    beg: str
+    runs: list[tuple[list[list[int]], int]]
+    discards: list[list[int]] | None
+    bunched: bool
+    trump: int
+    holdings: list[int]  # cards in play per seat (bitmask)
+    hand_size: int
+    dead: int  # turn-ups seen by everyone
+
+
+def af_deal(ctx: Ctx, L: Layout, deck: list[int], totals: list[int] | None, target: int) -> AFDeal:
+    """Deal, let the eldest stand or beg and the dealer give or run; discard back to the rules' hand size."""
+    n = L.n
+    R = ctx.rules
+    dealt = deal(L, deck)
+    hands = dealt.hands
+    turnup = dealt.turn_up
+    t0 = turnup // 13
+    dealer, eldest = L.dealer, L.eldest
+    side = ctx.side_of
+    masks = [sum(1 << c for c in h) for h in hands]
+    u = ctx.u
+    beg = "stand"
+    runs: list[tuple[list[list[int]], int]] = []
+    trump = t0
+    bunched = False
+    dead = 1 << turnup
+    if u() >= ctx.seats[eldest].policy.stand_probability(masks[eldest], t0):
+        # the eldest begs: the dealer gives one or runs the cards
+        n_sides = max(side) + 1
+        partnerships = n_sides < n
+        if n == 2 or partnerships or R.gift_three_players == "eldest_only":
+            gift = [side[eldest]]
+        else:
+            gift = [x for x in dict.fromkeys(side[(eldest + i) % n] for i in range(n)) if x != side[dealer]]
+        must_run = False
+        if R.gift_cannot_win and totals is not None:
+            t = list(totals)
+            if turnup % 13 == RJ:
+                t[side[dealer]] += 1
+            must_run = any(t[g] + 1 >= target for g in gift)
+        if not must_run and u() < ctx.seats[dealer].policy.give_probability(masks[dealer], t0):
+            beg = "take_one"
+        else:
+            beg = "run"
+            pos = dealt.next_pos
+            while True:
+                cards, tu, pos = af_run(deck, pos, n, eldest)
+                if tu is None:
+                    bunched = True
+                    break
+                runs.append((cards, tu))
+                dead |= 1 << tu
+                if tu // 13 != t0:
+                    trump = tu // 13
+                    break
+    r = len(runs)
+    rule = R.after_run
+    if r == 0 or rule == "discard_to_six" or (rule == "keep_if_nine_else_discard" and r >= 2):
+        size = 6
+    else:
+        size = 6 + 3 * r
+    discards = None
+    holdings = list(masks)
+    if r and not bunched:
+        discards = []
+        for s in range(n):
+            held = list(hands[s])
+            for cards, _ in runs:
+                held += cards[s]
+            keep = set(af_keep_order(held, trump)[:size])
+            ds = [c for c in held if c not in keep]
+            discards.append(ds)
+            holdings[s] = sum(1 << c for c in keep)
+        if size > 6 and all(not d for d in discards):
+            discards = None
+    return AFDeal(hands, turnup, beg, runs, discards, bunched, trump, holdings, size, dead)

@@ -62,22 +62,28 @@ def synthetic_doc(seed: int = 7, evil: bool = True, n_dealers: int = 30, with_fi
                                                  float(binom.isf(0.001, n, P0))]}}}
         controls = {"not_dealing": {"n": nd, "observed": nd_obs, "expected": nd * 8 / 35,
                                     "pvalue": float(binom.sf(nd_obs - 1, nd, 8 / 35))},
-                    "trump_ace": {"n": n, "observed": int(rng.binomial(n, P0)), "expected": exp},
-                    "trump_ten": {"n": n, "observed": int(rng.binomial(n, P0)), "expected": exp}}
+                    "trump_ace_as_dealer": {"n": n, "observed": int(rng.binomial(n, P0)), "expected": exp},
+                    "trump_ten_as_dealer": {"n": n, "observed": int(rng.binomial(n, P0)), "expected": exp}}
         results.append(TestResult("dealer_jack", name, n, obs, exp, (obs - exp) / detail["sd"],
                                   float(binom.sf(obs - 1, n, P0)), "exact poisson-binomial, one-sided",
                                   controls, detail))
         # marked Ten: a z-score per player, controls near zero; the marked-Ten player is strong
         dec = int(rng.integers(100, 900))
         z = float(rng.normal(5.0, 0.5)) if name == marked else float(rng.normal())
-        ctl = {"unmarked_ten": {"statistic": float(rng.normal()), "pvalue": None},
-               "placebo_own_ten": {"statistic": float(rng.normal())}}
-        for c in ctl.values():
-            c["pvalue"] = float(norm.sf(c["statistic"]))
-        mdet = {"min_detectable": {"rate": min(1.0, 9.0 / math.sqrt(dec)), "power": 0.8}}
-        if name == marked:
-            steps = np.cumsum(rng.normal(z / math.sqrt(dec), 1.0, dec))
-            mdet["timeline"] = [[i + 1, float(steps[i]), 0.0] for i in range(dec)]
+        ctl = {"hard_facts_null": {"z": z + float(rng.normal(0, 0.3))},
+               "queen": {"z": float(rng.normal()), "deals": dec, "card": "Q of trumps"},
+               "plain_ten": {"z": float(rng.normal()), "deals": dec, "card": "T of the next suit"},
+               "placebo": {"z": float(rng.normal()), "deals": dec // 4},
+               "packs": {"A": {"z": float(rng.normal()), "deals": dec // 2},
+                         "B": {"z": float(rng.normal()), "deals": dec - dec // 2}}}
+        for c in [ctl["hard_facts_null"], ctl["queen"], ctl["plain_ten"], ctl["placebo"]] + list(
+                ctl["packs"].values()):
+            c["p"] = float(norm.sf(c["z"]))
+        ctl["field"] = {"field_players": n_dealers, "neighbours": 20, "percentile": float(rng.uniform(0, 100)),
+                        "neighbour_median_z": float(rng.normal(0, 0.2)), "percentile_all": 50.0,
+                        "empirical_null": None}
+        mdet = {"min_detectable": {"rate": min(1.0, 9.0 / math.sqrt(dec)), "power": 0.8}, "decisions": 3 * dec,
+                "deals": dec, "excluded": {"forced": dec}}
         results.append(TestResult("marked_ten", name, dec, round(z * math.sqrt(dec), 3), 0.0, z,
                                   float(norm.sf(z)), "conditional randomisation, deal-level", ctl, mdet))
     # collusion: ordered pairs, entries with no detail and no controls at all (a plainer sentence, no crash)

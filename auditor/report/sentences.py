@@ -55,7 +55,7 @@ TESTS: dict[str, dict[str, str]] = {
         "what": "Whether a player's leads and plays fit where the Ten of trumps really is better than anything "
                 "he could legally know explains. Controls beside the score (unmarked cards, deals where he holds "
                 "the Ten himself, late against early decisions) separate a good card reader from a cheat.",
-        "unit": "decisions scored", "unit_short": "decisions", "event": "played to the Ten's true place",
+        "unit": "deals scored", "unit_short": "deals scored", "event": "played to the Ten's true place",
         "cheat": "knowing the Ten's place on a share of decisions", "honest": "an honest player",
     },
     "collusion": {
@@ -238,8 +238,13 @@ def result_sentence(entry: dict) -> str:
         return (f"{subject} {info['event']} in {fmt_num(obs)} of the {fmt_num(n)} {info['unit']}; "
                 f"{info['honest']} would in about {fmt_about(exp)}{spread}; {pq}.")
     if test == "marked_ten":
-        return (f"{subject}'s play fitted the Ten of trumps' true place with a score of {fmt_num(obs)} over "
-                f"{fmt_num(n)} {info['unit']}; {info['honest']} would score about {fmt_about(exp)}{spread}; {pq}.")
+        detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
+        dec = _finite(detail.get("decisions"))
+        z = _finite(entry.get("statistic"))
+        over = f"{fmt_num(n)} {info['unit']}" + (f" ({fmt_num(dec)} decisions)" if dec is not None else "")
+        zt = f" (z = {z:.1f})" if z is not None else ""
+        return (f"{subject}'s play followed the true place of the Ten of trumps beyond what he could know: a fit "
+                f"of {fmt_num(obs)} over {over}, where an honest player's is about {fmt_about(exp)}{zt}; {pq}.")
     where = f" over {fmt_num(n)} {info['unit']}" if _finite(n) is not None else ""
     return f"{subject}: {fmt_num(obs)} observed{where}, about {fmt_about(exp)}{spread} expected; {pq}."
 
@@ -281,41 +286,96 @@ def _label(key: str) -> str:
     return str(key).replace("_", " ")
 
 
+def _pick(d: dict, *keys):
+    for k in keys:
+        if k in d and _finite(d.get(k)) is not None:
+            return _finite(d.get(k))
+    return None
+
+
+def _field_text(val: dict) -> str:
+    """The field comparison of a play test: where the player's score sits among similar players."""
+    parts = []
+    pct, k = _finite(val.get("percentile")), _finite(val.get("neighbours"))
+    if pct is not None and k is not None:
+        med = _finite(val.get("neighbour_median_z"))
+        parts.append(f"{_ordinal(pct)} percentile among his {fmt_num(k)} most similar players"
+                     + (f" (their median score {med:.2g})" if med is not None else ""))
+    pall, m = _finite(val.get("percentile_all")), _finite(val.get("field_players"))
+    if pall is not None:
+        parts.append(f"{_ordinal(pall)} percentile of all {fmt_num(m)} players" if m is not None
+                     else f"{_ordinal(pall)} percentile of the field")
+    pe = _finite(val.get("p_empirical"))
+    if pe is not None:
+        parts.append(f"p = {fmt_p(pe)} against the field's own null")
+    return ", ".join(parts)
+
+
+def _ordinal(pct: float) -> str:
+    k = int(round(pct))
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+def _control_text(val: dict) -> tuple[str, float | None, float | None, float | None, float | None, float | None]:
+    """(text, n, observed, expected, statistic, pvalue) of one control given as a small test."""
+    n = _pick(val, "n", "deals", "decisions")
+    obs, exp = _finite(val.get("observed")), _finite(val.get("expected"))
+    stat = _pick(val, "statistic", "z")
+    pv = _pick(val, "pvalue", "p")
+    parts = []
+    if obs is not None and exp is not None:
+        parts.append(f"{fmt_num(obs)} of {fmt_num(n)} (about {fmt_about(exp)} expected)" if n is not None
+                     else f"{fmt_num(obs)} (about {fmt_about(exp)} expected)")
+    elif stat is not None:
+        parts.append(f"score {stat:.2f}" + (f" over {fmt_num(n)} deals" if n is not None else ""))
+    elif obs is not None:
+        parts.append(fmt_num(obs))
+    if pv is not None:
+        parts.append(f"p = {fmt_p(pv)}")
+    if isinstance(val.get("card"), str):
+        parts.append(f"card {val['card']}")
+    if not parts:
+        if "percentile" in val or "percentile_all" in val:
+            parts.append(_field_text(val))
+        elif n == 0 or val.get("deals") == 0:
+            parts.append("no deals to score")
+        else:
+            parts.append(", ".join(f"{_label(k)} {fmt_num(v) if _finite(v) is not None else v}"
+                                   for k, v in val.items() if not isinstance(v, (dict, list)) and v is not None))
+    return "; ".join(p for p in parts if p) or "n/a", n, obs, exp, stat, pv
+
+
 def control_items(entry: dict) -> list[dict]:
-    """The entry's controls as rows: label, text, and the numbers when the control is itself a small test."""
+    """The entry's controls as rows: label, text, and the numbers when the control is itself a small test.
+    A control that holds several sub-controls (e.g. one per pack) gives one row each."""
     controls = entry.get("controls")
     if not isinstance(controls, dict):
         return []
     rows = []
+
+    def row(key: str, label: str, text: str, n=None, obs=None, exp=None, stat=None, pv=None) -> None:
+        rows.append({"key": key, "label": label, "text": text, "pvalue": pv, "statistic": stat, "n": n,
+                     "observed": obs, "expected": exp})
+
     for key, val in controls.items():
+        key = str(key)
         if isinstance(val, dict):
-            n, obs, exp = val.get("n"), val.get("observed"), val.get("expected")
-            parts = []
-            if _finite(obs) is not None and _finite(exp) is not None:
-                if _finite(n) is not None:
-                    parts.append(f"{fmt_num(obs)} of {fmt_num(n)} (about {fmt_about(exp)} expected)")
-                else:
-                    parts.append(f"{fmt_num(obs)} (about {fmt_about(exp)} expected)")
-            elif _finite(obs) is not None:
-                parts.append(fmt_num(obs))
-            if _finite(val.get("statistic")) is not None and not parts:
-                parts.append(f"score {fmt_num(val.get('statistic'))}")
-            if _finite(val.get("pvalue")) is not None:
-                parts.append(f"p = {fmt_p(val.get('pvalue'))}")
-            if not parts:
-                parts = [", ".join(f"{_label(k)} {fmt_num(v) if _finite(v) is not None else str(v)}"
-                                   for k, v in val.items() if not isinstance(v, (dict, list)))]
-            rows.append({"key": str(key), "label": _label(key), "text": ", ".join(p for p in parts if p),
-                         "pvalue": _finite(val.get("pvalue")), "statistic": _finite(val.get("statistic")),
-                         "n": _finite(n), "observed": _finite(obs), "expected": _finite(exp)})
+            subs = [(k, v) for k, v in val.items() if isinstance(v, dict)]
+            if subs and len(subs) == len(val):
+                for k, v in subs:
+                    text, n, obs, exp, stat, pv = _control_text(v)
+                    row(f"{key}.{k}", f"{_label(key)} {k}", text, n, obs, exp, stat, pv)
+                continue
+            if "percentile" in val or "percentile_all" in val:
+                row(key, _label(key), _field_text(val) or "n/a")
+                continue
+            text, n, obs, exp, stat, pv = _control_text(val)
+            row(key, _label(key), text, n, obs, exp, stat, pv)
         elif isinstance(val, (list, tuple)):
-            rows.append({"key": str(key), "label": _label(key), "text": ", ".join(
-                fmt_num(v) if _finite(v) is not None else str(v) for v in val[:12]),
-                "pvalue": None, "statistic": None, "n": None, "observed": None, "expected": None})
+            row(key, _label(key), ", ".join(fmt_num(v) if _finite(v) is not None else str(v) for v in val[:12]))
         else:
-            text = fmt_num(val) if _finite(val) is not None else str(val)
-            rows.append({"key": str(key), "label": _label(key), "text": text, "pvalue": None,
-                         "statistic": None, "n": None, "observed": None, "expected": None})
+            row(key, _label(key), fmt_num(val) if _finite(val) is not None else str(val))
     return rows
 
 

@@ -33,6 +33,10 @@ BAND = "#dbe7f5"
 
 COUNT_TESTS = ("dealer_jack", "turnup_jack")
 
+# the controls drawn beside a subject's mark (the others are in the tables): cards a cheat cannot use
+CHART_CONTROLS = {"marked_ten": ("queen", "plain_ten", "placebo"),
+                  "dealer_jack": ("not_dealing", "trump_ace_as_dealer", "trump_ten_as_dealer")}
+
 
 def esc(text: Any) -> str:
     """Escape for SVG/HTML text and double-quoted attributes."""
@@ -331,12 +335,16 @@ def _p(p: Any) -> str:
 
 
 def _controls_with(e: dict, key: str) -> list[tuple[str, float]]:
-    c = e.get("controls")
+    """(label, value) of each control that carries `key` ("statistic" also reads "z"; "pvalue" also "p")."""
+    from .sentences import control_items
+
+    items = control_items(e)
+    preferred = [c for c in items if c["key"] in CHART_CONTROLS.get(str(e.get("test")), ())]
     out = []
-    if isinstance(c, dict):
-        for k, v in c.items():
-            if isinstance(v, dict) and _fin(v.get(key)) is not None:
-                out.append((str(k), float(v[key])))
+    for c in preferred or items:
+        v = c.get(key)
+        if v is not None and math.isfinite(v):
+            out.append((c["label"], float(v)))
     return out
 
 
@@ -359,7 +367,7 @@ def score_chart(test: str, entries: list[dict], unit: str) -> str:
         subject = str(e.get("subject"))
         for k, v in _controls_with(e, "statistic"):
             plot.polyline([(n, s), (n, v)], GRID, 1.0)
-            plot.point(n, v, MUTED, f"{subject}, control {k.replace('_', ' ')}: {v:.3g}", r=3.5, hollow=True,
+            plot.point(n, v, MUTED, f"{subject}, control {k}: {v:.3g}", r=3.5, hollow=True,
                        shape="diamond")
         plot.point(n, s, _tier_color(e), f"{subject}: score {s:.3g}, p = {_p(e.get('pvalue'))}")
         if e.get("tier") in ("report", "watch") or e.get("flagged"):
@@ -397,7 +405,7 @@ def evidence_chart(test: str, entries: list[dict], unit: str, fam: dict | None =
     if ctl:
         plot.add_legend(MUTED, "controls (hollow diamonds)")
     for e, n, k, y in ctl:
-        plot.point(n, y, MUTED, f"{e.get('subject')}, control {k.replace('_', ' ')}: p = {_p(10 ** -y)}",
+        plot.point(n, y, MUTED, f"{e.get('subject')}, control {k}: p = {_p(10 ** -y)}",
                    r=3.5, hollow=True, shape="diamond")
     for e, n, y in sorted(pts, key=lambda t: (t[0].get("tier") == "report", str(t[0].get("subject")))):
         subject = str(e.get("subject"))

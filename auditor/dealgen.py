@@ -125,16 +125,18 @@ class Season:
         return out
 
     # ------------------------------------------------------------ deal-log/1 records
-    def records(self, with_deck: bool = False, table_prefix: str = "t"):
-        """Canonical deal-log/1 records in order (line i+1 of a file holds deal i)."""
+    def records(self, with_deck: bool = False, table_prefix: str = "t", game_prefix: str | None = None):
+        """Canonical deal-log/1 records in order (line i+1 of a file holds deal i). Game ids are
+        `game_prefix` (default: the game's first two letters and the table prefix) + "g" + number."""
         rules, n = self.rules, self.table_size
+        gp = game_prefix if game_prefix is not None else rules.game[:2] + table_prefix
         for i in range(len(self)):
             dealer_seat = int(self.dealer_seat[i])
             L = layout(rules, n, dealer_seat)
             deck = [int(c) for c in self.decks[i]]
             dealt = deal_from_deck(L, deck)
             rec = {"format": "deal-log/1", "game": rules.game, "rules": rules.preset,
-                   "table": f"{table_prefix}{int(self.table[i])}", "game_id": f"g{int(self.game[i])}",
+                   "table": f"{table_prefix}{int(self.table[i])}", "game_id": f"{gp}g{int(self.game[i])}",
                    "deal_no": int(self.deal_no[i]),
                    "players": [self.players[int(p)] for p in self.seats[i]], "dealer": dealer_seat}
             if with_deck:
@@ -320,3 +322,105 @@ def _insert_redeals(s: Season, rows: list[int], rng: np.random.Generator, cfg) -
     s.dealer_seat, s.table, s.game, s.deal_no = s.dealer_seat[src], s.table[src], game, deal_no
     s.stacked = np.where(is_new, False, s.stacked[src])
     s.af = af
+
+
+# ---------------------------------------------------------------- a table's consecutive deals, with play
+
+
+def riffle(deck: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One Gilbert–Shannon–Reeds riffle: a binomial cut, then each position takes the next card of a packet chosen
+    with probability proportional to the cards left in it."""
+    m = len(deck)
+    k = int(rng.binomial(m, 0.5))
+    top, bottom = list(deck[:k]), list(deck[k:])
+    out = []
+    i = j = 0
+    while i < len(top) or j < len(bottom):
+        a, b = len(top) - i, len(bottom) - j
+        if rng.random() * (a + b) < a:
+            out.append(top[i])
+            i += 1
+        else:
+            out.append(bottom[j])
+            j += 1
+    return np.array(out, dtype=deck.dtype)
+
+
+def human_shuffle(gathered: np.ndarray, riffles: int, rng: np.random.Generator, cut: bool = True) -> np.ndarray:
+    """`riffles` GSR riffles of the gathered cards, then a cut near the middle (a person, not a generator)."""
+    deck = np.asarray(gathered)
+    for _ in range(riffles):
+        deck = riffle(deck, rng)
+    if cut:
+        m = len(deck)
+        k = int(min(max(round(m / 2 + rng.standard_normal() * m / 8), 4), m - 4))
+        deck = np.concatenate([deck[k:], deck[:k]])
+    return deck
+
+
+def _winner(game: str, trick: list[int], trump: int) -> int:
+    from .rules import trump_strength
+
+    lead = trick[0] // 13
+    best, key = 0, None
+    for i, c in enumerate(trick):
+        s = c // 13
+        if s == trump:
+            k = (2, trump_strength(game, c % 13))
+        elif s == lead:
+            k = (1, c % 13)
+        else:
+            continue
+        if key is None or k > key:
+            best, key = i, k
+    return best
+
+
+def table_sequence(rules: Rules | str, players: list[str], deals: int, rng: np.random.Generator,
+                   riffles: dict[str, int | None] | None = None, table: str = "t0", with_deck: bool = True):
+    """Consecutive Scotch Whist deals at one table (4 to 8 players, one set), played with random legal cards, each
+    pack being the previous deal's tricks gathered in play order and shuffled by the dealer: `riffles[player]`
+    GSR riffles and a cut (None or absent: a perfect shuffle; 0: only a cut). Yields deal-log/1 records, each deal
+    its own game (the scores are not the point here)."""
+    from .legal import legal_mask
+
+    if isinstance(rules, str):
+        game, preset = rules.split("/")
+        rules = resolve(game, preset)
+    n = len(players)
+    riffles = riffles or {}
+    cfg = config(rules, n)
+    gathered = np.array(cards_of(cfg.pack), dtype=np.int64)
+    dealer = 0
+    for i in range(deals):
+        who = players[dealer]
+        r = riffles.get(who)
+        deck = rng.permutation(gathered) if r is None else human_shuffle(gathered, r, rng)
+        L = layout(rules, n, dealer)
+        dealt = deal_from_deck(L, [int(c) for c in deck])
+        trump = dealt.turn_up // 13
+        hold = [sum(1 << c for c in h) for h in dealt.hands]
+        leader = L.eldest
+        tricks = []
+        for _k in range(L.n_tricks):
+            t: list[int] = []
+            for off in range(n):
+                s = (leader + off) % n
+                lead = t[0] // 13 if t else None
+                m = legal_mask(rules.game, hold[s], lead, trump)
+                choices = cards_of(m)
+                c = choices[int(rng.integers(len(choices)))]
+                hold[s] &= ~(1 << c)
+                t.append(c)
+            tricks.append(t)
+            leader = (leader + _winner(rules.game, t, trump)) % n
+        rec = {"format": "deal-log/1", "game": rules.game, "rules": rules.preset, "table": table,
+               "game_id": f"{table}-g{i}", "deal_no": 1, "players": list(players), "dealer": dealer}
+        if with_deck:
+            rec["deck"] = [CARD_STR[int(c)] for c in deck]
+        rec["hands"] = [[CARD_STR[c] for c in h] for h in dealt.hands]
+        rec["turn_up"] = CARD_STR[dealt.turn_up]
+        rec["tricks"] = [[CARD_STR[c] for c in t] for t in tricks]
+        yield rec
+        gathered = np.array([c for t in tricks for c in t], dtype=np.int64)
+        dealer = (dealer + 1) % n

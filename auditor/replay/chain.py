@@ -84,18 +84,18 @@ def sw_countout(res: DealResult, before: list[int]) -> tuple[list[int], int | No
     if len(reached_end) == 1:
         return after, reached_end[0], True
     # count out: Ten, cards, Ace, King, Queen, Jack; the first side to reach the target wins
-    contenders: list[int] | None = None
+    contenders: list[int] | None = None  # sides tied at the cards step: only they go on
     for step in SW_STEPS[1:]:
-        prev = list(t)
         for i in range(ns):
             t[i] += steps[step][i]
-        new = [i for i in range(ns) if t[i] >= target and (contenders is None or i in contenders)]
         if contenders is not None:
-            if len(new) == 1:
-                return after, new[0], True
-            if len(new) > 1:
-                contenders = new
+            # rules.md Part G: "equal: go on with A, K, Q, J" -- the first of the tied sides to score an honour
+            # now leads the others and wins; a side that had not reached the target cannot win
+            gainers = [i for i in contenders if steps[step][i] > 0]
+            if len(gainers) == 1:
+                return after, gainers[0], True
             continue
+        new = [i for i in range(ns) if t[i] >= target]
         if len(new) == 1:
             return after, new[0], True
         if len(new) > 1:  # only the cards step can carry two sides past the target together
@@ -108,8 +108,7 @@ def sw_countout(res: DealResult, before: list[int]) -> tuple[list[int], int | No
             if len(top) == 1:
                 return after, top[0], True
             contenders = top
-            del prev
-    return after, None, True
+    return after, None, True  # still equal at the end: no winner
 
 
 def chain_games(results: list[DealResult]) -> tuple[list[GameSummary], dict[int, DealOutcome]]:
@@ -204,11 +203,16 @@ def chain_games(results: list[DealResult]) -> tuple[list[GameSummary], dict[int,
             # ---- the table's totals
             if rec.get("totals") is not None:
                 base = prev_recorded if prev_recorded is not None else before
+                if base is not None and len(base) != d.n_sides:
+                    base = None  # the sides changed within the game: nothing to add to
                 pts = out.counted if res.scored else counted
                 if res.scored and d.game == "all_fours" and before is None and base is not None:
                     pts, _ = count_af(res, base)
                 if base is not None and pts is not None:
-                    expect = [a + b for a, b in zip(base, pts)]
+                    if res.scored and d.game == "scotch_whist":
+                        expect = sw_countout(res, base)[0]  # the Russian -10, floored where floor_zero says
+                    else:
+                        expect = [a + b for a, b in zip(base, pts)]
                     if expect != rec["totals"]:
                         out.findings.append(_finding(d, "total_mismatch", f"recorded totals {rec['totals']}; "
                                                      f"previous totals {base} plus this deal's points {pts} "

@@ -281,17 +281,16 @@ def _replay(st: _Deal) -> None:
     if structural:
         return
     if d.hands is None:
-        derived = _derive_hands(st, tricks, seat_walk)
-        if derived is None:
-            return
+        derived, known = _derive_hands(st, tricks, seat_walk)
         res.hands = [0] * n
         for s in range(n):
             for part in derived[s]:
                 for c in part:
                     res.hands[s] |= 1 << c
         if not af:
-            _sw_turn_up_derived(st, code_of, derived)
-        if d.deck is not None:
+            _sw_turn_up_derived(st, code_of, derived, known)
+        if d.deck is not None and known:
+            # only whole hands can be compared with the deck (docs/decisions.md): the play must be complete
             _check_deck(st, code_of, [[c for part in derived[s] for c in part] for s in range(n)],
                         sequences=False, parts=derived)
         holdings_by_set = derived
@@ -299,7 +298,7 @@ def _replay(st: _Deal) -> None:
         holdings_by_set = _holdings_from_hands(st, code_of)
     complete = _play(st, tricks, holdings_by_set)
     if complete:
-        _claims(st)
+        _claims(st, complete=True)
         if af:
             _af_score(st)
         else:
@@ -397,11 +396,12 @@ def _sw_turn_up(st: _Deal, code_of: dict) -> None:
                f"{' last-set' if L.turnup_in_last_set else ''} card; {where}", None, owner, CARD_STR[tu])
 
 
-def _sw_turn_up_derived(st: _Deal, code_of: dict, derived: list[list[list[int]]]) -> None:
+def _sw_turn_up_derived(st: _Deal, code_of: dict, derived: list[list[list[int]]], known: bool) -> None:
     owner = st.L.turnup_owner
     tu = code_of[st.d.turn_up]
     cards = derived[owner][-1] if st.L.turnup_in_last_set else [c for part in derived[owner] for c in part]
-    if tu not in cards:
+    played = any(tu in part for hand in derived for part in hand)
+    if tu not in cards and (known or played):  # unplayed in an incomplete play: where it was is not known
         st.add("turn_up_mismatch", f"the turn-up {CARD_STR[tu]} was not played by {st.who(owner)}, who should "
                "hold it", None, owner, CARD_STR[tu])
 
@@ -477,20 +477,21 @@ def _check_deck(st: _Deal, code_of: dict, hands: list[list[int]], sequences: boo
         st.add("deck_mismatch", "; ".join(problems))
 
 
-def _derive_hands(st: _Deal, tricks: list[list[int]], seat_walk) -> list[list[list[int]]] | None:
-    """Hands from the play alone: each card belongs to the seat whose turn it was, set by set."""
-    L, n = st.L, st.n
+def _derive_hands(st: _Deal, tricks: list[list[int]], seat_walk) -> tuple[list[list[list[int]]], bool]:
+    """Hands from the play alone: each card belongs to the seat whose turn it was, set by set. The flag says
+    whether every trick of the deal could be placed (the hands are then whole)."""
+    n = st.n
     per_set = _tricks_per_set(st)
     out: list[list[list[int]]] = [[[] for _ in per_set] for _ in range(n)]
     k = 0
     for j, cnt in enumerate(per_set):
         for _ in range(cnt):
             if k >= len(tricks) or seat_walk[k] is None or len(tricks[k]) != len(seat_walk[k]):
-                return out  # the play stops here; _play reports it
+                return out, False  # the play stops here; _play reports it
             for c, s in zip(tricks[k], seat_walk[k]):
                 out[s][j].append(c)
             k += 1
-    return out
+    return out, True
 
 
 def _holdings_from_hands(st: _Deal, code_of: dict) -> list[list[list[int]]]:
@@ -589,8 +590,9 @@ def _revoke(st: _Deal, k: int, s: int, c: int, could: int, lead: int, what: str)
     st.res.revokes.append((k + 1, s))
 
 
-def _claims(st: _Deal) -> None:
-    """Claimed revokes: confirmed, a `claim_mismatch`, or not judged (a trick that was not replayed)."""
+def _claims(st: _Deal, complete: bool = False) -> None:
+    """Claimed revokes: confirmed, a `claim_mismatch`, or not judged (a trick that was not replayed). When the
+    whole play was replayed, a claim on a trick the deal does not have is judged too: no revoke was found there."""
     d, R, res = st.d, st.R, st.res
     st.claims_done = True
     found = set(res.revokes)
@@ -601,7 +603,7 @@ def _claims(st: _Deal) -> None:
         if key in seen:
             continue
         seen.add(key)
-        if cl["trick"] <= res.replayed_tricks:
+        if cl["trick"] <= res.replayed_tricks or complete:
             if key in found:
                 penal.add(key)
             else:

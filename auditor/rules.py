@@ -88,9 +88,10 @@ class Rules:
 
     def with_options(self, options: dict) -> "Rules":
         allowed = SWITCHES[self.game]
+        prefix = "sw." if self.game == "scotch_whist" else "af."
         sw = dict(self.switches)
         for k, v in options.items():
-            name = k.split(".", 1)[1] if k.startswith(("sw.", "af.")) else k
+            name = k.removeprefix(prefix)  # "af.target" is no option of Scotch Whist
             if name not in allowed:
                 raise KeyError(k)
             if not any(type(v) is type(a) and v == a for a in allowed[name]):

@@ -45,6 +45,7 @@ from ..rules import AF_PIPS, SW_HONOURS, trump_strength
 SW_LAM_CARD = 0.5  # a card won in a trick, towards cards-over (Scotch Whist)
 AF_LAM_PIP = 0.07  # one Game pip (All Fours); the Jack of trumps is one point
 AF_LAM_CARD = 0.02
+AF_TEMP_SCALE = 0.12  # All Fours scores are in points of 7, Scotch Whist's in points of 41 and larger
 
 
 @dataclass(frozen=True)
@@ -85,10 +86,10 @@ class Tables:
             if sw:
                 if s == trump:
                     hv[c] = float(SW_HONOURS.get(r, 0))
-                spend[c] = (1.2 * st / 13) if s == trump else (0.6 * r / 12)
+                spend[c] = (2.5 * (st / 13) ** 2 + 0.3) if s == trump else (1.8 * (r / 12) ** 2)
             else:
                 hv[c] = AF_LAM_PIP * AF_PIPS.get(r, 0) + (1.0 if (s == trump and r == RJ) else 0.0)
-                spend[c] = (0.1 + 0.5 * r / 12) if s == trump else (0.2 * r / 12)
+                spend[c] = (0.1 + 0.5 * (r / 12) ** 2) if s == trump else (0.25 * (r / 12) ** 2)
         hi = [0] * N_CARDS
         for c in range(N_CARDS):
             s = c // 13
@@ -210,7 +211,8 @@ class Policy:
         """Probabilities aligned with `legal` (a list of card codes)."""
         if len(legal) == 1:
             return [1.0]
-        return softmax(self.scores(view, legal), self.sk.temp)
+        temp = self.sk.temp if view.pub.game == "scotch_whist" else self.sk.temp * AF_TEMP_SCALE
+        return softmax(self.scores(view, legal), temp)
 
     def scores(self, v: View, legal: list[int]) -> list[float]:
         sk = self.sk
@@ -333,6 +335,18 @@ class Policy:
                     g += p * 0.3
             return g * key_val
 
+        # ---- the chance an honour kept in hand is lost later (to stronger unseen cards held by opponents)
+        gopp = 1.0
+        for o in range(n):
+            if o != me and side[o] != my and o != ally:
+                gopp *= 1.0 - f[o]
+        half_t = 0 if sw else t_unseen // 2
+
+        def lose_p(c: int) -> float:
+            k = (hi[c] & unseen).bit_count() + (half_t if c // 13 != trump else 0)
+            return 0.5 * (1.0 - gopp ** k) if k else 0.0
+
+        # an own honour h: played to a trick the side keeps it banks h; kept in hand it is worth h * (1 - lose_p)
         out = []
         if lead is None:
             P0 = tab.lam_card * pub.trick_size
@@ -345,7 +359,9 @@ class Policy:
                 s = c // 13
                 r = risk(c, s)
                 h = hv[c]
-                g = (1.0 - 2.0 * r) * (P0 + h) + (1.0 - r) * keygain(c, s) - spend[c]
+                g = (1.0 - 2.0 * r) * P0 + (1.0 - r) * keygain(c, s) - spend[c]
+                if h:
+                    g += h * (lose_p(c) - 2.0 * r)
                 if s == trump and pp and c != key and r > 0.0:
                     g -= pp * key_val * 0.25
                 out.append(g)
@@ -360,11 +376,12 @@ class Policy:
             h = hv[c]
             if (whi >> c & 1) or (not w_trump and c // 13 == trump):
                 r = risk(c, lead)
-                g = (1.0 - 2.0 * r) * (P + h) + (1.0 - r) * keygain(c, lead)
-            elif wfriend:
-                g = (1.0 - 2.0 * rw) * (P + h)
+                g = (1.0 - 2.0 * r) * P + (1.0 - r) * keygain(c, lead)
             else:
-                g = -(P + h)
+                r = rw
+                g = (1.0 - 2.0 * r) * P
+            if h:
+                g += h * (lose_p(c) - 2.0 * r)
             out.append(g - spend[c])
         return out
 

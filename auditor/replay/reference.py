@@ -224,13 +224,15 @@ def _replay(st: _Deal) -> None:
     if d.hands is None:
         dealt_kinds.add("trick")
     seen: set[int] = set()
+    dup_seen: set[int] = set()  # one finding per card, at its second copy (a third copy is no new finding)
     dup = False
     for kind, seat, trick, x in places:
         if kind not in dealt_kinds:
             continue
         c = code_of[x]
-        if c in seen:
+        if c in seen and c not in dup_seen:
             dup = True
+            dup_seen.add(c)
             s = place_seat(kind, seat, trick) if kind in ("hand", "run", "trick") else None
             st.add("duplicate_card", f"{CARD_STR[c]} appears twice ({_where(kind, seat, trick, st)})",
                    trick if kind == "trick" else None, s, CARD_STR[c])

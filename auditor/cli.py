@@ -170,6 +170,111 @@ def audit(
     raise typer.Exit(1 if doc["flags"] else 0)
 
 
+@app.command()
+def calibrate(
+    seed: int = typer.Option(0, "--seed", help="seed of every simulated season (recorded in the output)"),
+    fast: bool = typer.Option(False, "--fast", help="the quick tier (CI): fewer seasons, wider error bars"),
+    honest_seasons: Optional[int] = typer.Option(None, "--honest-seasons", help="all-honest seasons per test"),
+    power_seasons: Optional[int] = typer.Option(None, "--power-seasons", help="seasons per stacker strength"),
+    curve_seasons: Optional[int] = typer.Option(None, "--curve-seasons", help="seasons per point of the curve"),
+    uniformity_seasons: Optional[int] = typer.Option(None, "--uniformity-seasons",
+                                                     help="seasons for deal_uniformity (Monte-Carlo p-values)"),
+    shuffle_seasons: Optional[int] = typer.Option(None, "--shuffle-seasons",
+                                                  help="seasons per human-shuffling scenario (deals with play)"),
+    fdr: float = typer.Option(0.05, "--fdr", help="false-discovery rate of every family"),
+    plot: Optional[str] = typer.Option("power_curve.png", "--plot",
+                                       help="power-curve image (.png or .svg); '' for none"),
+    json_out: bool = typer.Option(False, "--json", help="print the numbers as JSON on stdout"),
+    out: Optional[str] = typer.Option(None, "--out", help="also write the numbers as JSON to this file"),
+) -> None:
+    """Simulate honest and cheating seasons: false positives, realised FDR, power v. the exact oracle test."""
+    if not 0.0 < fdr < 1.0:
+        _err(f"auditor: --fdr must be between 0 and 1, got {fdr}")
+        raise typer.Exit(2)
+    sizes = {"honest_seasons": 40, "power_seasons": 40, "curve_seasons": 20, "uniformity_seasons": 2,
+             "shuffle_seasons": 1} if fast else {"honest_seasons": 200, "power_seasons": 200, "curve_seasons": 100,
+                                                 "uniformity_seasons": 20, "shuffle_seasons": 10}
+    given = {"honest_seasons": honest_seasons, "power_seasons": power_seasons, "curve_seasons": curve_seasons,
+             "uniformity_seasons": uniformity_seasons, "shuffle_seasons": shuffle_seasons}
+    for k, v in given.items():
+        if v is not None:
+            if v < 0:
+                _err(f"auditor: --{k.replace('_', '-')} must be >= 0, got {v}")
+                raise typer.Exit(2)
+            sizes[k] = v
+    if plot and not plot.lower().endswith((".png", ".svg")):
+        _err(f"auditor: --plot {plot!r}: the file name must end in .png or .svg")
+        raise typer.Exit(2)
+    from . import calibrate as cal
+
+    res = cal.calibrate(seed=seed, fdr=fdr, progress=lambda m: _err(f"calibrate: {m}"), **sizes)
+    if plot:
+        try:
+            res["plot"] = cal.plot_power_curve(res, plot)
+        except ImportError:
+            _err("auditor: the power-curve plot needs matplotlib (pip install matplotlib); skipped")
+        except OSError as e:
+            _err(f"auditor: cannot write {plot!r}: {e.strerror or e}")
+            raise typer.Exit(2)
+    if out:
+        import json
+
+        try:
+            with open(out, "w", encoding="utf-8") as fh:
+                json.dump(res, fh, indent=2)
+        except OSError as e:
+            _err(f"auditor: cannot write {out!r}: {e.strerror or e}")
+            raise typer.Exit(2)
+    if json_out:
+        _dump_json(res)
+    else:
+        cal.print_report(res)
+        if res.get("plot"):
+            sys.stdout.write(f"power curve: {res['plot']}\n")
+
+
+@app.command()
+def investigate(
+    paths: list[str] = typer.Argument(..., help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
+    player: str = typer.Option(..., "--player", help="the player id as written in the logs"),
+    out: Optional[str] = typer.Option(None, "--out", help="also write the investigation as HTML (.html)"),
+    fdr: float = typer.Option(0.05, "--fdr", help="false-discovery rate of every test family (0 < fdr < 1)"),
+    seed: int = typer.Option(0, "--seed", help="seed of every Monte-Carlo step (use the audit's seed)"),
+    top: int = typer.Option(10, "--top", help="deals listed per test"),
+    engine: str = typer.Option("reference", "--engine", help="replay engine: reference or batch"),
+) -> None:
+    """Everything about one player: each test with its controls, the deals behind each score, the timeline.
+
+    Exit 1 when the player is flagged, 0 when not, 2 for an unknown player or a bad option, 3 when no input can be
+    read."""
+    if not 0.0 < fdr < 1.0:
+        _err(f"auditor: --fdr must be between 0 and 1, got {fdr}")
+        raise typer.Exit(2)
+    if seed < 0 or top < 1:
+        _err(f"auditor: --seed must be >= 0 and --top >= 1, got {seed} and {top}")
+        raise typer.Exit(2)
+    if engine not in ("batch", "reference"):
+        _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
+        raise typer.Exit(2)
+    if out is not None and not out.lower().endswith((".html", ".htm")):
+        _err(f"auditor: --out {out!r}: the investigation is written as HTML (.html)")
+        raise typer.Exit(2)
+    _check_paths(paths)
+    from .errors import UsageError
+    from .investigate import investigate_records, print_investigation, write_investigation
+
+    try:
+        view, _ = investigate_records(_progress_reader(paths, sys.stderr.isatty()), player, fdr=fdr, seed=seed,
+                                      engine=engine, k=top)
+        if out is not None:
+            write_investigation(view, out)
+    except UsageError as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(2)
+    print_investigation(view)
+    raise typer.Exit(1 if view["n_flagged"] else 0)
+
+
 def main() -> None:  # console script entry point
     try:
         app()

@@ -1,0 +1,432 @@
+"""`auditor calibrate`: how often the dealing tests accuse honest dealers, and how soon they catch stackers.
+
+(a) Honest seasons: the false-positive rate (honest subjects flagged at the family's FDR), the realised FDR (the
+    mean over seasons of false flags / flags; in an all-honest season every flag is false, so it is the chance of
+    any flag), and the rate of p <= alpha for alpha = 0.001, 0.01, 0.05, 0.1 next to alpha. Exact discrete p-values
+    are conservative, never uniform, so the check is rate <= alpha (within Monte-Carlo error), not a KS test.
+(b) Power: seasons with one stacker of strength q among honest dealers; the share of seasons in which the stacker
+    is flagged at FDR 5%, next to the exact oracle test that knows who the suspect is (the one-sided exact test of
+    his deals alone) at the same per-test false-positive rate, computed exactly and checked by simulation.
+(c) A power curve over q (PNG or SVG via matplotlib).
+(d) Human shuffling: deals played at tables whose dealers riffle the gathered tricks (Gilbert-Shannon-Reeds) instead
+    of shuffling perfectly, and what that does to each test's false-positive rate.
+
+The dealing-only generator (`auditor.dealgen`) makes seasons of tens of thousands of deals in milliseconds, so (a)
+to (c) run on hundreds of seasons; (d) needs play and uses `dealgen.table_sequence` (or the simulator when present).
+Every season's generator is seeded from (seed, study, season): the printed numbers are reproducible.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from . import dealgen
+from .dealgen import Cheat
+from .stats import exact
+from .stats.family import bh_qvalues
+
+ALPHAS = (0.001, 0.01, 0.05, 0.1)
+STACKER = "stacker"
+
+
+@dataclass(frozen=True)
+class Study:
+    """A season shape and the test it calibrates."""
+
+    key: str
+    test: str
+    rules: str
+    table_size: int
+    honest: int  # honest dealers
+    deals_each: int
+    cheat_kind: str  # "jack" or "turnup"
+
+    def cheat(self, q: float) -> Cheat:
+        return Cheat.jack_stacker(q) if self.cheat_kind == "jack" else Cheat("turnup_jack", q)
+
+    def describe(self) -> str:
+        return f"{self.rules} {self.table_size}p, {self.honest}+1 dealers, {self.deals_each} deals each"
+
+
+STUDIES = {
+    "dealer_jack": Study("dealer_jack", "dealer_jack", "scotch_whist/foster", 4, 100, 200, "jack"),
+    "turnup_jack": Study("turnup_jack", "turnup_jack", "all_fours/foster", 4, 100, 60, "turnup"),
+}
+
+
+def _season_rng(seed: int, study: str, kind: str, i: int) -> np.random.Generator:
+    import zlib
+
+    return np.random.default_rng([int(seed), zlib.crc32(study.encode()), zlib.crc32(kind.encode()), int(i)])
+
+
+def _detector(test: str, fdr: float):
+    from .detectors.registry import DETECTORS
+
+    return DETECTORS[test](fdr=fdr, details=False)
+
+
+def _season_results(study: Study, q: float | None, rng: np.random.Generator, fdr: float,
+                    test: str | None = None):
+    """(subjects, p-values, stacker's index or None) of one simulated season."""
+    names = [f"p{i:03d}" for i in range(study.honest + (1 if q is not None else 0))]
+    cheats = {}
+    if q is not None:
+        names[-1] = STACKER
+        cheats = {STACKER: study.cheat(q)}
+    s = dealgen.season(study.rules, study.table_size, len(names), study.deals_each, rng, cheats, names=names)
+    det = _detector(test or study.test, fdr)
+    res = det.finalize(det.count(None, rng, facts=s.facts()), rng)
+    subj = [r.subject for r in res]
+    p = np.array([r.pvalue for r in res])
+    return subj, p, (subj.index(STACKER) if STACKER in subj else None), res
+
+
+@dataclass
+class HonestResult:
+    test: str
+    seasons: int
+    subjects: int  # per season (mean)
+    flagged: int
+    tests: int
+    seasons_with_flag: int
+    alpha_rates: dict[float, float]
+    fdp: list[float] = field(default_factory=list)
+
+    @property
+    def fpr(self) -> float:
+        return self.flagged / max(1, self.tests)
+
+    @property
+    def realised_fdr(self) -> float:
+        return float(np.mean(self.fdp)) if self.fdp else 0.0
+
+    def to_json(self) -> dict:
+        se = np.sqrt(self.realised_fdr * (1 - self.realised_fdr) / max(1, self.seasons))
+        return {"test": self.test, "seasons": self.seasons, "subjects_per_season": self.subjects,
+                "false_positive_rate": self.fpr, "false_flags": self.flagged, "honest_tests": self.tests,
+                "realised_fdr": self.realised_fdr, "realised_fdr_se": float(se),
+                "seasons_with_a_flag": self.seasons_with_flag,
+                "p_le_alpha": {str(a): r for a, r in self.alpha_rates.items()}}
+
+
+def honest_study(study: Study, seasons: int, seed: int, fdr: float = 0.05, test: str | None = None,
+                 season_fn: Callable | None = None) -> HonestResult:
+    """All-honest seasons of `study` (or of `season_fn(rng) -> (subjects, p)`)."""
+    all_p = []
+    flagged = tests = with_flag = 0
+    fdp = []
+    subjects = 0
+    for i in range(seasons):
+        rng = _season_rng(seed, study.key + (test or ""), "honest", i)
+        if season_fn is not None:
+            _subj, p = season_fn(rng)
+        else:
+            _subj, p, _, _ = _season_results(study, None, rng, fdr, test)
+        q = np.array(bh_qvalues(list(p)))
+        f = int((q <= fdr).sum())
+        flagged += f
+        tests += len(p)
+        subjects += len(p)
+        with_flag += f > 0
+        fdp.append(1.0 if f else 0.0)
+        all_p.append(p)
+    ps = np.concatenate(all_p) if all_p else np.zeros(0)
+    rates = {a: float((ps <= a).mean()) if len(ps) else 0.0 for a in ALPHAS}
+    return HonestResult(test or study.test, seasons, subjects // max(1, seasons), flagged, tests, with_flag, rates,
+                        fdp)
+
+
+@dataclass
+class PowerResult:
+    test: str
+    q: float
+    seasons: int
+    flagged: int  # seasons in which the stacker was flagged at FDR
+    oracle_alpha: float
+    oracle_exact: float
+    oracle_sim: float
+    other_false_flags: int
+    fdp: list[float] = field(default_factory=list)
+
+    @property
+    def power(self) -> float:
+        return self.flagged / max(1, self.seasons)
+
+    def to_json(self) -> dict:
+        return {"test": self.test, "q": self.q, "seasons": self.seasons, "power_at_fdr": self.power,
+                "power_se": float(np.sqrt(self.power * (1 - self.power) / max(1, self.seasons))),
+                "oracle_alpha": self.oracle_alpha, "oracle_power_exact": self.oracle_exact,
+                "oracle_power_simulated": self.oracle_sim, "honest_flagged_alongside": self.other_false_flags,
+                "realised_fdr": float(np.mean(self.fdp)) if self.fdp else 0.0}
+
+
+def power_study(study: Study, q: float, seasons: int, seed: int, fdr: float = 0.05,
+                oracle_alpha: float | None = None) -> PowerResult:
+    """Seasons with one stacker of strength q: flagged at FDR (BH over every dealer) v. the exact oracle test."""
+    flagged = sims_oracle = false_flags = 0
+    groups = None
+    alpha = oracle_alpha
+    fdp = []
+    for i in range(seasons):
+        rng = _season_rng(seed, study.key, f"power{q}", i)
+        subj, p, k, res = _season_results(study, q, rng, fdr)
+        qv = np.array(bh_qvalues(list(p)))
+        flag = qv <= fdr
+        flagged += bool(flag[k])
+        nf = int(flag.sum()) - int(flag[k])
+        false_flags += nf
+        fdp.append(nf / flag.sum() if flag.any() else 0.0)
+        if alpha is None:
+            alpha = exact.per_test_level(fdr, len(p))
+        # the oracle: the stacker's own exact test at level alpha
+        sims_oracle += p[k] <= alpha
+        if groups is None:
+            groups = _groups_of(study, res[k])
+    oracle_exact = exact.power(groups, alpha, q) if groups else float("nan")
+    return PowerResult(study.test, q, seasons, flagged, float(alpha), float(oracle_exact),
+                       sims_oracle / max(1, seasons), false_flags, fdp)
+
+
+def _groups_of(study: Study, r) -> tuple:
+    """The null trial groups of the stacker's test (the exact oracle's input): his deals' null probabilities."""
+    p0 = r.expected / r.n if r.n else 0.0
+    if study.cheat_kind == "jack":
+        return ((float(p0), int(r.n)),)
+    # All Fours: the first turn-ups are the trials the cheat acts on (about 1/13 each); runs are left alone
+    first = int(r.detail.get("deals", study.deals_each)) if isinstance(r.detail, dict) else study.deals_each
+    return ((1 / 13, first),)
+
+
+def oracle_power_curve(study: Study, qs, alpha: float) -> list[float]:
+    groups = ((float(_null_rate(study)), study.deals_each),)
+    return [exact.power(groups, alpha, q) for q in qs]
+
+
+def _null_rate(study: Study) -> float:
+    from .cards import RJ
+    from .facts import config, held_prob
+    from .rules import resolve
+
+    if study.cheat_kind == "jack":
+        game, preset = study.rules.split("/")
+        return float(held_prob(config(resolve(game, preset), study.table_size), 0, RJ))
+    return 1 / 13
+
+
+# ---------------------------------------------------------------- human shuffling
+
+
+SHUFFLE_SCENARIOS = {
+    "perfect": None,
+    "human_4_riffles": 4,
+    "human_2_riffles": 2,
+    "human_mixed_2_to_6": "mixed",
+}
+
+
+def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_table: int = 240, fdr: float = 0.05,
+                        scenarios=None) -> dict:
+    """Honest tables of four (Scotch Whist, Foster) whose dealers shuffle the gathered tricks as people do; the rate
+    of p <= alpha of every dealing test and the share of seasons with any flag, per scenario."""
+    from .audit import run_detectors
+    from .dealog import record_from_obj
+    from .detectors.registry import make_detectors
+    from .replay.reference import replay_deal
+
+    out = {}
+    for name, spec in (scenarios or SHUFFLE_SCENARIOS).items():
+        pvals: dict[str, list[float]] = {}
+        any_flag: dict[str, int] = {}
+        t0 = time.perf_counter()
+        for i in range(seasons):
+            rng = _season_rng(seed, "shuffle", name, i)
+            recs = []
+            for t in range(tables):
+                players = [f"t{t}p{k}" for k in range(4)]
+                if spec is None:
+                    rif = {}
+                elif spec == "mixed":
+                    rif = {p: int(rng.integers(2, 7)) for p in players}
+                else:
+                    rif = {p: int(spec) for p in players}
+                recs += list(dealgen.table_sequence("scotch_whist/foster", players, deals_per_table, rng, rif,
+                                                    table=f"t{t}"))
+            results = [replay_deal(record_from_obj(r, "sim", 0, k + 1).deal) for k, r in enumerate(recs)]
+            dets = make_detectors(fdr=fdr, details=False,
+                                  only=["dealer_jack", "deal_uniformity", "shuffle_residue"])
+            for d in dets:
+                if hasattr(d, "mc_max"):
+                    d.mc_max = 2000
+            tests, _fams, _ = run_detectors(results, fdr=fdr, seed=int(rng.integers(2**31)), detectors=dets)
+            for tr in tests:
+                pvals.setdefault(tr.test, []).append(tr.pvalue)
+            for test in {tr.test for tr in tests}:
+                any_flag[test] = any_flag.get(test, 0) + any(tr.flagged for tr in tests if tr.test == test)
+        out[name] = {test: {"subjects": len(ps), "p_le_alpha": {str(a): float(np.mean(np.array(ps) <= a))
+                                                                 for a in ALPHAS},
+                            "seasons_with_a_flag": any_flag.get(test, 0), "seasons": seasons}
+                     for test, ps in sorted(pvals.items())}
+        out[name]["_seconds"] = round(time.perf_counter() - t0, 2)
+    return out
+
+
+# ---------------------------------------------------------------- the whole calibration
+
+
+def calibrate(seed: int = 0, honest_seasons: int = 200, power_seasons: int = 200, fdr: float = 0.05,
+              curve_qs=(0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4), curve_seasons: int = 100,
+              uniformity_seasons: int = 20, shuffle_seasons: int = 0, progress: Callable[[str], None] | None = None
+              ) -> dict:
+    say = progress or (lambda _m: None)
+    out: dict = {"seed": seed, "fdr": fdr, "studies": {}, "machine": _machine()}
+    t_all = time.perf_counter()
+    for key, st in STUDIES.items():
+        t0 = time.perf_counter()
+        say(f"{key}: {honest_seasons} honest seasons")
+        h = honest_study(st, honest_seasons, seed, fdr)
+        oracle_alpha = h.fpr if h.flagged else exact.per_test_level(fdr, st.honest + 1)
+        pw = {}
+        for q in (0.1, 0.25):
+            say(f"{key}: {power_seasons} seasons with a stacker at q = {q}")
+            pw[str(q)] = power_study(st, q, power_seasons, seed, fdr, oracle_alpha).to_json()
+            pw[str(q)]["oracle_power_exact_at_fdr_over_m"] = exact.power(
+                ((_null_rate(st), st.deals_each),), exact.per_test_level(fdr, st.honest + 1), q)
+        say(f"{key}: power curve")
+        curve = []
+        for q in curve_qs:
+            r = power_study(st, q, curve_seasons, seed + 1, fdr, exact.per_test_level(fdr, st.honest + 1))
+            curve.append({"q": q, "power_at_fdr": r.power, "oracle_exact": r.oracle_exact})
+        out["studies"][key] = {"setup": st.describe(), "honest": h.to_json(), "power": pw, "curve": curve,
+                               "oracle_alpha": oracle_alpha, "seconds": round(time.perf_counter() - t0, 1)}
+    if uniformity_seasons:
+        st = STUDIES["dealer_jack"]
+        t0 = time.perf_counter()
+        say(f"deal_uniformity: {uniformity_seasons} honest seasons and {uniformity_seasons} with a stacker")
+        h = honest_study(st, uniformity_seasons, seed, fdr, test="deal_uniformity")
+        flagged = 0
+        for i in range(uniformity_seasons):
+            rng = _season_rng(seed, "uniformity", "power", i)
+            subj, p, k, _ = _season_results(st, 0.25, rng, fdr, test="deal_uniformity")
+            flagged += bool(np.array(bh_qvalues(list(p)))[k] <= fdr)
+        out["studies"]["deal_uniformity"] = {
+            "setup": st.describe() + " (omnibus)", "honest": h.to_json(),
+            "power": {"0.25": {"power_at_fdr": flagged / uniformity_seasons, "seasons": uniformity_seasons}},
+            "seconds": round(time.perf_counter() - t0, 1)}
+    if shuffle_seasons:
+        say(f"human shuffling: {shuffle_seasons} seasons per scenario")
+        out["human_shuffling"] = human_shuffle_study(shuffle_seasons, seed, fdr=fdr)
+    out["seconds"] = round(time.perf_counter() - t_all, 1)
+    return out
+
+
+def _machine() -> dict:
+    import os
+    import platform
+
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "numpy": np.__version__}
+
+
+def targets(res: dict) -> list[tuple[str, bool, str]]:
+    """The issue's targets: (description, met, measured)."""
+    out = []
+    dj = res["studies"].get("dealer_jack")
+    if dj:
+        p = dj["power"]["0.25"]["power_at_fdr"]
+        out.append(("Foster 4p, 100 honest + 1 stacker q=0.25, 200 deals: flagged at FDR 5% in >= 90% of seasons",
+                    p >= 0.90, f"{p:.1%} of {dj['power']['0.25']['seasons']} seasons"))
+        h = dj["honest"]
+        f, se, m, k = h["realised_fdr"], h["realised_fdr_se"], h["seasons"], h["seasons_with_a_flag"]
+        # in all-honest seasons every flag is false: the realised FDR is the share of seasons with a flag. The
+        # target fails when that share is significantly above 5% (one-sided exact binomial test at 5%).
+        from scipy.stats import binom
+
+        above = m > 0 and binom.sf(k - 1, m, res["fdr"]) < 0.05
+        met = (not above) if m >= 200 else None
+        out.append(("realised FDR over >= 200 honest seasons <= 5% (within Monte-Carlo error)", met,
+                    f"{f:.1%} ± {se:.1%} over {m} seasons"))
+    tj = res["studies"].get("turnup_jack")
+    if tj:
+        p = tj["power"]["0.25"]["power_at_fdr"]
+        out.append(("All Fours turn-up stacker q=0.25 flagged within 60 deals in >= 80% of seasons", p >= 0.80,
+                    f"{p:.1%} of {tj['power']['0.25']['seasons']} seasons (100 honest dealers beside him)"))
+    return out
+
+
+def print_report(res: dict, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = console or Console(width=max(110, Console().width))
+    con.print(f"[bold]auditor calibrate[/]  seed {res['seed']}, FDR {res['fdr']}, {res['seconds']} s "
+              f"({res['machine']['cpus']} cpus)")
+    t = Table(title="(a) Honest seasons: false positives; rate of p <= alpha next to alpha")
+    for col in ("test", "seasons", "FPR", "realised FDR", "p<=.001", "p<=.01", "p<=.05", "p<=.1"):
+        t.add_column(col, justify="right" if col != "test" else "left")
+    for key, st in res["studies"].items():
+        h = st["honest"]
+        t.add_row(key, str(h["seasons"]), f"{h['false_positive_rate']:.1e}",
+                  f"{h['realised_fdr']:.3f} ± {h['realised_fdr_se']:.3f}",
+                  *[f"{h['p_le_alpha'][str(a)]:.4f}" for a in ALPHAS])
+    con.print(t)
+    t = Table(title="(b) Power against stackers: flagged at FDR over every dealer v. the exact oracle test")
+    for col in ("test", "q", "seasons", "flagged at FDR", "oracle alpha", "oracle exact", "oracle sim.",
+                "oracle at FDR/m"):
+        t.add_column(col, justify="right")
+
+    def f(x):
+        return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
+
+    for key, st in res["studies"].items():
+        for q, p in st["power"].items():
+            alpha = p.get("oracle_alpha")
+            t.add_row(key, q, str(p["seasons"]), f"{p['power_at_fdr']:.3f}",
+                      "-" if alpha is None else f"{alpha:.1e}", f(p.get("oracle_power_exact")),
+                      f(p.get("oracle_power_simulated")), f(p.get("oracle_power_exact_at_fdr_over_m")))
+    con.print(t)
+    hs = res.get("human_shuffling")
+    if hs:
+        t = Table(title="(d) Human shuffling at honest tables: rate of p <= alpha, and seasons with any flag")
+        for col in ("shuffle", "test", "subjects", "p<=.001", "p<=.01", "p<=.05", "p<=.1", "seasons flagged"):
+            t.add_column(col, justify="right")
+        for scen, tests in hs.items():
+            for test, v in tests.items():
+                if test.startswith("_"):
+                    continue
+                t.add_row(scen, test, str(v["subjects"]), *[f"{v['p_le_alpha'][str(a)]:.3f}" for a in ALPHAS],
+                          f"{v['seasons_with_a_flag']}/{v['seasons']}")
+        con.print(t)
+    for key, st in res["studies"].items():
+        con.print(f"  {key}: {st['setup']}")
+    for desc, ok, measured in targets(res):
+        word = "[yellow]TOO FEW SEASONS[/]" if ok is None else ("[green]MET[/]" if ok else "[red]NOT MET[/]")
+        con.print(f"{word}  {desc}: {measured}")
+
+
+def plot_power_curve(res: dict, path: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k, st in res["studies"].items() if st.get("curve")]
+    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4.2), squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        st = res["studies"][key]
+        qs = [c["q"] for c in st["curve"]]
+        ax.plot(qs, [c["power_at_fdr"] for c in st["curve"]], "o-", label="flagged at FDR 5% (BH, all dealers)")
+        ax.plot(qs, [c["oracle_exact"] for c in st["curve"]], "s--", label="exact oracle test at FDR/m")
+        ax.axhline(0.8, color="grey", lw=0.8, ls=":")
+        ax.set_xlabel("cheat strength q")
+        ax.set_ylabel("power")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f"{key}: {st['setup']}", fontsize=8)
+        ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -703,11 +703,13 @@ def _af_score(st: _Deal) -> None:
     if len(top) == 1:
         game_side = top[0]
     else:
-        rule = R.game_tie if ns == 2 else (R.game_tie if R.game_tie == "nobody" else
-                                             ("elder_hand" if R.game_tie_multi == "nearest_dealers_left" else "nobody"))
-        game_side = top[0] if rule == "elder_hand" else None
-        if game_side is not None and graduated and any(x in revoking for x in top):
-            game_side = None  # a Game tie with the revoking side: nobody scores Game
+        # a tie goes to the tied side nearest the dealer's left (game_tie = elder_hand); with more than two
+        # players -- three, or partnerships -- game_tie_multi decides too (rules.md Part C)
+        multi = n > 2
+        nobody = R.game_tie == "nobody" or (multi and R.game_tie_multi == "nobody")
+        game_side = None if nobody else top[0]
+    # the revoking side cannot score Game; a tie that goes to it is scored by nobody (rules.md Part G), not by
+    # the next tied side
     if game_side is not None and not (graduated and game_side in revoking):
         ev.append((game_side, "game"))
     res.af_events = ev

@@ -22,7 +22,7 @@ from ..rules import AF_PIPS, SW_HONOURS, layout
 from . import shuffle
 from .play import Ctx, SeatInfo, Uniforms, af_deal, play_tricks, sw_holdings
 from .policy import Policy
-from .spec import SKILLS, SeasonSpec, TableSpec
+from .spec import SKILLS, CheaterSpec, SeasonSpec, TableSpec
 
 KEY_FORMAT = "sim-key/1"
 
@@ -133,6 +133,9 @@ class _Season:
         """Who sits where this round: a random draw of the members; colluders sit together at an individual
         table."""
         u = self.u
+        if self.spec.fixed_seats:
+            it = iter(self.members)
+            return [[next(it) for _ in range(t.spec.n)] for t in self.tables]
         order = [self.members[i] for i in self.rng.permutation(len(self.members)).tolist()]
         seating: list[list[str | None]] = [[None] * t.spec.n for t in self.tables]
         placed: set[str] = set()
@@ -478,3 +481,47 @@ def simulate_season(spec: SeasonSpec, rng: np.random.Generator | None = None, *,
         rng = np.random.default_rng(seed)
     info = seed if seed is not None else _seed_info(rng)
     return _Season(spec, rng, info).run()
+
+
+def simulate_dealing(table: TableSpec, n_deals: int, rng: np.random.Generator,
+                     cheater: CheaterSpec | None = None) -> dict:
+    """Deal only, no play: `n_deals` deals at one table, the deal passing to the left from seat 0, shuffled as the
+    season shuffles (perfectly; there are no gathered tricks to riffle). A cheater, if given, sits at seat 0 (his
+    `player` name is ignored). Returns numpy arrays: `dealer`, `jack_offset` (seat holding the Jack of the
+    turn-up's suit, counted from the dealer; -1 when no hand holds it), `turnup_jack` (the turn-up is a Jack),
+    `acted` (the cheater's trick was used on that deal)."""
+    from dataclasses import replace as _replace
+
+    from ..dealing import deal as _deal
+    from .spec import player_names
+
+    names = player_names(table.n)
+    cheaters = [_replace(cheater, player=names[0])] if cheater is not None else []
+    spec = SeasonSpec(tables=[table], n_deals=n_deals, players=names, cheaters=cheaters)
+    season = _Season(spec, rng, None)
+    tab = season.tables[0]
+    R = tab.rules
+    n = table.n
+    dealer_a = np.empty(n_deals, dtype=np.int8)
+    jack_a = np.empty(n_deals, dtype=np.int8)
+    tj_a = np.zeros(n_deals, dtype=bool)
+    acted_a = np.zeros(n_deals, dtype=bool)
+    events = season.cheat_events.get(names[0], [])
+    for i in range(n_deals):
+        dealer = i % n
+        L = layout(R, n, dealer)
+        before = len(events)
+        deck = season.make_deck(tab, None, L, names[dealer], "dealing", i + 1)
+        acted_a[i] = len(events) > before
+        dealt = _deal(L, deck)
+        tu = dealt.turn_up
+        jack = (tu // 13) * 13 + RJ
+        off = -1
+        for s, h in enumerate(dealt.hands):
+            if jack in h:
+                off = (s - dealer) % n
+                break
+        dealer_a[i] = dealer
+        jack_a[i] = off
+        tj_a[i] = tu % 13 == RJ
+    return {"dealer": dealer_a, "jack_offset": jack_a, "turnup_jack": tj_a, "acted": acted_a}

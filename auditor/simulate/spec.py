@@ -100,6 +100,7 @@ class SeasonSpec:
     claim_rate: float = 0.5  # chance the adversaries notice and claim a revoke
     score_error_rate: float = 0.0  # planted wrong `recorded.points` (one side off by one), listed in the key
     season: str = "sim"  # game_id prefix
+    fixed_seats: bool = False  # True: no rotation, the members sit in list order at the tables every game
     start: str = "2026-01-05T19:30:00Z"
 
     def check(self) -> None:

@@ -291,7 +291,7 @@ def print_investigation(view: dict, console=None) -> None:
         for f in view["findings"][:200]:
             ft.add_row(escape(f["source"]), escape(f["code"]), escape(f["where"]), escape(f["message"]))
         con.print(ft)
-    con.print(f"[dim]{escape(view['not_clean_note'])}[/]")
+    con.print(f"[dim]Not flagged is not clean. {escape(view['not_clean_note'])}[/]")
 
 
 # ------------------------------------------------------------------ the command
@@ -310,3 +310,21 @@ def write_investigation(view: dict, path) -> None:
             fh.write(render_investigation_html(view))
     except OSError as e:
         raise UsageError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
+
+
+def investigate_records(records, player: str, fdr: float = 0.05, seed: int = 0, engine: str = "reference",
+                        k: int = TOP_DEALS) -> tuple[dict, dict]:
+    """Audit the records (every player, so that the families and q-values are the audit's own) and build the
+    investigation of `player`. Returns (view, audit document)."""
+    from .audit import audit_records
+    from .errors import UsageError
+
+    report = audit_records(records, fdr=fdr, seed=seed, engine=engine)
+    doc = report.to_json()
+    results = report.replay.results
+    names = known_players(doc, results)
+    if player not in names:
+        near = suggest(player, names)
+        hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
+        raise UsageError(f"no player {player!r} in these logs{hint}")
+    return build_investigation(doc, player, results, k=k), doc

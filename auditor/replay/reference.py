@@ -219,10 +219,14 @@ def _replay(st: _Deal) -> None:
             st.add("card_outside_pack", f"{CARD_STR[c]} is not in the {L.pack_size}-card pack (in deck)",
                    None, None, CARD_STR[c])
     # duplicates among the dealt cards: hands, (All Fours) turn-up, shown, runs, then the tricks when there are
-    # no hands. The Scotch Whist turn-up names a card of its owner's hand; discards name held cards.
+    # no hands. The Scotch Whist turn-up names a card of its owner's hand; discards name held cards. Without
+    # hands, the dealt cards are the tricks and (All Fours) the discards: run cards are among them.
     dealt_kinds = {"hand", "shown", "run", "run_turn_up"} | ({"turn_up"} if af else set())
     if d.hands is None:
         dealt_kinds.add("trick")
+        if af:
+            dealt_kinds -= {"run"}
+            dealt_kinds.add("discard")
     seen: set[int] = set()
     dup_seen: set[int] = set()  # one finding per card, at its second copy (a third copy is no new finding)
     dup = False
@@ -292,9 +296,12 @@ def _replay(st: _Deal) -> None:
         if not af:
             _sw_turn_up_derived(st, code_of, derived, known)
         if d.deck is not None and known:
-            # only whole hands can be compared with the deck (docs/decisions.md): the play must be complete
-            _check_deck(st, code_of, [[c for part in derived[s] for c in part] for s in range(n)],
-                        sequences=False, parts=derived)
+            # only whole hands can be compared with the deck (docs/decisions.md): the play must be complete.
+            # All Fours: a seat was dealt what it played plus what it discarded (hand and run cards together).
+            dealt = [[c for part in derived[s] for c in part] for s in range(n)]
+            if af and d.discards is not None:
+                dealt = [dealt[s] + [code_of[x] for x in d.discards[s]] for s in range(n)]
+            _check_deck(st, code_of, dealt, sequences=False, parts=derived)
         holdings_by_set = derived
     else:
         holdings_by_set = _holdings_from_hands(st, code_of)
@@ -440,13 +447,16 @@ def _check_deck(st: _Deal, code_of: dict, hands: list[list[int]], sequences: boo
                 expect[s] += [at(pos + i) for i in range(3)]
                 pos += 3
             pos += 1
-        for s in range(n):
-            for r in runs:
-                got[s] += [code_of[x] for x in r["cards"][s]]
+        if sequences:  # recorded hands: add each seat's run cards (derived hands already hold them)
+            for s in range(n):
+                for r in runs:
+                    got[s] += [code_of[x] for x in r["cards"][s]]
     if L.deck_checkable:
         for s in range(n):
             if sequences:
                 same = got[s] == expect[s]
+            elif af:  # derived: the cards played and discarded, against hand and run cards dealt
+                same = None not in expect[s] and sorted(got[s]) == sorted(expect[s])
             else:  # hands derived from the play: compare the cards of each set
                 same = True
                 for j, (a, b) in enumerate(L.sets[s]):

@@ -43,6 +43,14 @@ TESTS: dict[str, dict[str, str]] = {
         "unit": "deals they dealt", "unit_short": "deals dealt", "event": "dealt an unusual pattern of honours",
         "cheat": "a stacking rate", "honest": "a fair deal",
     },
+    "dealer_cutter": {
+        "title": "Dealer and cutter together",
+        "what": "For each dealer and the player who cut for him, how many trump honours the dealer was dealt: a "
+                "stacked pack survives only a friendly cut, so a dealer who does well only after one cutter is "
+                "suspicious together with that cutter.",
+        "unit": "deals after this cut", "unit_short": "deals", "event": "was dealt trump honours",
+        "cheat": "a stacking rate", "honest": "a fair deal",
+    },
     "shuffle_residue": {
         "title": "Tricks that survive the shuffle",
         "what": "Whether the cards of the previous deal's tricks stay together through a dealer's shuffle more "
@@ -62,15 +70,15 @@ TESTS: dict[str, dict[str, str]] = {
         "title": "Pairs who feed each other counting cards",
         "what": "For each ordered pair of players at individual-play tables, how often the first gives counting "
                 "cards to tricks the second is winning, against what honest play gives.",
-        "unit": "deals played together", "unit_short": "deals together", "event": "fed counting cards",
+        "unit": "chances to give", "unit_short": "chances to give", "event": "gave counting cards",
         "cheat": "a feeding rate", "honest": "an honest pair",
     },
     "revoke_pattern": {
         "title": "Revokes that pay",
         "what": "Whether a player's revokes (failures to follow suit) win him points more often than the "
                 "accidental revokes of the field do, and whether he revokes more often than the field.",
-        "unit": "deals played", "unit_short": "deals played", "event": "revoked",
-        "cheat": "a deliberate revoke rate", "honest": "an honest player",
+        "unit": "revokes", "unit_short": "revokes", "event": "won a counting card by revoking",
+        "cheat": "a share of deliberate revokes", "honest": "an honest player",
     },
 }
 
@@ -81,8 +89,11 @@ TIER_WORDS = {
 }
 
 # the order of the test sections: dealing first, then play
-ORDER = ("dealer_jack", "turnup_jack", "deal_uniformity", "shuffle_residue", "marked_ten", "collusion",
-         "revoke_pattern")
+ORDER = ("dealer_jack", "turnup_jack", "deal_uniformity", "dealer_cutter", "shuffle_residue", "marked_ten",
+         "collusion", "revoke_pattern")
+
+# tests whose `observed` counts Bernoulli trials (one per unit of `n`): a binomial spread is a fair "±"
+BERNOULLI_TESTS = ("dealer_jack", "turnup_jack", "collusion", "revoke_pattern")
 
 ROWS_SHOWN = 15  # rows of a test's table shown before the "all subjects" fold
 
@@ -94,7 +105,7 @@ MONTHLY_NOTE = (
 )
 
 NOT_CLEAN_NOTE = (
-    "Not flagged is not the same as clean. A test can only catch a cheat that is strong enough for the amount of "
+    "A test can only catch a cheat that is strong enough for the amount of "
     "play it saw: for each player the report states the smallest cheat his play could have revealed."
 )
 
@@ -203,6 +214,8 @@ def null_sd(entry: dict) -> float | None:
         v = _finite(detail.get(key))
         if v is not None and v >= 0:
             return v
+    if entry.get("test") not in BERNOULLI_TESTS:
+        return None
     n, e = _finite(entry.get("n")), _finite(entry.get("expected"))
     obs = _finite(entry.get("observed"))
     if n is None or e is None or obs is None or n <= 0 or not (0 <= e <= n) or obs != int(obs):
@@ -221,32 +234,84 @@ def pq_text(entry: dict) -> str:
     return out
 
 
+def _pair(subject: str) -> tuple[str, str]:
+    a, _, b = str(subject).partition("+")
+    return (a, b) if b else (str(subject), "?")
+
+
+def _biggest_cell(detail: dict) -> str:
+    """deal_uniformity: the seat x card cell that departs most from a fair deal, in words."""
+    cells = detail.get("cells")
+    if not isinstance(cells, list):
+        return ""
+    best, best_z = None, 0.0
+    for c in cells:
+        if not isinstance(c, dict):
+            continue
+        o, e = _finite(c.get("observed")), _finite(c.get("expected"))
+        if o is None or e is None or e <= 0:
+            continue
+        z = (o - e) / math.sqrt(e)
+        if z > best_z:
+            best, best_z = c, z
+    if best is None:
+        return ""
+    rank = {"T": "Ten", "J": "Jack", "Q": "Queen", "K": "King", "A": "Ace", "2": "two"}.get(
+        str(best.get("rank")), str(best.get("rank")))
+    loc = str(best.get("location", "?"))
+    where = {"dealer": "in the dealer's hand", "eldest": "in the eldest hand", "turnup": "as the turn-up",
+             "turn-up": "as the turn-up", "undealt": "undealt"}.get(loc, f"at {loc}")
+    return (f" Most of it: the trump {rank} {where} {fmt_num(best.get('observed'))} times, where a fair deal "
+            f"gives about {fmt_about(best.get('expected'))}.")
+
+
 def result_sentence(entry: dict) -> str:
     """'bob received the Jack of trumps in 301 of the 812 deals they dealt; an honest dealer would in about
     255 ± 13; p = 0.0003, q = 0.02' (test-specific wording; a plainer sentence when fields are missing)."""
-    info = test_info(entry.get("test", ""))
+    test = str(entry.get("test", ""))
+    info = test_info(test)
     subject = str(entry.get("subject", "?"))
     n, obs, exp = entry.get("n"), entry.get("observed"), entry.get("expected")
+    detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
     pq = pq_text(entry)
     if _finite(obs) is None or _finite(exp) is None:
         return f"{subject}: {info['title'].lower()}; {pq}."
     sd = null_sd(entry)
     spread = f" ± {fmt_about(sd)}" if sd is not None and sd > 0 else ""
-    test = entry.get("test")
-    if test in ("dealer_jack", "turnup_jack", "revoke_pattern", "collusion", "shuffle_residue") \
-            and _finite(n) is not None:
+    has_n = _finite(n) is not None
+    if test in ("dealer_jack", "turnup_jack") and has_n:
         return (f"{subject} {info['event']} in {fmt_num(obs)} of the {fmt_num(n)} {info['unit']}; "
                 f"{info['honest']} would in about {fmt_about(exp)}{spread}; {pq}.")
+    if test == "shuffle_residue" and has_n:
+        return (f"{subject}'s deals kept {fmt_num(obs)} pairs of cards from the previous deal's tricks side by side "
+                f"over the {fmt_num(n)} deals they dealt; the other dealers of the same tables would keep about "
+                f"{fmt_about(exp)}; {pq}.")
+    if test == "deal_uniformity" and has_n:
+        return (f"Over the {fmt_num(n)} deals {subject} dealt, the trump honours landed on the seats around the "
+                f"dealer with a misfit of {fmt_num(obs)} (Pearson X², about {fmt_about(exp)} for a fair deal); "
+                f"{pq}.{_biggest_cell(detail)}")
+    if test == "dealer_cutter" and has_n:
+        dealer, cutter = _pair(subject)
+        return (f"When {cutter} cut for {dealer}, {dealer} was dealt {fmt_num(obs)} trump honours in {fmt_num(n)} "
+                f"deals; a fair deal gives about {fmt_about(exp)}; {pq}.")
+    if test == "collusion" and has_n:
+        giver, taker = _pair(subject)
+        return (f"{giver} gave a counting card to a trick {taker} was winning in {fmt_num(obs)} of the "
+                f"{fmt_num(n)} chances they had; players in the same situations give about {fmt_about(exp)}; "
+                f"{pq}.")
+    if test == "revoke_pattern" and has_n:
+        return (f"{fmt_num(obs)} of {subject}'s {fmt_num(n)} revokes won a counting card; accidental revokes in "
+                f"the field would win about {fmt_about(exp)}; {pq}.")
     if test == "marked_ten":
-        detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
         dec = _finite(detail.get("decisions"))
         z = _finite(entry.get("statistic"))
         over = f"{fmt_num(n)} {info['unit']}" + (f" ({fmt_num(dec)} decisions)" if dec is not None else "")
         zt = f" (z = {z:.1f})" if z is not None else ""
         return (f"{subject}'s play followed the true place of the Ten of trumps beyond what he could know: a fit "
                 f"of {fmt_num(obs)} over {over}, where an honest player's is about {fmt_about(exp)}{zt}; {pq}.")
-    where = f" over {fmt_num(n)} {info['unit']}" if _finite(n) is not None else ""
-    return f"{subject}: {fmt_num(obs)} observed{where}, about {fmt_about(exp)}{spread} expected; {pq}."
+    unit = f" {detail['unit']}" if isinstance(detail.get("unit"), str) else ""
+    where = f" over {fmt_num(n)} {info['unit']}" if has_n else ""
+    return f"{subject}: {fmt_num(obs)}{unit} observed{where}, about {fmt_about(exp)}{spread} expected; {pq}."
 
 
 def min_detectable(entry: dict) -> tuple[float | None, float]:
@@ -319,14 +384,19 @@ def _ordinal(pct: float) -> str:
 
 def _control_text(val: dict) -> tuple[str, float | None, float | None, float | None, float | None, float | None]:
     """(text, n, observed, expected, statistic, pvalue) of one control given as a small test."""
-    n = _pick(val, "n", "deals", "decisions")
-    obs, exp = _finite(val.get("observed")), _finite(val.get("expected"))
+    n = _pick(val, "n", "deals", "decisions", "opportunities")
+    obs, exp = _pick(val, "observed", "revokes", "gifts"), _finite(val.get("expected"))
     stat = _pick(val, "statistic", "z")
     pv = _pick(val, "pvalue", "p")
     parts = []
     if obs is not None and exp is not None:
-        parts.append(f"{fmt_num(obs)} of {fmt_num(n)} (about {fmt_about(exp)} expected)" if n is not None
-                     else f"{fmt_num(obs)} (about {fmt_about(exp)} expected)")
+        if n is not None:
+            parts.append(f"{fmt_num(obs)} {'of' if obs <= n else 'over'} {fmt_num(n)} "
+                         f"(about {fmt_about(exp)} expected)")
+        else:
+            parts.append(f"{fmt_num(obs)} (about {fmt_about(exp)} expected)")
+    elif exp is not None:
+        parts.append(f"about {fmt_about(exp)} expected")
     elif stat is not None:
         parts.append(f"score {stat:.2f}" + (f" over {fmt_num(n)} deals" if n is not None else ""))
     elif obs is not None:
@@ -335,6 +405,8 @@ def _control_text(val: dict) -> tuple[str, float | None, float | None, float | N
         parts.append(f"p = {fmt_p(pv)}")
     if isinstance(val.get("card"), str):
         parts.append(f"card {val['card']}")
+    if parts and isinstance(val.get("note"), str):
+        parts.append(val["note"])
     if not parts:
         if "percentile" in val or "percentile_all" in val:
             parts.append(_field_text(val))
@@ -463,7 +535,8 @@ def _where(f: dict) -> str:
 # ------------------------------------------------------------------ the view
 
 
-MAX_FINDINGS_SHOWN = 500
+MAX_FINDINGS_SHOWN = 500  # findings listed in the HTML (all are in the JSON)
+FINDINGS_SHOWN = 25  # of which shown before the fold
 
 
 def _entries(doc: dict, key: str) -> list[dict]:
@@ -583,6 +656,7 @@ def build_view(doc: dict, charts: bool = True) -> dict:
         "families": fam_views, "timelines": timelines, "subjects": subject_views,
         "how_to_read": HOW_TO_READ, "monthly_note": MONTHLY_NOTE, "not_clean_note": NOT_CLEAN_NOTE,
         "n_tests": len(tests), "n_families": len(fam_views), "rows_shown": ROWS_SHOWN,
+        "findings_shown": FINDINGS_SHOWN,
     }
 
 

@@ -88,5 +88,5 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
         for c in v["findings_by_code"]:
             t.add_row(_esc(c["code"]), str(c["count"]), _esc(c["words"]))
         con.print(t)
-    con.print(f"[dim]{_esc(v['not_clean_note'])}[/]")
+    con.print(f"[dim]Not flagged is not clean. {_esc(v['not_clean_note'])}[/]")
     con.print(f"[dim]{_esc(v['monthly_note'])}[/]")

@@ -252,6 +252,7 @@ class Chunk:
     rt_has: np.ndarray
     rw: np.ndarray  # int16 recorded winner, -1 none
     rec_has: np.ndarray  # bool: `recorded` present (possibly empty)
+    raw_line: dict = field(default_factory=dict)  # slow row -> the line as read (convert keeps bad lines as is)
     # kept for convert (None when reading for the replay only)
     table: list | None = None
     time: list | None = None
@@ -273,6 +274,7 @@ class ChunkBuilder:
         self.status: list[int] = []
         self.slow: dict[int, Record] = {}
         self.raw_of: dict[int, Any] = {}  # row -> (obj or raw line) to demote on an unknown card string
+        self.raw_line: dict[int, bytes] = {}  # slow row -> its line as read (kept for convert)
         self.game: list[int] = []
         self.rset: list[int] = []
         self.lineup: list[int] = []
@@ -585,6 +587,7 @@ class ChunkBuilder:
             deck=deck[0], hands=hands[0], hand_lens=hands[1], runs=runs[0], discards=disc[0], disc_lens=disc[1],
             tricks=tricks[0], trick_lens=tricks[1], rp=rp, rp_has=rp_has, rt=rt, rt_has=rt_has,
             rw=np.asarray(self.rw, np.int16), rec_has=np.asarray(self.rec_has, bool),
+            raw_line=self.raw_line,
             table=self.table if self.keep_all else None, time=self.time if self.keep_all else None,
             pack=self.pack if self.keep_all else None, extra=self.extra if self.keep_all else None,
         )

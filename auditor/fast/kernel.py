@@ -538,10 +538,10 @@ class _Group:
         top = pips == best[:, None]
         ntop = top.sum(1)
         top_first = np.where(top, first_seat, 99).argmin(1)  # the top side nearest the dealer's left
-        if R.game_tie == "nobody":
-            tie_ok = np.zeros(N, bool)
-        else:
-            tie_ok = (ns == 2) | (R.game_tie_multi == "nearest_dealers_left")
+        # a tie goes to the tied side nearest the dealer's left unless game_tie (or, with more than two players,
+        # game_tie_multi) says nobody
+        nobody = R.game_tie == "nobody" or (n > 2 and R.game_tie_multi == "nobody")
+        tie_ok = np.full(N, not nobody)
         gside = np.where((ntop == 1) | tie_ok, top_first, -1)
         ev[:, e] = gside
         lab[e] = 6

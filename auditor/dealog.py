@@ -7,8 +7,8 @@ line is a `bad_record`. Nothing is dropped: a file that cannot be opened yields 
 from __future__ import annotations
 
 import gzip
-import io
 import os
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -363,7 +363,19 @@ def _loads():
         return json.loads
 
 
-def _open_lines(path: str) -> Iterator[bytes]:
+class StreamError(Exception):
+    """A file that breaks off or turns out corrupt after some complete lines (a truncated or damaged .gz)."""
+
+
+STREAM_ERRORS = (StreamError, OSError, EOFError, gzip.BadGzipFile, zlib.error)
+
+
+def open_lines(path: str) -> Iterator[bytes]:
+    """The raw lines of a JSON Lines file, plain or gzip (by its magic bytes; several gzip members allowed).
+
+    Raises `InputError` when the file cannot be opened at all (missing, a directory, no permission), and one of
+    `STREAM_ERRORS` after the last complete line when a compressed stream is truncated or corrupt: every line
+    before that is yielded first."""
     if os.path.isdir(path):
         raise InputError("is a directory, not a log file", path)
     try:
@@ -375,12 +387,63 @@ def _open_lines(path: str) -> Iterator[bytes]:
     with raw:
         head = raw.read(2)
         raw.seek(0)
-        stream: io.BufferedIOBase = gzip.GzipFile(fileobj=raw) if head == b"\x1f\x8b" else raw
-        yield from stream
+        if head == b"\x1f\x8b":
+            yield from _gzip_lines(raw)
+        else:
+            yield from raw
 
 
-def read_records(paths: Iterable[str]) -> Iterator[Record]:
-    """Every record of every file, in order. Files that cannot be read give one Record with `line=None`."""
+def _gzip_lines(raw) -> Iterator[bytes]:
+    """Lines of a gzip stream, decompressed incrementally so that a truncated or damaged file still gives every
+    complete line before the damage (gzip.GzipFile loses its read-ahead buffer when it raises)."""
+    d = zlib.decompressobj(wbits=31)
+    fed = False  # the current member has had input
+    pending: list[bytes] = []
+    while True:
+        chunk = raw.read(1 << 16)
+        if not chunk:
+            break
+        while chunk:
+            if not fed and not chunk.strip(b"\x00"):
+                break  # zero padding after the last member
+            fed = True
+            try:
+                data = d.decompress(chunk)
+            except zlib.error as e:
+                raise StreamError(f"corrupt compressed data ({e})") from None
+            start = 0
+            while True:
+                j = data.find(b"\n", start)
+                if j < 0:
+                    break
+                if pending:
+                    pending.append(data[start:j + 1])
+                    yield b"".join(pending)
+                    pending = []
+                else:
+                    yield data[start:j + 1]
+                start = j + 1
+            if start < len(data):
+                pending.append(data[start:])
+            if d.eof:
+                chunk = d.unused_data
+                d = zlib.decompressobj(wbits=31)
+                fed = False
+            else:
+                chunk = b""
+    if fed and not d.eof:
+        raise StreamError("the compressed file ends early (truncated)")
+    if pending:
+        yield b"".join(pending)
+
+
+_open_lines = open_lines  # the name other modules used
+
+
+def read_records(paths: Iterable[str], warn=None) -> Iterator[Record]:
+    """Every record of every file, in order. Files that cannot be read give one Record with `line=None`; a
+    compressed file that breaks off gives one Record at the line after its last complete line. `warn`, if given,
+    is called with a one-line message ("path:line: ...") for a file that breaks off."""
     loads = _loads()
     for fi, path in enumerate(paths):
         if str(path).endswith(".parquet"):
@@ -390,16 +453,20 @@ def read_records(paths: Iterable[str]) -> Iterator[Record]:
             continue
         lineno = 0
         try:
-            for lineno, raw in enumerate(_open_lines(path), 1):
+            for lineno, raw in enumerate(open_lines(path), 1):
                 yield from _parse_line(raw, path, fi, lineno, loads)
         except InputError as e:
             yield Record(source=path, file_index=fi, line=None, error=str(e).removeprefix(f"{path}: "))
-        except (OSError, EOFError, gzip.BadGzipFile) as e:
+        except STREAM_ERRORS as e:
             msg = f"unreadable after line {lineno}: {e}"
+            if warn is not None:
+                warn(f"{path}:{lineno + 1}: {msg}")
             yield Record(source=f"{path}:{lineno + 1}", file_index=fi, line=lineno + 1, error=msg)
 
 
 def _parse_line(raw: bytes, path: str, fi: int, lineno: int, loads) -> Iterator[Record]:
+    if lineno == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]  # a UTF-8 byte-order mark, as some editors write
     if not raw.strip():
         return
     src = f"{path}:{lineno}"

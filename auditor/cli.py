@@ -68,27 +68,77 @@ def _progress_reader(paths: list[str], show: bool):
 def replay(
     paths: list[str] = typer.Argument(..., help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
     json_out: bool = typer.Option(False, "--json", help="print the JSON document of outputs.md on stdout"),
-    engine: str = typer.Option("reference", "--engine", help="batch (fast) or reference (per card)"),
-    stats: bool = typer.Option(False, "--stats", help="print engine statistics on stderr"),
+    engine: str = typer.Option("batch", "--engine", help="batch (fast, numpy; the default) or reference (per card)"),
+    stats: bool = typer.Option(False, "--stats", help="print engine statistics on stderr (deals replayed by the "
+                                                      "batch kernel, deals handed to the reference engine and why)"),
 ) -> None:
     """Replay every deal under its rules and report every irregularity."""
     if engine not in ("batch", "reference"):
         _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
         raise typer.Exit(2)
     _check_paths(paths)
-    from .replay.run import replay_records
+    from .replay.run import dump_document, replay_paths
 
     show = not json_out and sys.stderr.isatty()
-    report = replay_records(_progress_reader(paths, show), engine=engine)
+    if show:
+        from rich.console import Console
+        from rich.progress import MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        with Progress(TextColumn("replaying"), MofNCompleteColumn(), TextColumn("records"), TimeElapsedColumn(),
+                      console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task("read", total=None)
+            report = replay_paths(paths, engine=engine, progress=lambda k: bar.update(task, completed=k))
+    else:
+        report = replay_paths(paths, engine=engine)
     if stats:
-        _err(f"engine stats: {report.stats}")
+        import json
+
+        _err(f"engine stats: {json.dumps(report.stats)}")
     if json_out:
-        _dump_json(report.to_json())
+        data = dump_document(report.to_json()) + b"\n"
+        out = getattr(sys.stdout, "buffer", None)
+        if out is not None:
+            sys.stdout.flush()
+            out.write(data)
+            out.flush()
+        else:
+            sys.stdout.write(data.decode())
     else:
         from .report.terminal import print_replay
 
         print_replay(report)
     raise typer.Exit(1 if report.findings else 0)
+
+
+@app.command()
+def convert(
+    src: str = typer.Argument(..., help="input log: .jsonl, .jsonl.gz or .parquet"),
+    dst: str = typer.Argument(..., help="output: .jsonl, .jsonl.gz or .parquet (the format follows the name)"),
+) -> None:
+    """Convert a deal log between JSON Lines and Parquet, losslessly.
+
+    Valid records are written canonically (unknown top-level fields kept); lines that are not valid records are
+    kept byte for byte (Parquet: the `raw` column). Exit 0 when everything was kept, 1 when something could not be
+    (reported on stderr), 2 for a bad output name, 3 when the input cannot be read."""
+    from .fast.convert import convert_file, kind_of
+
+    if kind_of(dst) is None:
+        _err(f"auditor: {dst}: the output must end in .jsonl, .jsonl.gz or .parquet")
+        raise typer.Exit(2)
+    if Path(src).exists() and Path(dst).exists() and Path(src).resolve() == Path(dst).resolve():
+        _err(f"auditor: {dst}: the output would overwrite the input")
+        raise typer.Exit(2)
+    _check_paths([src])
+    try:
+        res = convert_file(src, dst)
+    except OSError as e:
+        _err(f"auditor: {dst}: cannot write: {e.strerror or e}")
+        raise typer.Exit(2)
+    for msg in res.lost:
+        _err(f"auditor: not converted: {msg}")
+    _err(f"auditor: {res.records} records written to {dst}"
+         + (f" ({res.raw} kept as read: not valid records)" if res.raw else ""))
+    raise typer.Exit(1 if res.lost else 0)
 
 
 @app.command()

@@ -1,4 +1,9 @@
-"""Replay a whole input: records → deal results → games → the JSON document of outputs.md."""
+"""Replay a whole input: records → deal results → games → the JSON document of outputs.md.
+
+`replay_records(records, engine)` works on `Record`s and keeps every `DealResult` (for the detectors).
+`replay_paths(paths, engine)` is what `auditor replay` uses: with the batch engine it reads the files in columns
+(`auditor.fast.pipeline`) and never builds a Python object per clean deal; the document is the same.
+"""
 
 from __future__ import annotations
 
@@ -77,3 +82,33 @@ def replay_records(records: Iterable[Record], engine: str = "reference",
     games = len({d.game_id for d in deals})
     return ReplayReport(deals=n_read, games=games, findings=[f for _, f in keyed], games_summary=summaries,
                         results=results, outcomes=outcomes, stats=stats)
+
+
+def replay_paths(paths: list[str], engine: str = "batch", progress: Callable[[int], None] | None = None):
+    """Replay files. Returns an object with `deals`, `games`, `findings`, `games_summary`, `stats`, `to_json()`
+    and `counts()` (a `ReplayReport` for the reference engine)."""
+    if engine == "batch":
+        from ..fast.pipeline import replay_paths as fast
+
+        return fast(list(paths), progress=progress)
+    from ..dealog import read_records
+
+    def records():
+        for i, rec in enumerate(read_records(paths), 1):
+            if progress is not None and i % 4096 == 0:
+                progress(i)
+            yield rec
+
+    return replay_records(records(), engine=engine)
+
+
+def dump_document(doc: dict) -> bytes:
+    """The JSON document as `json.dumps(doc, indent=2, ensure_ascii=False)` writes it (orjson when it can)."""
+    try:
+        import orjson
+
+        return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+    except (ImportError, TypeError):  # e.g. an integer beyond 64 bits
+        import json
+
+        return json.dumps(doc, indent=2, ensure_ascii=False).encode()

@@ -1,0 +1,605 @@
+"""deal-log/1 in Parquet: one row per record, columns laid out for speed, lossless to and from JSON Lines.
+
+Layout (version 1; the file's key-value metadata holds `deal-log = deal-log/1`, `auditor.layout = 1`):
+
+| column | type | holds |
+|---|---|---|
+| `raw` | binary, null | a record the columns do not hold: the line as read for a bad record, the canonical JSON of a valid one (lenient card spellings kept as canonical, unknown card strings, claims) |
+| `game` | uint8 | 0 scotch_whist, 1 all_fours |
+| `rules`, `options`, `table`, `players`, `sides`, `pack` | dictionary string | preset; options / players / sides as JSON text (null when absent) |
+| `game_id` | dictionary string | |
+| `deal_no` | int64 | |
+| `time` | string | |
+| `dealer`, `cutter` | int8 | cutter null when absent |
+| `deck`, `hands`, `runs`, `discards`, `tricks` | binary | one byte per card (`suit * 13 + rank`), seats / tricks / runs concatenated |
+| `hand_lens`, `discard_lens`, `trick_lens` | binary | one byte per seat / trick: its number of cards |
+| `turn_up`, `shown` | uint8 | shown null when absent |
+| `beg` | uint8 | 0 absent, 1 stand, 2 take_one, 3 run |
+| `bunched` | bool | |
+| `recorded` | bool | `recorded` present |
+| `rec_points`, `rec_totals` | list<int32> | null when absent |
+| `rec_winner` | int8 | null when absent |
+| `extra` | string | JSON object of the unknown top-level fields, null when none |
+
+A run is `3 * n` cards (three per seat from seat 0) then its turn-up. Row numbers are 1-based (`file:row`).
+Reading is streamed by record batches, so memory stays bounded whatever the file size.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import numpy as np
+
+from .cards import CARD_STR
+from .dealog import Record, record_from_obj
+from .fast.cols import BEGS, GAMES, NOCARD, Chunk, Ragged, Registry
+
+LAYOUT_VERSION = "1"
+CARD_COLS = ("deck", "hands", "runs", "discards", "tricks")
+LEN_COLS = {"hands": "hand_lens", "discards": "discard_lens", "tricks": "trick_lens"}
+REQUIRED = ("raw", "game", "rules", "options", "table", "game_id", "deal_no", "players", "sides", "dealer", "cutter",
+            "deck", "hands", "hand_lens", "turn_up", "shown", "beg", "runs", "discards", "discard_lens", "tricks",
+            "trick_lens", "bunched", "recorded", "rec_points", "rec_totals", "rec_winner")
+REPLAY_COLS = tuple(c for c in REQUIRED if c not in ("table",))
+
+
+def schema():
+    import pyarrow as pa
+
+    ds = pa.dictionary(pa.int32(), pa.string())
+    fields = [
+        ("raw", pa.binary()), ("game", pa.uint8()), ("rules", ds), ("options", ds), ("table", ds),
+        ("game_id", ds), ("deal_no", pa.int64()), ("time", pa.string()), ("players", ds), ("sides", ds),
+        ("dealer", pa.int8()), ("cutter", pa.int8()), ("pack", ds), ("deck", pa.binary()), ("hands", pa.binary()),
+        ("hand_lens", pa.binary()), ("turn_up", pa.uint8()), ("shown", pa.uint8()), ("beg", pa.uint8()),
+        ("runs", pa.binary()), ("discards", pa.binary()), ("discard_lens", pa.binary()), ("tricks", pa.binary()),
+        ("trick_lens", pa.binary()), ("bunched", pa.bool_()), ("recorded", pa.bool_()),
+        ("rec_points", pa.list_(pa.int32())), ("rec_totals", pa.list_(pa.int32())), ("rec_winner", pa.int8()),
+        ("extra", pa.string()),
+    ]
+    return pa.schema(fields, metadata={"deal-log": "deal-log/1", "auditor.layout": LAYOUT_VERSION})
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _validity(mask: np.ndarray):
+    import pyarrow as pa
+
+    if mask.all():
+        return None
+    return pa.py_buffer(np.packbits(mask.astype(np.uint8), bitorder="little"))
+
+
+def _binary(rg: Ragged, rows_mask: np.ndarray):
+    """A binary column from a ragged field (null where absent or not a column row)."""
+    import pyarrow as pa
+
+    has = rg.has & rows_mask
+    lens = np.where(has, rg.lens(), 0)
+    off = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=off[1:])
+    if has.all():
+        data = rg.data
+    else:
+        keep = np.repeat(has, rg.lens())
+        data = rg.data[keep]
+    return pa.Array.from_buffers(pa.binary(), len(lens), [_validity(has), pa.py_buffer(off.astype(np.int32)),
+                                                         pa.py_buffer(np.ascontiguousarray(data))])
+
+
+def _dict_col(codes: np.ndarray, values: list[str | None], mask: np.ndarray):
+    """A dictionary string column: row i is values[codes[i]] (null where ~mask or the value is None)."""
+    import pyarrow as pa
+
+    uniq, inv = np.unique(codes, return_inverse=True)
+    dvals = [values[int(u)] if u >= 0 else None for u in uniq]
+    null = np.array([v is None for v in dvals], bool)[inv] | ~mask
+    idx = pa.array(inv.astype(np.int32), mask=null)
+    return pa.DictionaryArray.from_arrays(idx, pa.array([v if v is not None else "" for v in dvals], pa.string()))
+
+
+def _list_col(vals: np.ndarray, has: np.ndarray, ns: np.ndarray):
+    import pyarrow as pa
+
+    n = len(has)
+    lens = np.where(has, ns, 0)
+    off = np.zeros(n + 1, np.int32)
+    np.cumsum(lens, out=off[1:])
+    sel = (np.arange(vals.shape[1])[None, :] < lens[:, None])
+    values = pa.array(vals[sel].astype(np.int32))
+    return pa.ListArray.from_arrays(pa.array(off), values, mask=pa.array(~has))
+
+
+def chunk_to_table(ch: Chunk, reg: Registry):
+    """The Parquet rows of a chunk read with `keep_all` (slow rows as `raw`)."""
+    import orjson
+    import pyarrow as pa
+
+    n = ch.n
+    col = ch.status == 0
+    raw: list[bytes | None] = [None] * n
+    for i, rec in ch.slow.items():
+        if i in ch.raw_line and rec.deal is None:
+            raw[i] = ch.raw_line[i].removesuffix(b"\n")
+        elif rec.deal is not None:
+            raw[i] = orjson.dumps(rec.deal.to_canonical())
+        else:
+            raw[i] = None  # a file-level error: nothing to keep (reported by convert)
+    nsides = np.array([reg.n_sides(int(s), int(k)) if c else 0
+                       for s, k, c in zip(ch.sides.tolist(), ch.nplayers.tolist(), col.tolist())], np.int64) \
+        if n else np.zeros(0, np.int64)
+    rs_rules = [info[1] for info in reg.rs_info]
+    rs_opts = [orjson.dumps(info[2]).decode() if info[2] else None for info in reg.rs_info]
+    lineups = [orjson.dumps(p).decode() for p in reg.lineups]
+    sides = [orjson.dumps(s).decode() for s in reg.sides]
+    tables = ch.table if ch.table is not None else [""] * n
+    tab_vals = sorted({t for t in tables if t is not None})
+    tab_code = {t: i for i, t in enumerate(tab_vals)}
+    packs = ch.pack if ch.pack is not None else [None] * n
+    pack_vals = sorted({p for p in packs if p is not None})
+    pack_code = {p: i for i, p in enumerate(pack_vals)}
+
+    def u8(a, mask):
+        return pa.array(a, mask=~mask)
+
+    arrays = {
+        "raw": pa.array(raw, pa.binary()),
+        "game": u8(ch.game, col),
+        "rules": _dict_col(ch.rset, rs_rules, col),
+        "options": _dict_col(ch.rset, rs_opts, col),
+        "table": _dict_col(np.array([tab_code.get(t, -1) if t is not None else -1 for t in tables], np.int64),
+                           tab_vals, col),
+        "game_id": _gid_col(ch, reg, col),
+        "deal_no": pa.array(ch.deal_no, mask=~col),
+        "time": pa.array([t if c else None for t, c in zip(ch.time or [None] * n, col.tolist())], pa.string()),
+        "players": _dict_col(ch.lineup, lineups, col),
+        "sides": _dict_col(ch.sides, sides, col),
+        "dealer": pa.array(ch.dealer.astype(np.int8), mask=~col),
+        "cutter": pa.array(ch.cutter.astype(np.int8), mask=~col | (ch.cutter < 0)),
+        "pack": _dict_col(np.array([pack_code.get(p, -1) if p is not None else -1 for p in packs], np.int64),
+                          pack_vals, col),
+        "deck": _binary(ch.deck, col),
+        "hands": _binary(ch.hands, col),
+        "hand_lens": _binary(ch.hand_lens, col),
+        "turn_up": u8(ch.turn_up, col),
+        "shown": pa.array(ch.shown, mask=~col | (ch.shown == NOCARD)),
+        "beg": u8(ch.beg.astype(np.uint8), col),
+        "runs": _binary(ch.runs, col),
+        "discards": _binary(ch.discards, col),
+        "discard_lens": _binary(ch.disc_lens, col),
+        "tricks": _binary(ch.tricks, col),
+        "trick_lens": _binary(ch.trick_lens, col),
+        "bunched": pa.array(ch.bunched, mask=~col),
+        "recorded": pa.array(ch.rec_has, mask=~col),
+        "rec_points": _list_col(ch.rp, ch.rp_has & col, nsides),
+        "rec_totals": _list_col(ch.rt, ch.rt_has & col, nsides),
+        "rec_winner": pa.array(ch.rw.astype(np.int8), mask=~col | (ch.rw < 0)),
+        "extra": pa.array([e if c else None for e, c in zip(ch.extra or [None] * n, col.tolist())], pa.string()),
+    }
+    sch = schema()
+    return pa.Table.from_arrays([arrays[f.name] for f in sch], schema=sch)
+
+
+def _gid_col(ch: Chunk, reg: Registry, col: np.ndarray):
+    import pyarrow as pa
+
+    codes = np.where(col, ch.gid, -1)
+    uniq, inv = np.unique(codes, return_inverse=True)
+    vals = [reg.game_ids[int(u)] if u >= 0 else "" for u in uniq]
+    idx = pa.array(inv.astype(np.int32), mask=~col)
+    return pa.DictionaryArray.from_arrays(idx, pa.array(vals, pa.string()))
+
+
+class Writer:
+    """Writes chunks (read with `keep_all`) as row groups of one Parquet file."""
+
+    def __init__(self, path: str):
+        import pyarrow.parquet as pq
+
+        self.path = path
+        self._w = pq.ParquetWriter(path, schema(), compression="zstd", use_dictionary=True)
+        self.rows = 0
+
+    def write(self, ch: Chunk, reg: Registry) -> int:
+        t = chunk_to_table(ch, reg)
+        keep = np.ones(ch.n, bool)
+        for i, rec in ch.slow.items():  # file-level errors have no row
+            if rec.deal is None and i not in ch.raw_line:
+                keep[i] = False
+        if not keep.all():
+            t = t.filter(keep)
+        self._w.write_table(t)
+        self.rows += t.num_rows
+        return t.num_rows
+
+    def close(self) -> None:
+        self._w.close()
+
+
+# ---------------------------------------------------------------- reading
+
+
+def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: bool = False,
+                        rows: int = 65536) -> Iterator[Chunk]:
+    """Record batches of a deal-log/1 Parquet file as chunks. A file that is not one gives a chunk with one bad
+    row (source = the path)."""
+    from .fast.cols import ChunkBuilder
+
+    try:
+        import pyarrow.parquet as pq
+
+        pf = pq.ParquetFile(path)
+        names = set(pf.schema_arrow.names)
+        missing = [c for c in REQUIRED if c not in names]
+        if missing:
+            raise ValueError(f"not a deal-log/1 Parquet file: no column {missing[0]!r}")
+        cols = list(REQUIRED) + [c for c in ("time", "pack", "extra") if c in names]
+        if not keep_all:
+            cols = [c for c in cols if c in REPLAY_COLS]
+        batches = pf.iter_batches(batch_size=rows, columns=cols)
+        row0 = 0
+        for batch in batches:
+            ch = _batch_chunk(batch, row0, fi, path, reg, keep_all)
+            row0 += batch.num_rows
+            yield ch
+    except Exception as e:  # unreadable file: one bad record naming it
+        import os
+
+        b = ChunkBuilder(reg, fi, path)
+        if os.path.isdir(path):
+            msg = "is a directory, not a log file"
+        elif not os.path.exists(path):
+            msg = "no such file"
+        else:
+            msg = f"cannot read as Parquet: {e}"
+        b.add_record(Record(source=path, file_index=fi, line=None, error=msg))
+        yield b.finish()
+
+
+def _np(arr, dtype, fill=0) -> np.ndarray:
+    """A primitive Arrow array as numpy (nulls as `fill`)."""
+    if arr.null_count:
+        arr = arr.fill_null(fill)
+    return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+
+
+def _ragged(arr) -> Ragged:
+    """A binary Arrow array as a Ragged (zero copy where possible)."""
+    import pyarrow as pa
+
+    n = len(arr)
+    if pa.types.is_large_binary(arr.type):
+        arr = arr.cast(pa.binary())
+    if not pa.types.is_binary(arr.type):
+        raise ValueError(f"column of type {arr.type}, not binary")
+    bufs = arr.buffers()
+    off = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    has = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), bool) if arr.null_count else np.ones(n, bool)
+    return Ragged(off, data, has)
+
+
+def _dict_parts(arr) -> tuple[np.ndarray, list]:
+    """(indices with -1 for null, dictionary values as Python objects) of a string column, dictionary or not."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    idx = arr.indices
+    codes = _np(idx, np.int64, -1) if idx.null_count else idx.to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, arr.dictionary.to_pylist()
+
+
+def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: bool) -> Chunk:
+    import orjson
+    from .fast.cols import Chunk
+
+    n = batch.num_rows
+    c = {name: batch.column(name) for name in batch.schema.names}
+    line = np.arange(row0 + 1, row0 + n + 1, dtype=np.int64)
+    raw_arr = c["raw"]
+    status = np.zeros(n, np.uint8)
+    slow: dict[int, Record] = {}
+    raw_line: dict[int, bytes] = {}
+    bad = np.zeros(n, bool)  # column rows that fail a check: judged the slow way
+    if raw_arr.null_count < n:
+        is_raw = ~np.asarray(raw_arr.is_null().to_numpy(zero_copy_only=False), bool)
+        for i in np.flatnonzero(is_raw).tolist():
+            raw = raw_arr[i].as_py()
+            raw_line[i] = raw
+            src = f"{path}:{int(line[i])}"
+            recs = list(_parse_raw(raw, path, fi, int(line[i])))
+            rec = recs[0] if recs else Record(src, fi, int(line[i]), error="empty record")
+            if rec.deal is not None:
+                reg.game_id(rec.deal.game_id)
+            slow[i] = rec
+            status[i] = 1 if rec.deal is not None else 2
+    col = status == 0
+    game = _np(c["game"], np.uint8, 255)
+    bad |= col & (game > 1)
+    # rules and options -> ruleset ids
+    r_codes, r_vals = _dict_parts(c["rules"])
+    o_codes, o_vals = _dict_parts(c["options"])
+    rset = np.full(n, -1, np.int32)
+    combo = (game.astype(np.int64) * (len(r_vals) + 1) + r_codes + 1) * (len(o_vals) + 1) + o_codes + 1
+    uniq, inv = np.unique(combo, return_inverse=True)
+    ids = np.full(len(uniq), -1, np.int32)
+    for k, u in enumerate(uniq.tolist()):
+        o1 = u % (len(o_vals) + 1) - 1
+        r1 = (u // (len(o_vals) + 1)) % (len(r_vals) + 1) - 1
+        g = u // ((len(o_vals) + 1) * (len(r_vals) + 1))
+        if g > 1 or r1 < 0:
+            continue
+        try:
+            opts = orjson.loads(o_vals[o1]) if o1 >= 0 else {}
+            if not isinstance(opts, dict):
+                continue
+            ids[k] = reg.ruleset_id(GAMES[g], r_vals[r1], opts)
+        except Exception:
+            continue
+    rset[:] = ids[inv]
+    bad |= col & (rset < 0)
+    # players and sides
+    p_codes, p_vals = _dict_parts(c["players"])
+    lu_of = np.full(len(p_vals) + 1, -1, np.int64)
+    np_of = np.zeros(len(p_vals) + 1, np.int64)
+    for k, v in enumerate(p_vals):
+        try:
+            players = orjson.loads(v)
+        except Exception:
+            continue
+        if isinstance(players, list):
+            lu_of[k] = reg.lineup_id(players)
+            np_of[k] = len(players)
+    lineup = lu_of[p_codes]  # p_codes -1 (null) picks the last entry: -1
+    nplayers = np_of[p_codes]
+    bad |= col & (lineup < 0)
+    rmin = np.array([R.min_players for R in reg.rulesets] + [0], np.int64)
+    rmax = np.array([R.max_players for R in reg.rulesets] + [0], np.int64)
+    bad |= col & ((nplayers < rmin[rset]) | (nplayers > rmax[rset]))
+    s_codes, s_vals = _dict_parts(c["sides"])
+    sides = np.full(n, -1, np.int32)
+    has_sides = s_codes >= 0
+    if has_sides.any():
+        key = s_codes * 16 + nplayers
+        for kk in np.unique(key[has_sides & col]).tolist():
+            sv, nn = kk // 16, kk % 16
+            try:
+                sid = reg.sides_id(orjson.loads(s_vals[sv]), int(nn))
+            except Exception:
+                sid = -2
+            m = key == kk
+            sides[m] = sid
+        bad |= col & has_sides & (sides < 0)
+    # game ids
+    g_codes, g_vals = _dict_parts(c["game_id"])
+    present = np.unique(g_codes[col & (g_codes >= 0)])
+    gmap = np.full(len(g_vals) + 1, -1, np.int64)
+    if present.size:
+        # intern in order of first appearance (games_summary order is recomputed anyway)
+        first = np.full(len(g_vals), n, np.int64)
+        rows_ok = np.flatnonzero(col & (g_codes >= 0))
+        np.minimum.at(first, g_codes[rows_ok], rows_ok)
+        for u in present[np.argsort(first[present], kind="stable")].tolist():
+            gmap[u] = reg.game_id(g_vals[u])
+    gid = gmap[g_codes]
+    bad |= col & (gid < 0)
+    deal_no = _np(c["deal_no"], np.int64, 0)
+    bad |= col & ((deal_no < 1) | (deal_no >= 2 ** 62))
+    dealer = _np(c["dealer"], np.int16, -1)
+    bad |= col & ((dealer < 0) | (dealer >= nplayers))
+    cutter = _np(c["cutter"], np.int16, -1)
+    bad |= col & (cutter >= nplayers)
+    turn_up = _np(c["turn_up"], np.uint8, NOCARD)
+    shown = _np(c["shown"], np.uint8, NOCARD)
+    beg = _np(c["beg"], np.int8, 0)
+    bad |= col & ((turn_up >= 52) | ((shown >= 52) & (shown != NOCARD)) | (beg > 3) | (beg < 0))
+    bunched = _np(c["bunched"], bool, False)
+    rg = {name: _ragged(c[name]) for name in CARD_COLS}
+    lens = {name: _ragged(c[LEN_COLS[name]]) for name in LEN_COLS}
+    for name in CARD_COLS:  # every card code < 52
+        d = rg[name].data
+        if d.size and (d >= 52).any():
+            rows = np.repeat(np.arange(n), rg[name].lens())[d >= 52]
+            bad[rows] |= col[rows]
+    for name, ln in lens.items():
+        body = rg[name]
+        cnt = ln.lens()
+        if name in ("hands", "discards"):
+            bad |= col & body.has & (cnt != nplayers)
+        bad |= col & (body.has != ln.has)
+        # the lengths add up to the cards
+        cs = np.zeros(len(ln.data) + 1, np.int64)
+        np.cumsum(ln.data, out=cs[1:])
+        sums = cs[ln.off[1:]] - cs[ln.off[:-1]]
+        bad |= col & body.has & (sums != body.lens())
+        zero = ln.data == 0
+        if zero.any():  # an empty seat or trick: the slow path judges it
+            rows = np.repeat(np.arange(n), cnt)[zero]
+            bad[rows] |= col[rows]
+    bad |= col & ~rg["hands"].has & ~rg["tricks"].has
+    w = 3 * nplayers + 1
+    bad |= col & rg["runs"].has & ((rg["runs"].lens() % np.maximum(w, 1)) != 0)
+    # recorded
+    ns = np.array([reg.n_sides(int(s), int(k)) if (s >= 0 or k > 0) else 0
+                   for s, k in zip(sides.tolist(), nplayers.tolist())], np.int64) if n <= 64 else \
+        _ns_vec(sides, nplayers, reg)
+    S = max(1, int(ns[col].max()) if col.any() else 1)
+    rp, rp_has, okp = _lists(c["rec_points"], ns, S)
+    rt, rt_has, okt = _lists(c["rec_totals"], ns, S)
+    bad |= col & (~okp | ~okt)
+    rw = _np(c["rec_winner"], np.int16, -1)
+    bad |= col & (rw >= ns)
+    rec_has = _np(c["recorded"], bool, False)
+    bad |= col & ~rec_has & (rp_has | rt_has | (rw >= 0))
+    # rows that failed a check: rebuilt as JSON objects and judged by the reader
+    for i in np.flatnonzero(bad).tolist():
+        obj = _row_obj(batch, i)
+        src = f"{path}:{int(line[i])}"
+        rec = record_from_obj(obj, src, fi, int(line[i]))
+        if rec.deal is not None:
+            reg.game_id(rec.deal.game_id)
+        slow[i] = rec
+        status[i] = 1 if rec.deal is not None else 2
+        raw_line[i] = orjson.dumps(obj)
+    extra = table = time = pack = None
+    if keep_all:
+        table = c["table"].to_pylist()
+        time = c["time"].to_pylist() if "time" in c else [None] * n
+        pack = c["pack"].to_pylist() if "pack" in c else [None] * n
+        extra = c["extra"].to_pylist() if "extra" in c else [None] * n
+    return Chunk(
+        n=n, fi=fi, path=path, line=line, status=status, slow=slow, game=game, rset=rset,
+        lineup=lineup.astype(np.int32), sides=sides, nplayers=nplayers.astype(np.int8), dealer=dealer,
+        cutter=cutter, gid=gid, deal_no=deal_no, beg=beg, bunched=bunched, turn_up=turn_up, shown=shown,
+        deck=rg["deck"], hands=rg["hands"], hand_lens=lens["hands"], runs=rg["runs"], discards=rg["discards"],
+        disc_lens=lens["discards"], tricks=rg["tricks"], trick_lens=lens["tricks"], rp=rp, rp_has=rp_has, rt=rt,
+        rt_has=rt_has, rw=rw, rec_has=rec_has, raw_line=raw_line, table=table, time=time, pack=pack, extra=extra,
+    )
+
+
+def _ns_vec(sides: np.ndarray, n: np.ndarray, reg: Registry) -> np.ndarray:
+    key = sides.astype(np.int64) * 16 + n
+    uniq, inv = np.unique(key, return_inverse=True)
+    vals = np.array([reg.n_sides(int(u // 16), int(u % 16)) if u % 16 > 0 else 0 for u in uniq], np.int64)
+    return vals[inv]
+
+
+def _lists(arr, ns: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A list<int> column as a dense [n, S] array, the presence mask and whether each length is `ns`."""
+    n = len(arr)
+    out = np.zeros((n, S), np.int32)
+    has = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), bool) if arr.null_count else np.ones(n, bool)
+    off = arr.offsets.to_numpy().astype(np.int64)
+    lens = np.diff(off)
+    ok = ~has | (lens == ns)
+    vals = arr.values.to_numpy(zero_copy_only=False).astype(np.int64) if len(arr.values) else np.zeros(0, np.int64)
+    fill = has & ok & (lens <= S)
+    rows = np.repeat(np.arange(n), np.where(fill, lens, 0))
+    colx = np.arange(len(rows)) - np.repeat(np.cumsum(np.where(fill, lens, 0)) - np.where(fill, lens, 0),
+                                            np.where(fill, lens, 0))
+    src = np.repeat(off[:-1], np.where(fill, lens, 0)) + colx
+    out[rows, colx] = vals[src] if len(src) else 0
+    return out, has, ok
+
+
+def _parse_raw(raw: bytes, path: str, fi: int, row: int):
+    from .dealog import _loads, _parse_line
+
+    yield from _parse_line(raw, path, fi, row, _loads())
+
+
+def _row_obj(batch, i: int) -> dict:
+    """The JSON object a column row stands for, built from its raw values (cards as strings; codes that are no
+    card as '#code', which the replay reports as unknown cards)."""
+    row = {name: batch.column(name)[i].as_py() for name in batch.schema.names}
+    return row_dict_to_obj(row)
+
+
+def _cards(b: bytes | None) -> list[str] | None:
+    if b is None:
+        return None
+    return [CARD_STR[x] if x < 52 else f"#{x}" for x in b]
+
+
+def _split(b: bytes, lens: bytes | None) -> list[list[str]]:
+    out, p = [], 0
+    for k in (lens or b""):
+        out.append(_cards(b[p:p + k]))
+        p += k
+    return out
+
+
+def row_dict_to_obj(row: dict) -> Any:
+    """A Parquet row (as Python values) back to its deal-log/1 record (a dict), or the raw line (bytes)."""
+    import orjson
+
+    if row.get("raw") is not None:
+        return row["raw"]
+    out: dict[str, Any] = {"format": "deal-log/1"}
+    g = row.get("game")
+    out["game"] = GAMES[g] if g is not None and g < len(GAMES) else g
+    out["rules"] = row.get("rules")
+    if row.get("options") is not None:
+        out["options"] = orjson.loads(row["options"])
+    out["table"] = row.get("table")
+    out["game_id"] = row.get("game_id")
+    out["deal_no"] = row.get("deal_no")
+    if row.get("time") is not None:
+        out["time"] = row["time"]
+    out["players"] = orjson.loads(row["players"]) if row.get("players") is not None else None
+    if row.get("sides") is not None:
+        out["sides"] = orjson.loads(row["sides"])
+    out["dealer"] = row.get("dealer")
+    if row.get("cutter") is not None:
+        out["cutter"] = row["cutter"]
+    if row.get("pack") is not None:
+        out["pack"] = row["pack"]
+    if row.get("deck") is not None:
+        out["deck"] = _cards(row["deck"])
+    if row.get("hands") is not None:
+        out["hands"] = _split(row["hands"], row.get("hand_lens"))
+    t = row.get("turn_up")
+    out["turn_up"] = CARD_STR[t] if t is not None and t < 52 else (f"#{t}" if t is not None else None)
+    if row.get("shown") is not None:
+        out["shown"] = CARD_STR[row["shown"]] if row["shown"] < 52 else f"#{row['shown']}"
+    if row.get("beg"):
+        out["beg"] = BEGS[row["beg"]] if row["beg"] < len(BEGS) else row["beg"]
+    if row.get("runs") is not None:
+        n = len(out["players"] or [])
+        r = row["runs"]
+        w = 3 * n + 1
+        out["runs"] = [{"cards": [_cards(r[j * w + 3 * s:j * w + 3 * s + 3]) for s in range(n)],
+                        "turn_up": _cards(r[j * w + 3 * n:j * w + 3 * n + 1])[0]} for j in range(len(r) // max(w, 1))]
+    if row.get("discards") is not None:
+        out["discards"] = _split(row["discards"], row.get("discard_lens"))
+    if row.get("tricks") is not None:
+        out["tricks"] = _split(row["tricks"], row.get("trick_lens"))
+    if row.get("bunched"):
+        out["bunched"] = True
+    if row.get("recorded"):
+        rec: dict[str, Any] = {}
+        if row.get("rec_points") is not None:
+            rec["points"] = row["rec_points"]
+        if row.get("rec_totals") is not None:
+            rec["totals"] = row["rec_totals"]
+        if row.get("rec_winner") is not None:
+            rec["winner"] = row["rec_winner"]
+        out["recorded"] = rec
+    if row.get("extra") is not None:
+        out.update(orjson.loads(row["extra"]))
+    return out
+
+
+def read_records(path: str, file_index: int = 0) -> Iterator[Record]:
+    """Every row of a deal-log/1 Parquet file as a `Record` (for `dealog.read_records`), streamed by batches."""
+    from .fast.cols import row_to_obj
+
+    reg = Registry()
+    for ch in iter_parquet_chunks(path, file_index, reg, keep_all=True):
+        for i in range(ch.n):
+            if ch.status[i] != 0:
+                yield ch.slow[i]
+                continue
+            obj = row_to_obj(ch, i, reg)
+            yield record_from_obj(obj, ch.source(i), file_index, int(ch.line[i]))
+
+
+def iter_lines(path: str) -> Iterator[bytes]:
+    """The rows of a Parquet file as JSON Lines (canonical records; raw rows as stored)."""
+    import orjson
+    from .fast.cols import row_to_obj
+
+    reg = Registry()
+    for ch in iter_parquet_chunks(path, 0, reg, keep_all=True):
+        for i in range(ch.n):
+            if ch.status[i] != 0:
+                if i in ch.raw_line:
+                    yield ch.raw_line[i]
+                elif ch.slow[i].deal is not None:
+                    yield orjson.dumps(ch.slow[i].deal.to_canonical())
+                continue
+            yield orjson.dumps(row_to_obj(ch, i, reg))

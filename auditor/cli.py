@@ -79,17 +79,16 @@ def replay(
     _check_paths(paths)
     from .replay.run import dump_document, replay_paths
 
-    show = not json_out and sys.stderr.isatty()
-    if show:
-        from rich.console import Console
-        from rich.progress import MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    if not json_out and sys.stderr.isatty():
+        from .report.terminal import replay_progress
 
-        with Progress(TextColumn("replaying"), MofNCompleteColumn(), TextColumn("records"), TimeElapsedColumn(),
-                      console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task("read", total=None)
-            report = replay_paths(paths, engine=engine, progress=lambda k: bar.update(task, completed=k))
+        with replay_progress(paths) as progress:  # a bar on stderr when the input is long
+            report = replay_paths(paths, engine=engine, progress=progress)
     else:
         report = replay_paths(paths, engine=engine)
+    for f in report.findings:  # a file that broke off after some lines (truncated .gz): one line on stderr
+        if f.code == "bad_record" and f.message.startswith("unreadable after line"):
+            _err(f"auditor: {f.source}: {f.message}")
     if stats:
         import json
 

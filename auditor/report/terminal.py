@@ -1,92 +1,184 @@
-"""Readable terminal summaries (rich tables)."""
+"""Readable terminal summaries (rich tables) and the progress bar of long replays (on stderr).
+
+`print_replay(report)` takes any replay report with `deals`, `games`, `findings` and `games_summary` (the reference
+engine's `ReplayReport` or the batch pipeline's). `replay_progress(paths)` is a context manager giving the
+`progress(records_read)` callback of `replay_paths`, drawing a bar on stderr with an estimate of the records to
+come when the input is long.
+"""
 
 from __future__ import annotations
 
+import gzip
+import os
+import struct
+from contextlib import contextmanager
+from typing import Iterable
+
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+# what each finding code means (outputs.md), for the summary table
+CODE_MEANING = {
+    "bad_record": "not valid JSON, or breaks the deal-log/1 schema",
+    "unknown_card": "a string that is not a card",
+    "card_outside_pack": "a card not in the pack this deal uses",
+    "duplicate_card": "the same card twice in the deal",
+    "wrong_hand_size": "a seat dealt the wrong number of cards",
+    "turn_up_mismatch": "the turn-up is not the dealer's (or the eldest's) card",
+    "deck_mismatch": "hands or turn-up not what dealing from the deck gives",
+    "card_not_in_hand": "a card played by a seat that did not hold it",
+    "revoke": "failed to follow suit while able",
+    "incomplete_play": "tricks missing, extra, or of the wrong size",
+    "claim_mismatch": "a claimed revoke the replay does not find",
+    "score_mismatch": "recorded points differ from the replay's",
+    "total_mismatch": "recorded totals differ from the running totals",
+    "winner_mismatch": "recorded winner differs from the replay's",
+    "dealer_rotation": "the deal did not pass to the left",
+    "deal_sequence": "deal numbers missing, repeated or not from 1",
+    "play_after_game_end": "a deal after the game was won",
+    "beg_irregular": "All Fours begging, running or discarding irregular",
+}
+SEVERE = {"bad_record", "revoke", "deck_mismatch", "card_not_in_hand", "turn_up_mismatch", "duplicate_card"}
 
-def print_replay(report, console: Console | None = None) -> None:
+SHOW_FINDINGS = 50
+SHOW_GAMES = 50
+
+
+def print_replay(report, console: Console | None = None, show_findings: int = SHOW_FINDINGS,
+                 show_games: int = SHOW_GAMES) -> None:
     con = console or Console()
-    con.print(f"[bold]{report.deals}[/] records read, [bold]{report.games}[/] games, "
-              f"[bold]{len(report.findings)}[/] findings")
-    if report.findings:
-        counts = Table(title="Findings by code")
-        counts.add_column("code")
-        counts.add_column("count", justify="right")
-        for code, k in sorted(report.counts().items(), key=lambda kv: -kv[1]):
-            counts.add_row(code, str(k))
-        con.print(counts)
-        t = Table(title="Findings (first 200)")
-        for col in ("source", "code", "game", "deal", "trick", "player", "message"):
-            t.add_column(col, overflow="fold")
-        for f in report.findings[:200]:
-            t.add_row(*[_esc(x) for x in (f.source, f.code, f.game_id or "", str(f.deal_no or ""),
-                                          str(f.trick or ""), f.player or "", f.message)])
-        con.print(t)
-    g = Table(title="Games")
-    for col in ("game", "deals", "totals", "winner", "ended by", "loser"):
-        g.add_column(col)
-    for s in report.games_summary[:200]:
-        g.add_row(_esc(s.game_id), str(s.deals), _esc(str(s.totals)), str(s.winner), str(s.ended_by), str(s.loser))
-    if len(report.games_summary) > 200:
-        g.caption = f"{len(report.games_summary) - 200} more games not shown (use --json)"
-    con.print(g)
-
-
-def _esc(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
-
-
-# ---------------------------------------------------------------- audit summary (issue 7: the report)
-
-
-def print_audit(doc: dict, console: Console | None = None) -> None:
-    """The audit document (outputs.md) as a terminal summary, from the same view as the HTML and Markdown
-    reports (`auditor.report.sentences.build_view`). Every string from a log is escaped for rich markup."""
-    from .sentences import build_view
-
-    con = console or Console()
-    v = build_view(doc, charts=False)
-    style = "bold red" if v["n_flags"] else "bold green"
-    con.print(f"[{style}]{_esc(v['headline'])}.[/]")
-    con.print(f"{v['deals']} deal records, {v['games']} games, {v['n_tests']} tests in {v['n_families']} "
-              f"families, FDR {v['fdr']}, seed {_esc(v['seed'])}")
-    if v["flags"]:
-        t = Table(title="Flagged (q ≤ FDR)", show_lines=True)
-        t.add_column("subject", style="bold red", overflow="fold")
-        t.add_column("test")
-        t.add_column("what the logs show", overflow="fold")
-        for f in v["flags"]:
-            text = f["sentence"] + (("\n" + f["controls_sentence"]) if f["controls_sentence"] else "")
-            t.add_row(_esc(f["subject"]), _esc(f["test"]), _esc(text))
-        con.print(t)
-    if v["watch"]:
-        t = Table(title="Watch list (not a flag)")
-        t.add_column("subject", style="yellow", overflow="fold")
-        t.add_column("test")
-        t.add_column("p", justify="right")
-        t.add_column("q", justify="right")
-        for f in v["watch"]:
-            t.add_row(_esc(f["subject"]), _esc(f["test"]), f["p"], f["q"])
-        con.print(t)
-    if v["families"]:
-        t = Table(title="Test families")
-        for col in ("test", "subjects", "FDR", "flags", "watch"):
-            t.add_column(col, justify="right" if col != "test" else "left")
-        for fam in v["families"]:
-            fdr = f"{fam['fdr']:.0%}" if fam["fdr"] is not None else "n/a"
-            t.add_row(_esc(fam["test"]), str(fam["size"]), fdr, str(fam["n_flagged"]), str(fam["n_watch"]))
-        con.print(t)
-    if v["findings_by_code"]:
-        t = Table(title=f"Replay findings ({v['n_findings']})")
+    findings = list(report.findings)
+    games = list(report.games_summary)
+    bad = sum(1 for f in findings if f.code == "bad_record")
+    won = sum(1 for g in games if g.ended_by == "points" and g.winner is not None)
+    drawn = sum(1 for g in games if g.ended_by == "points" and g.winner is None)
+    by_revoke = sum(1 for g in games if g.ended_by == "revoke")
+    open_ = len(games) - won - drawn - by_revoke
+    con.print(f"[bold]{report.deals}[/] records read: [bold]{report.deals - bad}[/] deals replayed, "
+              f"[bold]{bad}[/] bad records")
+    parts = [f"{won} won on points"]
+    if drawn:
+        parts.append(f"{drawn} ended without a winner")
+    parts.append(f"{by_revoke} ended by a revoke")
+    parts.append(f"{open_} unfinished")
+    con.print(f"[bold]{report.games}[/] games: " + ", ".join(parts))
+    if not findings:
+        con.print("[bold green]No findings.[/]")
+    else:
+        con.print(f"[bold]{len(findings)}[/] findings")
+        counts: dict[str, int] = {}
+        for f in findings:
+            counts[f.code] = counts.get(f.code, 0) + 1
+        t = Table(title="Findings by code", title_justify="left")
         t.add_column("code")
         t.add_column("count", justify="right")
-        t.add_column("what")
-        for c in v["findings_by_code"]:
-            t.add_row(_esc(c["code"]), str(c["count"]), _esc(c["words"]))
+        t.add_column("what it means")
+        for code, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            style = "red" if code in SEVERE else None
+            t.add_row(escape(code), str(k), CODE_MEANING.get(code, ""), style=style)
         con.print(t)
-    con.print(f"[dim]Not flagged is not clean. {_esc(v['not_clean_note'])}[/]")
-    con.print(f"[dim]{_esc(v['monthly_note'])}[/]")
+        t = Table(title=f"Findings ({min(len(findings), show_findings)} of {len(findings)} shown; --json for all)"
+                  if len(findings) > show_findings else "Findings", title_justify="left")
+        t.add_column("where (file:line, game, deal, trick)", overflow="fold", max_width=34)
+        t.add_column("code", no_wrap=True)
+        t.add_column("message", overflow="fold", ratio=1)
+        for f in findings[:show_findings]:
+            place = " ".join(x for x in (f.game_id or "", "" if f.deal_no is None else f"deal {f.deal_no}",
+                                         "" if f.trick is None else f"trick {f.trick}") if x)
+            where = escape(_short_source(f.source)) + (f"\n[dim]{escape(place)}[/]" if place else "")
+            t.add_row(where, escape(f.code), escape(f.message), style="red" if f.code in SEVERE else None)
+        con.print(t)
+    if games:
+        t = Table(title=f"Games ({min(len(games), show_games)} of {len(games)} shown; --json for all)"
+                  if len(games) > show_games else "Games", title_justify="left")
+        for col in ("game", "deals", "totals", "winner", "ended by", "loser"):
+            t.add_column(col, justify="right" if col == "deals" else "left")
+        for g in games[:show_games]:
+            totals = "unknown" if g.totals is None else "  ".join(str(x) for x in g.totals)
+            ended = g.ended_by or "unfinished"
+            winner = "" if g.winner is None else f"side {g.winner}"
+            if g.ended_by and g.winner is None:
+                winner = "none"
+            loser = "" if g.loser is None else f"side {g.loser}"
+            t.add_row(escape(g.game_id), str(g.deals), totals, winner, ended, loser)
+        con.print(t)
+
+
+def _s(x) -> str:
+    return "" if x is None else str(x)
+
+
+def _short_source(source: str) -> str:
+    """file:line with the file's directories dropped (the JSON keeps the path as given)."""
+    path, sep, line = source.rpartition(":")
+    if not sep or not line.isdigit():
+        return os.path.basename(source) or source
+    return f"{os.path.basename(path)}:{line}"
+
+
+# ---------------------------------------------------------------- progress
+
+
+LONG_INPUT = 20_000  # records: below this the replay is over before a bar helps
+
+
+def estimate_records(paths: Iterable[str]) -> int | None:
+    """About how many records the inputs hold, from their sizes and the length of their first lines (gzip: the
+    uncompressed size in the trailer; Parquet: the row count). None when it cannot tell."""
+    total = 0
+    for p in paths:
+        try:
+            if not os.path.isfile(p):
+                continue
+            if str(p).endswith(".parquet"):
+                import pyarrow.parquet as pq
+
+                total += pq.ParquetFile(p).metadata.num_rows
+                continue
+            size = os.path.getsize(p)
+            with open(p, "rb") as f:
+                gz = f.read(2) == b"\x1f\x8b"
+                if gz:
+                    f.seek(-4, os.SEEK_END)
+                    isize = struct.unpack("<I", f.read(4))[0]
+                    size = max(isize, size)  # ISIZE is the size mod 2**32
+                    f.seek(0)
+                    head = gzip.GzipFile(fileobj=f).read(1 << 16)
+                else:
+                    f.seek(0)
+                    head = f.read(1 << 16)
+            lines = head.count(b"\n")
+            if lines == 0:
+                total += 1 if size else 0
+            else:
+                total += int(size / (len(head[: head.rfind(b"\n") + 1]) / lines))
+        except Exception:  # an estimate only: never stop a replay for it
+            return None
+    return total
+
+
+@contextmanager
+def replay_progress(paths: list[str], console: Console | None = None, threshold: int = LONG_INPUT):
+    """A `progress(records_read)` callback drawing a bar on stderr for long inputs (a no-op for short ones)."""
+    total = estimate_records(paths)
+    if total is not None and total < threshold:
+        yield lambda k: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+        TimeRemainingColumn
+
+    con = console or Console(stderr=True)
+    columns = [TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TextColumn("records"),
+               TimeElapsedColumn()]
+    if total is not None:
+        columns.append(TimeRemainingColumn())
+    with Progress(*columns, console=con, transient=True) as bar:
+        task = bar.add_task("replay", total=total)
+
+        def progress(k: int) -> None:
+            if total is not None and k > bar.tasks[0].total:
+                bar.update(task, total=k)
+            bar.update(task, completed=k)
+
+        yield progress

@@ -55,7 +55,7 @@ def test_audit_document_follows_outputs_md(logs):
     assert doc["replay"]["findings"] == []
     tests = doc["tests"]
     assert {t["test"] for t in tests} == {"dealer_jack", "turnup_jack", "deal_uniformity", "shuffle_residue",
-                                         "dealer_cutter"}
+                                         "dealer_cutter", "trick_stack"}
     for t in tests:
         assert TEST_FIELDS <= set(t)
         assert 0 <= t["pvalue"] <= 1 and 0 <= t["qvalue"] <= 1

@@ -156,8 +156,8 @@ def pb_result(test: str, subject: str, t: Trials, level: float, method: str, con
         affected = _minus(groups, fixed_groups)
         det["null_rate"] = round(t.expected / len(t), 6) if len(t) else None
         det["timeline"] = timeline(t.obs, t.p)
-        det["min_detectable"] = exact.min_detectable(affected, float(level), MIN_DETECTABLE_POWER,
-                                                     fixed=fixed_groups)
+        det["min_detectable"] = exact.min_detectable(_coarse(affected), float(level), MIN_DETECTABLE_POWER,
+                                                     fixed=_coarse(fixed_groups))
         det["min_detectable_level"] = level
         det["min_detectable_method"] = (
             f"exact: the smallest q at which the exact test at the FDR-equivalent per-test level (family FDR / "
@@ -166,6 +166,16 @@ def pb_result(test: str, subject: str, t: Trials, level: float, method: str, con
     return TestResult(test=test, subject=subject, n=len(t), observed=obs, expected=t.expected,
                       statistic=exact.z_score(obs, dist), pvalue=pv, method=method, controls=controls or {},
                       detail=det)
+
+
+def _coarse(groups) -> tuple[tuple[float, int], ...]:
+    """Trial probabilities rounded to 3 decimals for the power search only (the p-value itself stays exact): a
+    subject whose deals have hundreds of distinct conditional nulls would otherwise cost a convolution each."""
+    out: dict[float, int] = {}
+    for p, k in groups:
+        r = round(p, 3)
+        out[r] = out.get(r, 0) + k
+    return tuple(sorted(out.items()))
 
 
 def _minus(groups, remove) -> tuple[tuple[float, int], ...]:

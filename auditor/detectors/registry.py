@@ -38,6 +38,12 @@ def _shuffle_residue(**kw) -> Detector:
     return ShuffleResidue(**kw)
 
 
+def _trick_stack(**kw) -> Detector:
+    from .shuffle_residue import TrickStack
+
+    return TrickStack(**kw)
+
+
 # name -> factory(fdr=..., details=...)
 DETECTORS: dict[str, Callable[..., Detector]] = {
     "dealer_jack": _dealer_jack,
@@ -45,6 +51,7 @@ DETECTORS: dict[str, Callable[..., Detector]] = {
     "deal_uniformity": _deal_uniformity,
     "dealer_cutter": _dealer_cutter,
     "shuffle_residue": _shuffle_residue,
+    "trick_stack": _trick_stack,
 }
 
 

@@ -1,18 +1,25 @@
-"""`shuffle_residue`: per dealer, how much of the previous deal's tricks survives his shuffle, compared with the
-other dealers of his table (or, at tables with fewer than three dealers, of the club's tables of the same kind).
+"""`shuffle_residue` and `trick_stack`: per dealer, how much of the previous deal's tricks survives his shuffle,
+compared with the other dealers of his table (or, at tables with fewer than four dealers, of the club's tables of
+the same kind).
 
 For consecutive deals at a table (the previous deal with the same `pack` id, the same pack of cards, and its tricks
-logged), the residue of a deal is the number of adjacent positions of the new deck holding two cards that were in
-the same trick of the previous deal. The deck is the logged `deck`, else the one the hands imply (`hands` in the
-order received, dealt by the rules; cards not dealt are unknown and their positions are skipped). Gathered tricks
-that are barely shuffled leave whole tricks adjacent, and dealt one card at a time they go to consecutive seats.
+logged), two per-deal statistics, each as an excess over its exact perfect-shuffle expectation:
 
-Under a perfect shuffle every adjacent pair of positions is a uniform ordered pair of distinct cards, so the
-expected residue is exact: pairs × sum over tricks of k(k-1) / (P(P-1)). That is only the reference line: no person
-shuffles like a random number generator. The test is a stratified permutation test: within each stratum (table)
-the deals' excess residues (observed − perfect-shuffle expectation) are exchangeable among its dealers under the
-null "he shuffles like his peers"; the statistic is the dealer's total excess, its one-sided p-value by sequential
-Monte Carlo (Besag & Clifford). A dealer alone at his tables has no peers and is not tested.
+- `shuffle_residue`: adjacent positions of the new deck holding two cards of one trick of the previous deal. The
+  deck is the logged `deck`, else the one the hands imply (`hands` in the order received, dealt by the rules;
+  undealt positions are unknown and skipped). Barely shuffled tricks stay together and, dealt one card at a time,
+  go to consecutive seats. Perfect-shuffle expectation: pairs × Σ_t k_t(k_t − 1) / (P(P − 1)).
+- `trick_stack`: pairs of cards of one previous trick that are both in the dealer's own hand (a dealer who puts the
+  richest trick he just saw into his hand). Expectation: Σ_t C(k_t, 2) · h(h − 1) / (P(P − 1)), h his hand size.
+
+The perfect-shuffle line is only a reference: no person shuffles like a random number generator, and people differ
+(two riffles leave far more than four). So the null is "he shuffles like a typical member of his table": within each
+stratum the other dealers' mean excesses give a random-effects predictive distribution (DerSimonian–Laird: mean μ,
+between-dealer variance τ², within-dealer variance σ² pooled over the peers' deals), his mean excess is scored
+z = (m − μ) / sqrt(τ² + σ²/n + Var μ), converted through Student's t with (peers − 1) degrees of freedom to a normal
+score, and the strata are combined with Stouffer weights √n. One-sided (more residue than his peers). The p-value
+is approximate and calibrated by simulation (`auditor calibrate`); a sloppy honest shuffler inside the peers' range
+is not flagged, a dealer well outside it is. A dealer alone at his tables has no peers and is not tested.
 """
 
 from __future__ import annotations
@@ -27,10 +34,9 @@ from ..facts import config
 from ..rules import layout
 from ..stats import exact
 from ..stats.family import TestResult
-from .base import MIN_DETECTABLE_POWER, subject_rng, timeline
-from .deal_uniformity import sequential_mc_pvalue
+from .base import MIN_DETECTABLE_POWER, timeline
 
-MIN_PEERS = 3  # dealers a table needs to be its own stratum
+MIN_PEERS = 3  # peers a dealer needs in a stratum; a table with more dealers than this is its own stratum
 
 
 def _deck_of(deal, L) -> list[int] | None:
@@ -90,8 +96,28 @@ def residue(deck: list[int], tricks: list[list[int]], pack_size: int) -> tuple[i
     return obs, exp_, sum(len(t) - 1 for t in tricks)
 
 
+def stack_pairs(hand: list[int], tricks: list[list[int]], pack_size: int) -> tuple[int, float, int]:
+    """(pairs of one previous trick in the hand, perfect-shuffle expectation, pairs if the richest-size trick were
+    placed whole in the hand)."""
+    mine = set(hand)
+    obs = 0
+    same = 0
+    for t in tricks:
+        k = sum(1 for c in t if c in mine)
+        obs += k * (k - 1) // 2
+        same += len(t) * (len(t) - 1) // 2
+    h = len(hand)
+    exp_ = same * h * (h - 1) / (pack_size * (pack_size - 1))
+    kmax = min(h, max((len(t) for t in tricks), default=0))
+    return obs, exp_, kmax * (kmax - 1) // 2
+
+
+STATS = ("residue", "stack")
+
+
 def count_results(results: Sequence[Any]) -> dict:
-    """{table: {"key", "dealer", "obs", "exp", "max", "label"}} over the deals that follow a logged deal."""
+    """{table: {"key", "dealer", "label", "residue_obs", "residue_exp", "residue_max", "stack_obs", ...}} over
+    the deals that follow a logged deal at the same table (same pack id, same pack)."""
     by_table: dict[str, list] = {}
     for r in results:
         by_table.setdefault(r.deal.table, []).append(r)
@@ -115,27 +141,40 @@ def count_results(results: Sequence[Any]) -> dict:
             if pcfg.pack != cfg.pack:
                 continue
             tricks = _tricks_of(pr.deal)
-            deck = _deck_of(d, L)
-            if tricks is None or deck is None:
+            if tricks is None:
                 continue
-            obs, exp_, mx = residue(deck, tricks, cfg.pack_size)
-            rows.append(((d.file_index << 32) | (d.line or 0), d.players[d.dealer], obs, exp_, mx, cfg.label))
+            deck = _deck_of(d, L)
+            res = residue(deck, tricks, cfg.pack_size) if deck is not None else (np.nan, np.nan, np.nan)
+            hand = [c for c in _cards(r.hands[d.dealer])] if r.hands is not None else None
+            stk = stack_pairs(hand, tricks, cfg.pack_size) if hand else (np.nan, np.nan, np.nan)
+            rows.append(((d.file_index << 32) | (d.line or 0), d.players[d.dealer], cfg.label, *res, *stk))
         if rows:
-            out[table] = {"key": np.array([x[0] for x in rows], np.int64),
-                          "dealer": np.array([x[1] for x in rows], dtype=object),
-                          "obs": np.array([x[2] for x in rows], float), "exp": np.array([x[3] for x in rows]),
-                          "max": np.array([x[4] for x in rows], float),
-                          "label": np.array([x[5] for x in rows], dtype=object)}
+            cols = list(zip(*rows))
+            out[table] = {"key": np.array(cols[0], np.int64), "dealer": np.array(cols[1], dtype=object),
+                          "label": np.array(cols[2], dtype=object)}
+            for j, name in enumerate(("residue_obs", "residue_exp", "residue_max", "stack_obs", "stack_exp",
+                                      "stack_max")):
+                out[table][name] = np.array(cols[3 + j], dtype=float)
     return out
 
 
-def _strata(counts: dict) -> list[dict]:
-    """Tables with at least MIN_PEERS dealers are their own stratum; the others pool by configuration."""
+def _cards(mask: int) -> list[int]:
+    from ..cards import cards_of
+
+    return cards_of(mask)
+
+
+def _strata(counts: dict, stat: str) -> list[dict]:
+    """Tables with more than MIN_PEERS dealers are their own stratum; the others pool by configuration."""
     strata = []
     pooled: dict[str, list[dict]] = {}
     for table in sorted(counts):
         c = counts[table]
-        if len(set(c["dealer"].tolist())) >= MIN_PEERS:
+        ok = ~np.isnan(c[f"{stat}_obs"])
+        c = {k: v[ok] for k, v in c.items()}
+        if not len(c["key"]):
+            continue
+        if len(set(c["dealer"].tolist())) > MIN_PEERS:
             strata.append({"name": table, **c})
         else:
             for lab in sorted(set(c["label"].tolist())):
@@ -145,16 +184,64 @@ def _strata(counts: dict) -> list[dict]:
         merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         o = np.argsort(merged["key"], kind="stable")
         strata.append({"name": f"club:{lab}", **{k: v[o] for k, v in merged.items()}})
+    for st in strata:
+        st["x"] = st[f"{stat}_obs"] - st[f"{stat}_exp"]
     return strata
+
+
+def _dealer_stats(st: dict) -> dict:
+    """Per dealer of a stratum: deals, mean excess and within sum of squares (computed once per stratum)."""
+    if "_by" not in st:
+        names, inv = np.unique(st["dealer"].astype(str), return_inverse=True)
+        x = st["x"]
+        n = np.bincount(inv, minlength=len(names)).astype(float)
+        mean = np.bincount(inv, weights=x, minlength=len(names)) / n
+        ss = np.bincount(inv, weights=(x - mean[inv]) ** 2, minlength=len(names))
+        st["_by"] = {"names": list(names), "index": {k: i for i, k in enumerate(names)}, "n": n, "mean": mean,
+                     "ss": ss}
+    return st["_by"]
+
+
+def _predictive_z(st: dict, d: str) -> tuple[float, int, dict] | None:
+    """Random-effects predictive score of dealer d in one stratum (None when he has fewer than MIN_PEERS peers)."""
+    by = _dealer_stats(st)
+    i = by["index"].get(d)
+    if i is None or len(by["names"]) - 1 < MIN_PEERS:
+        return None
+    keep = np.ones(len(by["names"]), bool)
+    keep[i] = False
+    means, ns = by["mean"][keep], by["n"][keep]
+    k = len(means)
+    dof = ns.sum() - k
+    sigma2 = float(by["ss"][keep].sum() / dof) if dof > 0 else float(st["x"].var())
+    sigma2 = max(sigma2, 1e-9)
+    v = sigma2 / ns
+    w = 1 / v
+    mu_fe = float((w * means).sum() / w.sum())
+    q = float((w * (means - mu_fe) ** 2).sum())
+    denom = float(w.sum() - (w ** 2).sum() / w.sum())
+    tau2 = max(0.0, (q - (k - 1)) / denom) if denom > 0 else 0.0
+    W = 1 / (v + tau2)
+    mu = float((W * means).sum() / W.sum())
+    var_mu = float(1 / W.sum())
+    n = int(by["n"][i])
+    m = float(by["mean"][i])
+    t = (m - mu) / np.sqrt(tau2 + sigma2 / n + var_mu)
+    z = float(_st.norm.isf(_st.t.sf(t, df=k - 1)))
+    return z, n, {"stratum": st["name"], "peers": k, "mean_excess": round(m, 4),
+                  "peers_mean_excess": round(mu, 4), "between_dealer_sd": round(float(np.sqrt(tau2)), 4),
+                  "within_sd": round(float(np.sqrt(sigma2)), 4), "z": round(z, 3)}
 
 
 class ShuffleResidue:
     name = "shuffle_residue"
+    stat = "residue"
+    unit = "adjacent cards from one trick of the previous deal"
+    cheat = "leaves the gathered tricks unshuffled (only cut)"
 
-    def __init__(self, fdr: float = 0.05, details: bool = True, mc_max: int = 20000):
+    def __init__(self, fdr: float = 0.05, details: bool = True):
         self.fdr = fdr
         self.details = details
-        self.mc_max = mc_max
 
     def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts: Any = None) -> dict:
         return count_results(results)
@@ -171,88 +258,77 @@ class ShuffleResidue:
                     out[table] = c
         return out
 
-    def finalize(self, counts: dict, rng: np.random.Generator) -> list[TestResult]:
-        strata = _strata(counts)
-        for st in strata:
-            st["x"] = st["obs"] - st["exp"]
+    def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
+        strata = _strata(counts, self.stat)
         dealers = sorted({d for st in strata for d in st["dealer"].tolist()})
-        testable = []
+        scored = {}
         for d in dealers:
-            if any((st["dealer"] == d).any() and (st["dealer"] != d).any() for st in strata):
-                testable.append(d)
-        base = int(rng.integers(2**63 - 1))
-        level = exact.per_test_level(self.fdr, len(testable))
+            parts = [(st, _predictive_z(st, d)) for st in strata]
+            parts = [(st, r) for st, r in parts if r is not None]
+            if parts:
+                scored[d] = parts
+        level = exact.per_test_level(self.fdr, len(scored))
         out = []
-        for d in testable:
-            parts = [(st, st["dealer"] == d) for st in strata if (st["dealer"] == d).any() and
-                     (st["dealer"] != d).any()]
-            stat = float(sum(st["x"][m].sum() for st, m in parts))
-
-            def simulate(B, g, parts=parts):
-                tot = np.zeros(B)
-                for st, m in parts:
-                    x = st["x"]
-                    k = int(m.sum())
-                    keys = g.random((B, len(x)))
-                    pick = np.argpartition(keys, k - 1, axis=1)[:, :k] if k < len(x) else None
-                    tot += x[pick].sum(axis=1) if pick is not None else x.sum()
-                return tot
-
-            p, draws = sequential_mc_pvalue(stat, simulate, subject_rng(rng, base, d), cap=self.mc_max)
-            n = int(sum(m.sum() for _, m in parts))
-            obs_total = float(sum(st["obs"][m].sum() for st, m in parts))
-            # peers' expectation: each of his deals at the stratum's mean excess over the perfect-shuffle line
-            peer_exp = float(sum((st["exp"][m] + st["x"][~m].mean()).sum() for st, m in parts))
-            perfect = float(sum(st["exp"][m].sum() for st, m in parts))
-            null_mean = float(sum(m.sum() * st["x"].mean() for st, m in parts))
-            null_var = float(sum(_perm_var(st["x"], int(m.sum())) for st, m in parts))
-            z = (stat - null_mean) / np.sqrt(null_var) if null_var > 0 else 0.0
+        for d, parts in scored.items():
+            wz = np.array([np.sqrt(r[1]) for _, r in parts])
+            zs = np.array([r[0] for _, r in parts])
+            Z = float((wz * zs).sum() / np.sqrt((wz ** 2).sum()))
+            p = float(_st.norm.sf(Z))
+            sel = [(st, st["dealer"] == d) for st, _ in parts]
+            n = int(sum(m.sum() for _, m in sel))
+            obs_total = float(sum(st[f"{self.stat}_obs"][m].sum() for st, m in sel))
+            peer_mean = {st["name"]: r[2]["peers_mean_excess"] for st, r in parts}
+            expected = float(sum((st[f"{self.stat}_exp"][m] + peer_mean[st["name"]]).sum() for st, m in sel))
+            perfect = float(sum(st[f"{self.stat}_exp"][m].sum() for st, m in sel))
             controls: dict[str, Any] = {}
-            detail: dict[str, Any] = {"mc_draws": draws}
+            detail: dict[str, Any] = {}
             if self.details:
                 controls = {"perfect_shuffle": {"n": n, "observed": obs_total, "expected": round(perfect, 4),
                                                 "note": "reference line only: people do not shuffle perfectly"},
-                            "peers": {"strata": [st["name"] for st, _ in parts],
-                                      "deals": int(sum((~m).sum() for _, m in parts)),
-                                      "mean_residue": round(float(np.mean(np.concatenate(
-                                          [st["obs"][~m] for st, m in parts]))), 4)}}
-                keys = np.concatenate([st["key"][m] for st, m in parts])
-                got = np.concatenate([st["obs"][m] for st, m in parts])
-                pe = np.concatenate([st["exp"][m] + st["x"][~m].mean() for st, m in parts])
+                            "strata": [r[2] for _, r in parts]}
+                keys = np.concatenate([st["key"][m] for st, m in sel])
+                got = np.concatenate([st[f"{self.stat}_obs"][m] for st, m in sel])
+                pe = np.concatenate([st[f"{self.stat}_exp"][m] + peer_mean[st["name"]] for st, m in sel])
                 o = np.argsort(keys, kind="stable")
                 detail["timeline"] = timeline(got[o], pe[o])
-                detail["null_rate"] = round(peer_exp / n, 6) if n else None
-                detail["unit"] = "adjacent cards from one trick of the previous deal"
-                detail["min_detectable"] = _min_detectable(parts, level)
+                detail["null_rate"] = round(expected / n, 6) if n else None
+                detail["unit"] = self.unit
+                detail["min_detectable"] = self._min_detectable(parts, sel, level)
                 detail["min_detectable_level"] = level
                 detail["min_detectable_method"] = (
-                    "approximate (normal): the smallest fraction q of his deals left unshuffled (the gathered "
-                    f"tricks only cut) that the test at the FDR-equivalent per-test level finds with power "
-                    f"{MIN_DETECTABLE_POWER}")
+                    f"approximate (normal): the smallest fraction q of his deals in which he {self.cheat} that the "
+                    f"test at the FDR-equivalent per-test level finds with power {MIN_DETECTABLE_POWER}")
             out.append(TestResult(
-                test=self.name, subject=d, n=n, observed=obs_total, expected=peer_exp, statistic=float(z),
-                pvalue=p, method="stratified permutation test against the other dealers of his table, sequential "
-                                 "Monte-Carlo p-value (Besag-Clifford), one-sided",
+                test=self.name, subject=d, n=n, observed=obs_total, expected=expected, statistic=Z, pvalue=p,
+                method="random-effects predictive z against the other dealers of his table (DerSimonian-Laird, "
+                       "Student t on the peers), Stouffer over tables, one-sided; approximate, calibrated by "
+                       "simulation",
                 controls=controls, detail=detail))
         return out
 
+    def _min_detectable(self, parts, sel, level: float) -> float | None:
+        """Normal approximation: a cheat adds q·(max − expected − peers' mean excess) per deal on average."""
+        num = den = 0.0
+        for (st, r), (_, m) in zip(parts, sel):
+            info = r[2]
+            n = int(m.sum())
+            gain = float((st[f"{self.stat}_max"][m] - st[f"{self.stat}_exp"][m]).mean()) - info["peers_mean_excess"]
+            sd = np.sqrt(info["between_dealer_sd"] ** 2 + info["within_sd"] ** 2 / n)
+            if gain <= 0 or sd <= 0:
+                continue
+            w = np.sqrt(n)
+            num += w * gain / sd  # z per unit q, weighted
+            den += w * w
+        if den == 0 or num <= 0:
+            return None
+        per_q = num / np.sqrt(den)
+        need = _st.norm.isf(level) + _st.norm.isf(1 - MIN_DETECTABLE_POWER)
+        q = need / per_q
+        return round(float(q), 4) if q <= 1 else None
 
-def _perm_var(x: np.ndarray, k: int) -> float:
-    """Variance of the sum of k values drawn without replacement from x."""
-    N = len(x)
-    if N < 2 or k == 0:
-        return 0.0
-    return k * x.var(ddof=1) * (N - k) / N
 
-
-def _min_detectable(parts, level: float) -> float | None:
-    n = sum(int(m.sum()) for _, m in parts)
-    if n == 0:
-        return None
-    gain = float(sum((st["max"][m] - st["exp"][m] - st["x"][~m].mean()).sum() for st, m in parts)) / n
-    sd = np.sqrt(sum(_perm_var(st["x"], int(m.sum())) for st, m in parts))
-    if gain <= 0 or sd <= 0:
-        return None
-    za, zb = _st.norm.isf(level), _st.norm.isf(1 - MIN_DETECTABLE_POWER)
-    q = (za - zb) * sd / (n * gain)  # zb is negative: power 0.8 needs the mean shift (za + |zb|) sd
-    return round(float(q), 4) if q <= 1 else None
+class TrickStack(ShuffleResidue):
+    name = "trick_stack"
+    stat = "stack"
+    unit = "pairs of cards of one previous trick in the dealer's own hand"
+    cheat = "puts a whole trick of the previous deal into his own hand"

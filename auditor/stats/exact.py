@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import stats as _st
+from scipy import special as _sp
 
 _TAIL_SD = 40.0  # binomial mass beyond mean ± 40 sd is below 1e-300
 
@@ -98,8 +98,10 @@ def binomial(n: int, p: float) -> Dist:
     sd = np.sqrt(n * p * (1 - p))
     lo = max(0, int(np.floor(mean - _TAIL_SD * sd - 10)))
     hi = min(n, int(np.ceil(mean + _TAIL_SD * sd + 10)))
-    k = np.arange(lo, hi + 1)
-    return Dist(lo, _st.binom.pmf(k, n, p))
+    k = np.arange(lo, hi + 1, dtype=float)
+    logpmf = (_sp.gammaln(n + 1.0) - _sp.gammaln(k + 1.0) - _sp.gammaln(n - k + 1.0)
+              + _sp.xlogy(k, p) + _sp.xlog1py(n - k, -p))
+    return Dist(lo, np.exp(logpmf))
 
 
 def group_probs(p: Sequence[float] | np.ndarray) -> tuple[tuple[float, int], ...]:

@@ -1,0 +1,74 @@
+"""`auditor calibrate`: the fast tier of the issue's targets with fixed seeds (CI), the full study under `slow`."""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from auditor import calibrate as cal
+from auditor.cli import app
+from auditor.stats import exact
+
+runner = CliRunner()
+
+
+def test_fast_tier_targets():
+    """Foster 4p, 100 honest dealers + one stacker at q = 0.25, 200 deals each; All Fours turn-up stacker at
+    q = 0.25 within 60 deals; honest seasons rarely flag anyone. Fixed seeds, 40 seasons each."""
+    dj = cal.STUDIES["dealer_jack"]
+    pw = cal.power_study(dj, 0.25, 40, seed=1)
+    assert pw.power >= 0.85  # target 90% (exact oracle about 95%); 40 seasons: se about 4.5%
+    assert pw.oracle_exact == pytest.approx(exact.power(((11 / 35, 200),), 0.05 / 101, 0.25), abs=1e-9)
+    assert 0.93 < pw.oracle_exact < 0.97
+    tj = cal.STUDIES["turnup_jack"]
+    pt = cal.power_study(tj, 0.25, 40, seed=1)
+    assert pt.power >= 0.8
+    h = cal.honest_study(dj, 40, seed=1)
+    assert h.seasons_with_flag <= 6  # P(X > 6 | 40 seasons, 5%) < 0.2%
+    for a in cal.ALPHAS:  # exact discrete p-values are conservative: rate <= alpha within MC error
+        assert h.alpha_rates[a] <= a + 3 * np.sqrt(a * (1 - a) / h.tests)
+
+
+def test_power_rises_with_q_and_honest_rate_tracks_alpha():
+    dj = cal.STUDIES["dealer_jack"]
+    weak = cal.power_study(dj, 0.1, 20, seed=2)
+    strong = cal.power_study(dj, 0.4, 20, seed=2)
+    assert weak.power < 0.5 <= strong.power == 1.0
+    h = cal.honest_study(cal.STUDIES["turnup_jack"], 20, seed=2)
+    assert h.alpha_rates[0.1] > 0.04  # not degenerate: the p-values do move
+
+
+def test_cli_fast_writes_numbers_and_plot(tmp_path):
+    out = tmp_path / "cal.json"
+    plot = tmp_path / "curve.svg"
+    r = runner.invoke(app, ["calibrate", "--fast", "--honest-seasons", "4", "--power-seasons", "4",
+                            "--curve-seasons", "2", "--uniformity-seasons", "0", "--shuffle-seasons", "0",
+                            "--seed", "5", "--plot", str(plot), "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text())
+    assert res["seed"] == 5
+    assert set(res["studies"]) == {"dealer_jack", "turnup_jack"}
+    for st in res["studies"].values():
+        assert set(st["power"]) == {"0.1", "0.25"}
+        assert set(st["honest"]["p_le_alpha"]) == {"0.001", "0.01", "0.05", "0.1"}
+        assert len(st["curve"]) == 8
+    assert plot.read_text().lstrip().startswith("<?xml")
+    assert "Honest seasons" in r.stdout and "oracle" in r.stdout
+    assert runner.invoke(app, ["calibrate", "--fdr", "0"]).exit_code == 2
+    assert runner.invoke(app, ["calibrate", "--plot", "x.pdf"]).exit_code == 2
+    assert runner.invoke(app, ["calibrate", "--power-seasons", "-1"]).exit_code == 2
+
+
+def test_same_seed_same_numbers():
+    a = cal.honest_study(cal.STUDIES["turnup_jack"], 3, seed=11)
+    b = cal.honest_study(cal.STUDIES["turnup_jack"], 3, seed=11)
+    assert a.to_json() == b.to_json()
+
+
+@pytest.mark.slow
+def test_full_study_meets_the_targets():
+    res = cal.calibrate(seed=0, honest_seasons=200, power_seasons=200, curve_seasons=20, uniformity_seasons=0,
+                        shuffle_seasons=0)
+    for desc, met, measured in cal.targets(res):
+        assert met, (desc, measured)

@@ -75,6 +75,9 @@ def parse_card(text: object) -> int | None:
     """Lenient card parser: ``Ts``, ``10s``, ``tS``, ``T♠``, ``♠T``. Returns the int code or None."""
     if not isinstance(text, str):
         return None
+    code = _CANONICAL.get(text)  # fast path: canonical spellings ("Ts"), what writers emit
+    if code is not None:
+        return code
     s = text.strip()
     if len(s) < 2 or len(s) > 3:
         return None
@@ -98,6 +101,7 @@ def card_str(code: int) -> str:
 
 
 CARD_STR = [card_str(c) for c in range(N_CARDS)]
+_CANONICAL = {text: code for code, text in enumerate(CARD_STR)}
 
 
 def suit_of(code: int) -> int:

@@ -110,25 +110,29 @@ def marked_ten_probs(pub: Public, seat: int, hand: int, legal: list[int], honest
     return [1.0 if c == target else 0.0 for c in legal]
 
 
-def _trick_counting(pub: Public, card: int) -> bool:
-    """A counting card is at stake for a deliberate revoke: a trump honour in the trick (or the card itself) in
-    Scotch Whist, or any card worth Game pips / the trump Jack in All Fours."""
-    tab = pub.tab
-    return bool((pub.trick_mask | (1 << card)) & tab.honour_mask) or pub.tab.hv[card] > 0
-
-
 def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, beliefs: dict, must_trump: bool,
            trick_no: int) -> tuple[int, bool]:
     """The card seat `s` plays, and whether it is a revoke."""
     game, trump, lead = pub.game, pub.trump, pub.lead_suit
-    legal = hold if two_card else legal_mask(game, hold, lead, trump, must_trump)
-    legal_cards = cards_of(legal)
+    if two_card or lead is None:
+        legal = hold
+    else:
+        legal = legal_mask(game, hold, lead, trump, must_trump)
+    legal_cards = []
+    m = legal
+    while m:
+        low = m & -m
+        legal_cards.append(low.bit_length() - 1)
+        m ^= low
     info = ctx.seats[s]
     cheat = info.cheat
     u = ctx.u
-    bw = beliefs.get(s)
-    view = View(pub, s, hold, -1, bw)
-    honest = info.policy.weights(view, legal_cards)
+    if len(legal_cards) == 1:
+        honest = [1.0]
+        bw = None
+    else:
+        bw = beliefs.get(s) if beliefs else None
+        honest = info.policy.weights(View(pub, s, hold, -1, bw), legal_cards)
     used = honest
     kind = cheat.kind if cheat is not None else None
     if kind == "marked_ten" and len(legal_cards) > 1:

@@ -71,7 +71,7 @@ class Tables:
     """Per game and trump suit: each card's worth in a trick, spending cost, the stronger cards of its suit."""
 
     __slots__ = ("game", "trump", "hv", "spend", "hi", "key", "key_val", "trump_mask", "honour_mask", "lam_card",
-                 "trump_order")
+                 "trump_order", "worth_mask")
 
     def __init__(self, game: str, trump: int):
         sw = game == "scotch_whist"
@@ -99,6 +99,7 @@ class Tables:
                     m |= 1 << d
             hi[c] = m
         self.hv, self.spend, self.hi = hv, spend, hi
+        self.worth_mask = sum(1 << c for c in range(N_CARDS) if hv[c] > 0)
         self.trump_mask = SUIT_MASK[trump]
         self.trump_order = sorted(range(13 * trump, 13 * trump + 13), key=lambda c: -strength[c])
         if sw:
@@ -111,6 +112,9 @@ class Tables:
             self.key_val = 1.0 + AF_LAM_PIP
             self.honour_mask = (1 << self.key) | sum(1 << (s * 13 + R10) for s in range(4))
             self.lam_card = AF_LAM_CARD
+
+
+_OTHERS = [[tuple((me + i) % n for i in range(1, n)) for me in range(n)] for n in range(9)]
 
 
 @lru_cache(maxsize=16)
@@ -219,6 +223,17 @@ class Policy:
         pub = v.pub
         tab = pub.tab
         me, hand, n, trump = v.seat, v.hand, pub.n, pub.trump
+        hv, spend, hi = tab.hv, tab.spend, tab.hi
+        lm = 0
+        for c in legal:
+            lm |= 1 << c
+        lead = pub.lead_suit
+        if lead is not None and not (lm & tab.worth_mask):
+            wc = pub.win_card
+            if not (lm & hi[wc] or (wc // 13 != trump and lm & tab.trump_mask)):
+                # no legal card can take the trick and none is worth points: every card's score is the same
+                # trick outcome minus its spending cost (softmax ignores the common part)
+                return [-spend[c] for c in legal]
         sw = pub.game == "scotch_whist"
         played = pub.played
         if sk.memory == "honours":
@@ -234,91 +249,113 @@ class Policy:
         side = pub.side_of
         my = side[me]
         ally = v.ally
-        lead = pub.lead_suit
         if lead is None:
-            later = [(me + i) % n for i in range(1, n)]
+            later = _OTHERS[n][me]
         else:
-            later = [s for s in pub.order[pub.pos + 1:] if s != me]
+            later = pub.order[pub.pos + 1:]
+            if me in later:  # the Russian 5-player eldest's second card
+                later = [o for o in later if o != me]
         opps = [o for o in later if side[o] != my and o != ally]
-        unk = [0] * n
-        for o in range(n):
-            if o != me:
-                u = sizes[o] - (1 if o == owner else 0)
-                unk[o] = u if u > 0 else 0
-        f = [(unk[o] / U if U else 0.0) for o in range(n)]
+        f = [0.0] * n
+        if U:
+            for o in _OTHERS[n][me]:
+                x = sizes[o] - (1 if o == owner else 0)
+                if x > 0:
+                    f[o] = x / U
         voids = pub.voids if sk.voids else None
-        hv, spend, hi = tab.hv, tab.spend, tab.hi
-        # ---- where the key card (Ten of trumps / Jack of trumps) may be
+        # ---- where the key card (Ten of trumps / Jack of trumps) may be; only needed when a legal card beats it
+        # (hunting, feeding) or a trump may be led (keeping off trumps for a partner who may hold it)
         key = tab.key
+        key_hi = hi[key]
         pk = None
-        if owner >= 0 and owner != me and pub.turnup == key:
-            pk = [0.0] * n
-            pk[owner] = 1.0
-        elif unseen >> key & 1:
-            pk = [0.0] * n
-            bw = v.belief if sk.infer else None
-            if bw is None:
-                for o in range(n):
-                    if unk[o] and not (voids and voids[o] >> trump & 1):
-                        pk[o] = f[o]
-            else:
-                z = float(U)
-                for o in range(n):
-                    if unk[o]:
-                        w = bw[o] * unk[o]
-                        z += w - unk[o]
-                        pk[o] = w
-                if z > 0:
-                    for o in range(n):
-                        pk[o] /= z
+        if lm & key_hi or (lead is None and lm & tab.trump_mask):
+            if owner >= 0 and owner != me and pub.turnup == key:
+                pk = [0.0] * n
+                pk[owner] = 1.0
+            elif unseen >> key & 1:
+                bw = v.belief if sk.infer else None
+                if bw is None:
+                    pk = list(f)
+                    if voids:
+                        for o in range(n):
+                            if voids[o] >> trump & 1:
+                                pk[o] = 0.0
+                else:
+                    pk = [0.0] * n
+                    z = float(U)
+                    for o in _OTHERS[n][me]:
+                        x = sizes[o] - (1 if o == owner else 0)
+                        if x > 0:
+                            w = bw[o] * x
+                            z += w - x
+                            pk[o] = w
+                    if z > 0:
+                        for o in range(n):
+                            pk[o] /= z
         # ---- risk that a card, winning the trick now, is beaten by a later opponent
         t_unseen = (unseen & tab.trump_mask).bit_count()
         xs = None
         if sk.ruff_est:
             xs = [(unseen >> (13 * s) & 0x1FFF).bit_count() for s in range(4)]
         cache: dict = {}
+        per_suit: dict = {}
 
-        def risk(c: int, trick_suit: int) -> float:
-            s = c // 13
-            k = (hi[c] & unseen).bit_count()
-            ck = (s, k)
-            r = cache.get(ck)
-            if r is not None:
-                return r
-            keep = 1.0
+        def suit_terms(su: int) -> tuple[float, float]:
+            """(g, R): a card of suit `su` with k stronger unseen cards survives the later opponents with
+            probability g**k * R (g: none of them holds a given stronger card; R: none of them ruffs)."""
+            g = 1.0
+            R = 1.0
             for o in opps:
                 fo = f[o]
                 if fo <= 0.0:
                     continue
                 vo = voids[o] if voids else 0
-                if s == trump:
-                    if vo >> trump & 1 or not k:
-                        continue
-                    pb = 1.0 - (1.0 - fo) ** k
-                    if sw and trick_suit != trump:  # over-trumping needs a void in the suit led
-                        if vo >> trick_suit & 1:
-                            pv = 1.0
-                        elif xs is not None:
-                            pv = (1.0 - fo) ** xs[trick_suit]
-                        else:
-                            pv = 0.3
-                        pb *= pv
-                else:
-                    void_s = vo >> s & 1
-                    pb = 0.0 if (void_s or not k) else 1.0 - (1.0 - fo) ** k
-                    if t_unseen and not (vo >> trump & 1):
-                        pt = 1.0 - (1.0 - fo) ** t_unseen
-                        if sw:
-                            pr = pt if void_s else (pt * (1.0 - fo) ** xs[s] if xs is not None else 0.0)
-                        else:
-                            pr = pt * (1.0 if void_s else 0.5)
-                        pb += (1.0 - pb) * pr
-                keep *= 1.0 - pb
-            r = 1.0 - keep
-            cache[ck] = r
-            return r
+                if su == trump:
+                    if not vo >> trump & 1:
+                        g *= 1.0 - fo
+                    continue
+                void_s = vo >> su & 1
+                if not void_s:
+                    g *= 1.0 - fo
+                if t_unseen and not (vo >> trump & 1):
+                    pt = 1.0 - (1.0 - fo) ** t_unseen
+                    if sw:
+                        pr = pt if void_s else (pt * (1.0 - fo) ** xs[su] if xs is not None else 0.0)
+                    else:
+                        pr = pt * (1.0 if void_s else 0.5)
+                    R *= 1.0 - pr
+            per_suit[su] = (g, R)
+            return g, R
 
-        key_hi = hi[key]
+        def risk(c: int, trick_suit: int) -> float:
+            s = c // 13
+            k = (hi[c] & unseen).bit_count()
+            if sw and s == trump and trick_suit != trump:
+                ck = (s, k)
+                r = cache.get(ck)
+                if r is not None:
+                    return r
+                keep = 1.0
+                for o in opps:  # over-trumping needs a void in the suit led
+                    fo = f[o]
+                    vo = voids[o] if voids else 0
+                    if fo <= 0.0 or vo >> trump & 1 or not k:
+                        continue
+                    if vo >> trick_suit & 1:
+                        pv = 1.0
+                    elif xs is not None:
+                        pv = (1.0 - fo) ** xs[trick_suit]
+                    else:
+                        pv = 0.3
+                    keep *= 1.0 - pv * (1.0 - (1.0 - fo) ** k)
+                r = cache[ck] = 1.0 - keep
+                return r
+            e = per_suit.get(s)
+            if e is None:
+                e = suit_terms(s)
+            g, R = e
+            return 1.0 - (g ** k if k else 1.0) * R
+
         key_val = tab.key_val
 
         def keygain(c: int, trick_suit: int) -> float:

@@ -114,3 +114,16 @@ def test_af4_four_players(fixture_reports):
     assert summary(r4, "af4")["totals"] == [2 + 2 + 2, 2 + 3 + 1]
     # four individuals, take one: every adversary scores 1 (seats 0, 1, 2 from the eldest)
     assert counted(r4, "af4-solo", 1) == [1 + 3, 1 + 1, 1, 0]
+
+
+def test_af3_af4_turn_up_positions_in_the_deck(r2, fixture_reports):
+    # AF-3: two players, the first turn-up is the 13th card; each run deals 3 + 3 and turns the 7th card of the run
+    d = next(x.deal for x in r2.results if x.deal.game_id == "af2" and x.deal.deal_no == 3)
+    assert d.deck[12] == d.turn_up == "9c"
+    assert d.deck[12 + 7] == d.runs[0]["turn_up"] == "4c"  # clubs again: set aside, run again
+    assert d.deck[12 + 7 + 7] == d.runs[1]["turn_up"] == "8s"  # a new suit: trumps
+    # AF-4: four players, the 25th card
+    d4 = next(x.deal for x in fixture_reports["af_4p"].results if x.deal.game_id == "af4" and x.deal.deal_no == 1)
+    assert d4.deck[24] == d4.turn_up
+    # and the replay found the deck consistent (no deck_mismatch in either fixture)
+    assert not [f for f in r2.findings + fixture_reports["af_4p"].findings if f.code == "deck_mismatch"]

@@ -229,19 +229,38 @@ SHUFFLE_SCENARIOS = {
 }
 
 
+def _rates(tests_per_season: list[list], seasons: int, honest: set[str] | None = None) -> dict:
+    pvals: dict[str, list[float]] = {}
+    any_flag: dict[str, int] = {}
+    for tests in tests_per_season:
+        flagged_here: set[str] = set()
+        for tr in tests:
+            if honest is not None and tr.subject not in honest:
+                continue
+            pvals.setdefault(tr.test, []).append(tr.pvalue)
+            if tr.flagged:
+                flagged_here.add(tr.test)
+        for t in flagged_here:
+            any_flag[t] = any_flag.get(t, 0) + 1
+    return {test: {"subjects": len(ps), "p_le_alpha": {str(a): float(np.mean(np.array(ps) <= a)) for a in ALPHAS},
+                   "seasons_with_a_flag": any_flag.get(test, 0), "seasons": seasons}
+            for test, ps in sorted(pvals.items())}
+
+
 def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_table: int = 240, fdr: float = 0.05,
-                        scenarios=None) -> dict:
+                        scenarios=None, simulator_deals: int = 4000) -> dict:
     """Honest tables of four (Scotch Whist, Foster) whose dealers shuffle the gathered tricks as people do; the rate
-    of p <= alpha of every dealing test and the share of seasons with any flag, per scenario."""
+    of p <= alpha of every dealing test and the seasons with any (false) flag, per scenario. With the simulator
+    present, also its club season's human-shuffle tables with every cheater removed (`simulator_club`)."""
     from .audit import run_detectors
     from .dealog import record_from_obj
     from .detectors.registry import make_detectors
     from .replay.reference import replay_deal
 
+    only = ["dealer_jack", "deal_uniformity", "shuffle_residue", "trick_stack"]
     out = {}
     for name, spec in (scenarios or SHUFFLE_SCENARIOS).items():
-        pvals: dict[str, list[float]] = {}
-        any_flag: dict[str, int] = {}
+        per_season = []
         t0 = time.perf_counter()
         for i in range(seasons):
             rng = _season_rng(seed, "shuffle", name, i)
@@ -257,21 +276,37 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
                 recs += list(dealgen.table_sequence("scotch_whist/foster", players, deals_per_table, rng, rif,
                                                     table=f"t{t}"))
             results = [replay_deal(record_from_obj(r, "sim", 0, k + 1).deal) for k, r in enumerate(recs)]
-            dets = make_detectors(fdr=fdr, details=False,
-                                  only=["dealer_jack", "deal_uniformity", "shuffle_residue"])
+            dets = make_detectors(fdr=fdr, details=False, only=only)
             for d in dets:
                 if hasattr(d, "mc_max"):
                     d.mc_max = 2000
             tests, _fams, _ = run_detectors(results, fdr=fdr, seed=int(rng.integers(2**31)), detectors=dets)
-            for tr in tests:
-                pvals.setdefault(tr.test, []).append(tr.pvalue)
-            for test in {tr.test for tr in tests}:
-                any_flag[test] = any_flag.get(test, 0) + any(tr.flagged for tr in tests if tr.test == test)
-        out[name] = {test: {"subjects": len(ps), "p_le_alpha": {str(a): float(np.mean(np.array(ps) <= a))
-                                                                 for a in ALPHAS},
-                            "seasons_with_a_flag": any_flag.get(test, 0), "seasons": seasons}
-                     for test, ps in sorted(pvals.items())}
+            per_season.append(tests)
+        out[name] = _rates(per_season, seasons)
         out[name]["_seconds"] = round(time.perf_counter() - t0, 2)
+    if simulator_deals:
+        try:
+            from .simulate import SeasonSpec, TableSpec, simulate_season
+        except ImportError:  # pragma: no cover - the simulator is part of the package
+            return out
+        per_season = []
+        t0 = time.perf_counter()
+        for i in range(seasons):
+            rng = _season_rng(seed, "shuffle", "simulator", i)
+            spec = SeasonSpec(
+                tables=[TableSpec(f"sw4-{k}", 4, human_shuffle=True) for k in range(3)]
+                + [TableSpec("sw5", 5, human_shuffle=True), TableSpec("af4", 4, game="all_fours", human_shuffle=True)],
+                n_deals=simulator_deals, players=30, season=f"cal{i}")
+            sim = simulate_season(spec, rng)
+            results = [replay_deal(record_from_obj(r, "sim", 0, k + 1).deal) for k, r in enumerate(sim.records)]
+            dets = make_detectors(fdr=fdr, details=False, only=only + ["turnup_jack"])
+            for d in dets:
+                if hasattr(d, "mc_max"):
+                    d.mc_max = 2000
+            tests, _fams, _ = run_detectors(results, fdr=fdr, seed=int(rng.integers(2**31)), detectors=dets)
+            per_season.append(tests)
+        out["simulator_club_2_to_4_riffles"] = _rates(per_season, seasons)
+        out["simulator_club_2_to_4_riffles"]["_seconds"] = round(time.perf_counter() - t0, 2)
     return out
 
 
@@ -280,8 +315,8 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
 
 def calibrate(seed: int = 0, honest_seasons: int = 200, power_seasons: int = 200, fdr: float = 0.05,
               curve_qs=(0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4), curve_seasons: int = 100,
-              uniformity_seasons: int = 20, shuffle_seasons: int = 0, progress: Callable[[str], None] | None = None
-              ) -> dict:
+              uniformity_seasons: int = 20, shuffle_seasons: int = 0, simulator_deals: int = 4000,
+              progress: Callable[[str], None] | None = None) -> dict:
     say = progress or (lambda _m: None)
     out: dict = {"seed": seed, "fdr": fdr, "studies": {}, "machine": _machine()}
     t_all = time.perf_counter()
@@ -319,7 +354,7 @@ def calibrate(seed: int = 0, honest_seasons: int = 200, power_seasons: int = 200
             "seconds": round(time.perf_counter() - t0, 1)}
     if shuffle_seasons:
         say(f"human shuffling: {shuffle_seasons} seasons per scenario")
-        out["human_shuffling"] = human_shuffle_study(shuffle_seasons, seed, fdr=fdr)
+        out["human_shuffling"] = human_shuffle_study(shuffle_seasons, seed, fdr=fdr, simulator_deals=simulator_deals)
     out["seconds"] = round(time.perf_counter() - t_all, 1)
     return out
 

@@ -167,7 +167,8 @@ def test_shuffle_residue_flags_the_bad_shuffler_among_human_peers():
     assert [k for k, r in res.items() if r.flagged] == ["t0p0"]
     c = res["t0p0"].controls
     assert c["perfect_shuffle"]["observed"] > 3 * c["perfect_shuffle"]["expected"]
-    assert c["strata"][0]["peers"] == 3
+    assert c["peers"]["peers"] == 11  # everyone else, the tables only centre the residues
+    assert [t["stratum"] for t in c["tables"]] == ["t0"]
     assert res["t1p0"].detail["min_detectable"] < 0.2
 
 

@@ -36,7 +36,7 @@ from ..stats import exact
 from ..stats.family import TestResult
 from .base import MIN_DETECTABLE_POWER, timeline
 
-MIN_PEERS = 3  # peers a dealer needs in a stratum; a table with more dealers than this is its own stratum
+MIN_PEERS = 3  # peers a dealer needs; a table with more dealers than this is its own stratum for centring
 
 
 def _deck_of(deal, L) -> list[int] | None:
@@ -189,32 +189,36 @@ def _strata(counts: dict, stat: str) -> list[dict]:
     return strata
 
 
-def _dealer_stats(st: dict) -> dict:
-    """Per dealer of a stratum: deals, mean excess and within sum of squares (computed once per stratum)."""
-    if "_by" not in st:
-        names, inv = np.unique(st["dealer"].astype(str), return_inverse=True)
+def _people(strata: list[dict]) -> dict:
+    """Deal-level excesses standardised within their stratum (table or pooled configuration), then summarised per
+    person: a person's shuffling is his own, the same at every table, so people are the units compared."""
+    ys, names, keys = [], [], []
+    for st in strata:
         x = st["x"]
-        n = np.bincount(inv, minlength=len(names)).astype(float)
-        mean = np.bincount(inv, weights=x, minlength=len(names)) / n
-        ss = np.bincount(inv, weights=(x - mean[inv]) ** 2, minlength=len(names))
-        st["_by"] = {"names": list(names), "index": {k: i for i, k in enumerate(names)}, "n": n, "mean": mean,
-                     "ss": ss}
-    return st["_by"]
+        sd = float(x.std(ddof=1)) if len(x) > 1 else 0.0
+        ys.append((x - x.mean()) / (sd if sd > 1e-9 else 1.0))
+        names.append(st["dealer"].astype(str))
+        keys.append(st["key"])
+    y = np.concatenate(ys) if ys else np.zeros(0)
+    who = np.concatenate(names) if names else np.zeros(0, dtype=str)
+    uniq, inv = np.unique(who, return_inverse=True)
+    n = np.bincount(inv, minlength=len(uniq)).astype(float)
+    mean = np.bincount(inv, weights=y, minlength=len(uniq)) / np.maximum(n, 1)
+    ss = np.bincount(inv, weights=(y - mean[inv]) ** 2, minlength=len(uniq))
+    return {"names": list(uniq), "index": {k: i for i, k in enumerate(uniq)}, "n": n, "mean": mean, "ss": ss}
 
 
-def _predictive_z(st: dict, d: str) -> tuple[float, int, dict] | None:
-    """Random-effects predictive score of dealer d in one stratum (None when he has fewer than MIN_PEERS peers)."""
-    by = _dealer_stats(st)
-    i = by["index"].get(d)
-    if i is None or len(by["names"]) - 1 < MIN_PEERS:
+def _predictive_z(people: dict, d: str) -> tuple[float, dict] | None:
+    """Random-effects predictive score of person d against everyone else (None with fewer than MIN_PEERS)."""
+    i = people["index"].get(d)
+    if i is None or len(people["names"]) - 1 < MIN_PEERS:
         return None
-    keep = np.ones(len(by["names"]), bool)
+    keep = np.ones(len(people["names"]), bool)
     keep[i] = False
-    means, ns = by["mean"][keep], by["n"][keep]
+    means, ns = people["mean"][keep], people["n"][keep]
     k = len(means)
     dof = ns.sum() - k
-    sigma2 = float(by["ss"][keep].sum() / dof) if dof > 0 else float(st["x"].var())
-    sigma2 = max(sigma2, 1e-9)
+    sigma2 = max(float(people["ss"][keep].sum() / dof) if dof > 0 else 1.0, 1e-9)
     v = sigma2 / ns
     w = 1 / v
     mu_fe = float((w * means).sum() / w.sum())
@@ -224,13 +228,13 @@ def _predictive_z(st: dict, d: str) -> tuple[float, int, dict] | None:
     W = 1 / (v + tau2)
     mu = float((W * means).sum() / W.sum())
     var_mu = float(1 / W.sum())
-    n = int(by["n"][i])
-    m = float(by["mean"][i])
+    n = int(people["n"][i])
+    m = float(people["mean"][i])
     t = (m - mu) / np.sqrt(tau2 + sigma2 / n + var_mu)
     z = float(_st.norm.isf(_st.t.sf(t, df=k - 1)))
-    return z, n, {"stratum": st["name"], "peers": k, "mean_excess": round(m, 4),
-                  "peers_mean_excess": round(mu, 4), "between_dealer_sd": round(float(np.sqrt(tau2)), 4),
-                  "within_sd": round(float(np.sqrt(sigma2)), 4), "z": round(z, 3)}
+    return z, {"peers": k, "mean_excess_sd_units": round(m, 4), "peers_mean": round(mu, 4),
+               "between_people_sd": round(float(np.sqrt(tau2)), 4), "within_sd": round(float(np.sqrt(sigma2)), 4),
+               "t": round(float(t), 3)}
 
 
 class ShuffleResidue:
@@ -260,70 +264,67 @@ class ShuffleResidue:
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
         strata = _strata(counts, self.stat)
-        dealers = sorted({d for st in strata for d in st["dealer"].tolist()})
+        people = _people(strata)
         scored = {}
-        for d in dealers:
-            parts = [(st, _predictive_z(st, d)) for st in strata]
-            parts = [(st, r) for st, r in parts if r is not None]
-            if parts:
-                scored[d] = parts
+        for d in people["names"]:
+            r = _predictive_z(people, d)
+            if r is not None and any((st["dealer"] == d).any() and (st["dealer"] != d).any() for st in strata):
+                scored[d] = r
         level = exact.per_test_level(self.fdr, len(scored))
         out = []
-        for d, parts in scored.items():
-            wz = np.array([np.sqrt(r[1]) for _, r in parts])
-            zs = np.array([r[0] for _, r in parts])
-            Z = float((wz * zs).sum() / np.sqrt((wz ** 2).sum()))
-            p = float(_st.norm.sf(Z))
-            sel = [(st, st["dealer"] == d) for st, _ in parts]
+        for d, (z, info) in scored.items():
+            p = float(_st.norm.sf(z))
+            sel = [(st, st["dealer"] == d) for st in strata if (st["dealer"] == d).any()]
             n = int(sum(m.sum() for _, m in sel))
             obs_total = float(sum(st[f"{self.stat}_obs"][m].sum() for st, m in sel))
-            peer_mean = {st["name"]: r[2]["peers_mean_excess"] for st, r in parts}
-            expected = float(sum((st[f"{self.stat}_exp"][m] + peer_mean[st["name"]]).sum() for st, m in sel))
+            peer_x = {st["name"]: (float(st["x"][~m].mean()) if (~m).any() else 0.0) for st, m in sel}
+            expected = float(sum((st[f"{self.stat}_exp"][m] + peer_x[st["name"]]).sum() for st, m in sel))
             perfect = float(sum(st[f"{self.stat}_exp"][m].sum() for st, m in sel))
             controls: dict[str, Any] = {}
             detail: dict[str, Any] = {}
             if self.details:
                 controls = {"perfect_shuffle": {"n": n, "observed": obs_total, "expected": round(perfect, 4),
                                                 "note": "reference line only: people do not shuffle perfectly"},
-                            "strata": [r[2] for _, r in parts]}
+                            "peers": info,
+                            "tables": [{"stratum": st["name"], "deals": int(m.sum()),
+                                        "mean": round(float(st[f"{self.stat}_obs"][m].mean()), 4),
+                                        "others_mean": round(float(st[f"{self.stat}_obs"][~m].mean()), 4)
+                                        if (~m).any() else None} for st, m in sel]}
                 keys = np.concatenate([st["key"][m] for st, m in sel])
                 got = np.concatenate([st[f"{self.stat}_obs"][m] for st, m in sel])
-                pe = np.concatenate([st[f"{self.stat}_exp"][m] + peer_mean[st["name"]] for st, m in sel])
+                pe = np.concatenate([st[f"{self.stat}_exp"][m] + peer_x[st["name"]] for st, m in sel])
                 o = np.argsort(keys, kind="stable")
                 detail["timeline"] = timeline(got[o], pe[o])
                 detail["null_rate"] = round(expected / n, 6) if n else None
                 detail["unit"] = self.unit
-                detail["min_detectable"] = self._min_detectable(parts, sel, level)
+                detail["min_detectable"] = self._min_detectable(sel, info, level)
                 detail["min_detectable_level"] = level
                 detail["min_detectable_method"] = (
                     f"approximate (normal): the smallest fraction q of his deals in which he {self.cheat} that the "
                     f"test at the FDR-equivalent per-test level finds with power {MIN_DETECTABLE_POWER}")
             out.append(TestResult(
-                test=self.name, subject=d, n=n, observed=obs_total, expected=expected, statistic=Z, pvalue=p,
-                method="random-effects predictive z against the other dealers of his table (DerSimonian-Laird, "
-                       "Student t on the peers), Stouffer over tables, one-sided; approximate, calibrated by "
+                test=self.name, subject=d, n=n, observed=obs_total, expected=expected, statistic=z, pvalue=p,
+                method="random-effects predictive test against the other dealers (deal excesses standardised per "
+                       "table, DerSimonian-Laird between people, Student t), one-sided; approximate, calibrated by "
                        "simulation",
                 controls=controls, detail=detail))
         return out
 
-    def _min_detectable(self, parts, sel, level: float) -> float | None:
-        """Normal approximation: a cheat adds q·(max − expected − peers' mean excess) per deal on average."""
-        num = den = 0.0
-        for (st, r), (_, m) in zip(parts, sel):
-            info = r[2]
-            n = int(m.sum())
-            gain = float((st[f"{self.stat}_max"][m] - st[f"{self.stat}_exp"][m]).mean()) - info["peers_mean_excess"]
-            sd = np.sqrt(info["between_dealer_sd"] ** 2 + info["within_sd"] ** 2 / n)
-            if gain <= 0 or sd <= 0:
-                continue
-            w = np.sqrt(n)
-            num += w * gain / sd  # z per unit q, weighted
-            den += w * w
-        if den == 0 or num <= 0:
+    def _min_detectable(self, sel, info: dict, level: float) -> float | None:
+        """Normal approximation: a cheat adds q·(max − expected − peers' excess) per deal, in stratum sd units."""
+        n = sum(int(m.sum()) for _, m in sel)
+        gain = 0.0
+        for st, m in sel:
+            sd = float(st["x"].std(ddof=1)) if len(st["x"]) > 1 else 1.0
+            g = (st[f"{self.stat}_max"][m] - st[f"{self.stat}_exp"][m]).mean() - st["x"][~m].mean() \
+                if (~m).any() else 0.0
+            gain += float(g) / max(sd, 1e-9) * int(m.sum())
+        gain /= max(n, 1)
+        spread = np.sqrt(info["between_people_sd"] ** 2 + info["within_sd"] ** 2 / max(n, 1))
+        if gain <= 0 or spread <= 0:
             return None
-        per_q = num / np.sqrt(den)
         need = _st.norm.isf(level) + _st.norm.isf(1 - MIN_DETECTABLE_POWER)
-        q = need / per_q
+        q = need * spread / gain
         return round(float(q), 4) if q <= 1 else None
 
 

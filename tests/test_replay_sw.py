@@ -170,3 +170,12 @@ def test_fixture_files_exist():
     for name in ("sw_foster_2p", "sw_foster_3p", "sw_foster_4p", "sw_foster_5p", "sw_foster_6p", "sw_foster_7p",
                  "sw_foster_8p", "sw_russian", "sw_countout"):
         assert (REPLAY_FIXTURES / f"{name}.jsonl").exists()
+
+
+def test_countout_that_stays_equal(reports):
+    r = reports["sw_countout"]
+    # seats 0 and 1: 38 + 3 cards-over = 41 each, together at the cards step, equal totals; A, K, Q, J (20) all
+    # go to seat 2, who had not reached 41 then; the Ten (10) to seat 3: the count-out stays equal, no winner
+    assert counted(r, "co-stays-equal", 2) == [12 - 9, 12 - 9, 11 + 4 + 3 + 2, 10]
+    assert summary(r, "co-stays-equal") == {"game_id": "co-stays-equal", "deals": 2, "totals": [41, 41, 20, 10],
+                                            "winner": None, "ended_by": "points", "loser": None}

@@ -366,6 +366,63 @@ def investigate(
     raise typer.Exit(1 if view["n_flagged"] else 0)
 
 
+@app.command()
+def simulate(
+    out: str = typer.Option(..., "--out", help="the deal log to write: .jsonl, .jsonl.gz or .parquet"),
+    preset: Optional[str] = typer.Option(None, "--preset", help="club-season: the demo season (mixed tables, "
+                                         "about 60 players, planted cheaters)"),
+    seed: int = typer.Option(2026, "--seed", help="random seed; the same seed and arguments give the same bytes"),
+    deals: Optional[int] = typer.Option(None, "--deals", help="deals to simulate (whole games: a few more may "
+                                        "come); default 20000 for club-season, else 1000"),
+    key: Optional[str] = typer.Option(None, "--key", help="write the ground truth here (JSON: skills, cheaters, "
+                                      "when they acted, planted revokes); never written into the log"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="jsonl or parquet (default: from --out's name)"),
+    game: str = typer.Option("scotch_whist", "--game", help="scotch_whist or all_fours"),
+    rules: str = typer.Option("foster", "--rules", help="the preset: foster or russian (Scotch Whist), foster "
+                              "(All Fours)"),
+    option: list[str] = typer.Option([], "--option", help="a rule switch NAME=VALUE (repeatable)"),
+    players: int = typer.Option(4, "--players", help="players at each table"),
+    tables: int = typer.Option(1, "--tables", help="number of tables"),
+    club: Optional[int] = typer.Option(None, "--club", help="club members rotating across the tables "
+                                       "(default: exactly the seats)"),
+    sides: str = typer.Option("auto", "--sides", help="pairs, teams, none, or auto (pairs at 4 players, else none)"),
+    deck: Optional[bool] = typer.Option(None, "--deck/--no-deck", help="log the whole deck (default: yes)"),
+    time: Optional[bool] = typer.Option(None, "--time/--no-time", help="log each deal's start time (default: yes)"),
+    pack: Optional[bool] = typer.Option(None, "--pack/--no-pack", help="tables alternate two packs and log the "
+                                        "pack id (default: yes for club-season, no otherwise)"),
+    recorded: Optional[bool] = typer.Option(None, "--recorded/--no-recorded", help="log the table's scores "
+                                            "(default: yes)"),
+    human_shuffle: bool = typer.Option(False, "--human-shuffle", help="dealers riffle the gathered tricks instead "
+                                       "of shuffling perfectly"),
+    cheat: list[str] = typer.Option([], "--cheat", help="plant a cheat KIND:PLAYER:Q[:PARTNER or MODE], e.g. "
+                                    "jack_stacker:ada:0.3, colluder:ada:0.5:ben (repeatable)"),
+    decisions: Optional[str] = typer.Option(None, "--decisions", help="also write one row per card played with "
+                                            "the policies' probabilities (JSONL)"),
+) -> None:
+    """Simulate a club season of honest (and planted cheating) players as deal-log/1."""
+    from .errors import AuditorError
+    from .simulate.cli_support import build_spec
+
+    try:
+        spec = build_spec(preset=preset, deals=deals, game=game, rules=rules, options=option, players=players,
+                          tables=tables, club=club, sides=sides, deck=deck, time=time, pack=pack, recorded=recorded,
+                          human_shuffle=human_shuffle, cheats=cheat, decisions=decisions is not None)
+        if fmt is not None and fmt not in ("jsonl", "parquet"):
+            raise typer.BadParameter(f"--format must be jsonl or parquet, got {fmt!r}")
+        from .simulate import simulate_season
+
+        sim = simulate_season(spec, seed=seed)
+        count = sim.write(out, fmt, key_path=key, decisions_path=decisions)
+    except (AuditorError, typer.BadParameter) as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(2)
+    except OSError as e:
+        _err(f"auditor: {e.filename or out}: cannot write: {e.strerror or e}")
+        raise typer.Exit(2)
+    _err(f"auditor: {count} deals ({sim.key['games']} games, seed {seed}) written to {out}"
+         + (f"; key in {key}" if key else ""))
+
+
 def main() -> None:  # console script entry point
     try:
         app()

@@ -38,8 +38,9 @@ class Simulation:
     decisions: list[dict] | None = None
     spec: SeasonSpec | None = None
 
-    def write(self, out: str, fmt: str = "jsonl", key_path: str | None = None,
+    def write(self, out: str, fmt: str | None = None, key_path: str | None = None,
               decisions_path: str | None = None) -> int:
+        """Write the log (format from `fmt`, else from the name: .parquet or JSON Lines), the key, the decisions."""
         from .io import write_simulation
 
         return write_simulation(self, out, fmt, key_path, decisions_path)

@@ -198,11 +198,11 @@ def club_season_spec(n_deals: int = 20000, *, deck: bool = True, time: bool = Tr
     ]
     players = player_names(60)
     cheaters = [
-        CheaterSpec("kate", "jack_stacker", 0.3),
-        CheaterSpec("otto", "turnup_jack", 0.25),
-        CheaterSpec("walt", "marked_ten", 0.6),
-        CheaterSpec("rosa", "colluder", 0.7, partner="gus"),
-        CheaterSpec("gus", "colluder", 0.7, partner="rosa"),
+        CheaterSpec("kate", "jack_stacker", 0.5),
+        CheaterSpec("otto", "turnup_jack", 0.4),
+        CheaterSpec("walt", "marked_ten", 0.8),
+        CheaterSpec("rosa", "colluder", 0.8, partner="gus"),
+        CheaterSpec("gus", "colluder", 0.8, partner="rosa"),
         CheaterSpec("ray", "revoker", 0.5),
         CheaterSpec("lou", "bad_shuffler", 0.5, mode="stack"),
     ]

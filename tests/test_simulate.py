@@ -279,3 +279,39 @@ def test_reader_belief_drops_for_a_partner_who_did_not_feed_the_ten():
     pub.pos = 3
     observe(pub, beliefs, 3, pc("9h"))
     assert bw[3] == 0.0
+
+
+def _rising(perm: list[int]) -> int:
+    pos = {v: i for i, v in enumerate(perm)}
+    return 1 + sum(1 for v in range(len(perm) - 1) if pos[v + 1] < pos[v])
+
+
+@pytest.mark.parametrize("game,n", [("scotch_whist", 4), ("scotch_whist", 5), ("all_fours", 3)])
+def test_human_shuffles_riffle_the_gathered_tricks_of_the_same_pack(game, n):
+    from auditor.cards import parse_card
+
+    tables = [TableSpec("h", n, game=game, packs=("a", "b"), human_shuffle=True), TableSpec("p", n, game=game)]
+    spec = SeasonSpec(tables=tables, players=2 * n + 2, n_deals=400)
+    sim = simulate_season(spec, np.random.default_rng(17))
+    last: dict = {}
+    rising = {"h": [], "p": []}
+    for r in sim.records:
+        deck = [parse_card(c) for c in r["deck"]]
+        prev = last.get((r["table"], r.get("pack")))
+        if prev is not None:
+            played = [parse_card(c) for t in prev.get("tricks", []) for c in t]
+            if not played:
+                played = [parse_card(c) for h in prev["hands"] for c in h]
+            pdeck = [parse_card(c) for c in prev["deck"]]
+            gathered = played + [c for c in pdeck if c not in set(played)]
+            idx = {c: i for i, c in enumerate(gathered)}
+            k = _rising([idx[c] for c in deck])
+            rising[r["table"]].append(k)
+            if r["table"] == "h":
+                riffles = sim.key["players"][r["players"][r["dealer"]]]["riffles"]
+                assert k <= 2 ** riffles + 1  # r riffles make at most 2^r rising sequences; the cut adds one
+        last[(r["table"], r.get("pack"))] = r
+    assert len(rising["h"]) > 100 and len(rising["p"]) > 100
+    m = len(sim.records[0]["deck"])
+    assert np.mean(rising["p"]) > (m + 1) / 2 - 2  # a uniform deck has (m + 1) / 2 on average
+    assert np.mean(rising["h"]) < 12

@@ -1,0 +1,126 @@
+"""Benchmark: `auditor audit` on a large log against `auditor replay` alone on the same log (target: audit ≤ 3×).
+
+    python bench/bench_audit.py                       # 1,000,000 deals (tiled from a simulated 20,000-deal season)
+    python bench/bench_audit.py --deals 100000 --json
+
+The log: the demo club season (`club_season_spec`, seeded) simulated once at `--base` deals, then tiled to `--deals`
+by copying it with renamed tables and games (`#k` suffixes), so every copy is a distinct table and game while the
+players stay the same club (families keep their size; per-subject work grows with deals, as in a real club over
+years). Both commands run as the user runs them (`python -m auditor ... --json`, output discarded) in fresh
+processes, one after the other; wall time and peak memory (RSS) come from the child's own resource usage.
+Files are cached in `--workdir` between runs. Numbers depend on the machine; the note records where they ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def simulate_base(path: Path, deals: int, seed: int) -> None:
+    from auditor.simulate import club_season_spec, simulate_season
+
+    sim = simulate_season(club_season_spec(n_deals=deals), seed=seed)
+    tmp = path.with_suffix(".tmp")
+    sim.write(str(tmp))
+    tmp.replace(path)
+
+
+def tile(base: Path, out: Path, deals: int) -> int:
+    """Copy the base log until `deals` lines are written; copy k renames `table` and `game_id` with '#k'."""
+    import orjson
+
+    lines = base.read_bytes().splitlines()
+    objs = [orjson.loads(x) for x in lines if x.strip()]
+    tmp = out.with_suffix(".tmp")
+    written = 0
+    with open(tmp, "wb") as fh:
+        k = 0
+        while written < deals:
+            for o in objs:
+                if written >= deals:
+                    break
+                if k:
+                    o = dict(o, table=f"{o['table']}#{k}", game_id=f"{o['game_id']}#{k}")
+                fh.write(orjson.dumps(o) + b"\n")
+                written += 1
+            k += 1
+    tmp.replace(out)
+    return written
+
+
+def run(cmd: list[str]) -> dict:
+    """Run a command with stdout discarded; its wall time, peak RSS and exit code."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+    code = os.waitstatus_to_exitcode(status)
+    proc.returncode = code
+    return {"cmd": " ".join(cmd[2:]), "seconds": round(wall, 2), "cpu_seconds": round(usage.ru_utime + usage.ru_stime,
+                                                                                           2),
+            "max_rss_mb": round(usage.ru_maxrss / 1024, 1), "exit": code, "stderr_tail": err[-400:]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--deals", type=int, default=1_000_000)
+    ap.add_argument("--base", type=int, default=20_000, help="deals simulated before tiling")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--engine", default="batch", choices=("batch", "reference"))
+    ap.add_argument("--workdir", default="/tmp/auditor-bench")
+    ap.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    ap.add_argument("--skip-replay", action="store_true", help="time the audit only")
+    a = ap.parse_args(argv)
+    work = Path(a.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    base = work / f"base-{a.base}-s{a.seed}.jsonl"
+    log = work / f"season-{a.deals}-from-{a.base}-s{a.seed}.jsonl"
+    t0 = time.perf_counter()
+    if not base.exists():
+        print(f"simulating {a.base:,} deals (seed {a.seed}) ...", file=sys.stderr)
+        simulate_base(base, a.base, a.seed)
+    if not log.exists():
+        print(f"tiling to {a.deals:,} deals ...", file=sys.stderr)
+        tile(base, log, a.deals)
+    prep = time.perf_counter() - t0
+    py = [sys.executable, "-m", "auditor"]
+    res: dict = {"deals": a.deals, "base": a.base, "seed": a.seed, "engine": a.engine, "log": str(log),
+                 "log_mb": round(log.stat().st_size / 2**20, 1), "prepare_seconds": round(prep, 1),
+                 "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                             "platform": platform.platform()}}
+    if not a.skip_replay:
+        print("replay ...", file=sys.stderr)
+        res["replay"] = run(py + ["replay", "--engine", a.engine, "--json", str(log)])
+    print("audit ...", file=sys.stderr)
+    res["audit"] = run(py + ["audit", "--engine", a.engine, "--json", str(log)])
+    if "replay" in res:
+        res["ratio"] = round(res["audit"]["seconds"] / max(res["replay"]["seconds"], 1e-9), 2)
+        res["target"] = "audit <= 3 x replay"
+        res["meets_target"] = res["ratio"] <= 3.0
+    bad = [k for k in ("replay", "audit") if k in res and res[k]["exit"] not in (0, 1)]
+    if a.json:
+        print(json.dumps(res, indent=2))
+    else:
+        print(f"{a.deals:,} deals ({res['log_mb']} MB), engine {a.engine}, {os.cpu_count()} cpus")
+        for k in ("replay", "audit"):
+            if k in res:
+                r = res[k]
+                print(f"  {k:>6}: {r['seconds']:9.1f} s wall, {r['cpu_seconds']:9.1f} s cpu, "
+                      f"{r['max_rss_mb']:8.0f} MB peak, exit {r['exit']}")
+        if "ratio" in res:
+            print(f"  audit / replay = {res['ratio']:.2f} (target ≤ 3: {'met' if res['meets_target'] else 'NOT met'})")
+    for k in bad:
+        print(f"{k} failed (exit {res[k]['exit']}): {res[k]['stderr_tail']}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+"""`collusion`: at individual-play tables, does one player give counting cards to another's tricks?
+
+For an ordered pair (a gives to b): an *opportunity* is a play by `a`, in a deal where every player plays for
+himself (3 or more players), when `b` is winning the trick at that moment and `a`'s legal cards include both a
+counting card that would not take the trick from `b` (a card `a` can give) and a non-counting card. The *event*
+is that `a` gives the counting card. Counting cards: Scotch Whist, the trump Ten, Ace, King and Queen (the Jack
+always wins its trick); All Fours, every card worth Game pips (Ten, Ace, King, Queen, Jack) and the trump Jack.
+
+Null: the field's rate of giving in the same situation (cell: game and player count, following suit or void,
+trump led, `a` last to play, `b` holding a sure winner, how many of `a`'s legal cards count), estimated from every
+other ordered pair (leave-pair-out). The pair's event count is then an exact one-sided Poisson-binomial test. Every
+ordered pair with an opportunity is one test of the `collusion` family (thousands of pairs in a large club).
+
+Controls (in no family): the giver's own rate of giving to everyone else in the same cells (a generous or careless
+giver is generous to everybody; a colluder only to his accomplice), and the reverse pair.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field as dc_field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..cards import rank_of, suit_of
+from ..rules import AF_PIPS, SW_HONOURS
+from ..stats import exact
+from ..stats.family import TestResult
+from .play_facts import JACK, deal_exclusion, walk
+
+NAME = "collusion"
+SW_COUNTING_RANKS = frozenset(r for r in SW_HONOURS if r != JACK)  # T A K Q of trumps
+
+
+def counting(game: str, trump: int, card: int) -> bool:
+    r = rank_of(card)
+    if game == "scotch_whist":
+        return suit_of(card) == trump and r in SW_COUNTING_RANKS
+    return r in AF_PIPS or (suit_of(card) == trump and r == JACK)
+
+
+def individual(deal) -> bool:
+    return deal.n >= 3 and (not deal.sides or all(len(s) == 1 for s in deal.sides))
+
+
+@dataclass
+class CollusionCounts:
+    """Counts that add across partitions: per cell the field's (opportunities, events); per ordered pair and cell
+    the pair's (opportunities, events)."""
+
+    field: dict[tuple, list[int]] = dc_field(default_factory=dict)
+    pairs: dict[tuple[str, str], dict[tuple, list[int]]] = dc_field(default_factory=dict)
+    excluded_deals: dict[str, int] = dc_field(default_factory=dict)
+    deals: int = 0
+
+
+def _add(dct: dict, key, opp: int, ev: int) -> None:
+    v = dct.get(key)
+    if v is None:
+        dct[key] = [opp, ev]
+    else:
+        v[0] += opp
+        v[1] += ev
+
+
+def count_deal(res, c: CollusionCounts) -> None:
+    d = res.deal
+    if not individual(d):
+        return
+    why = deal_exclusion(res)
+    if why is not None:
+        c.excluded_deals[why] = c.excluded_deals.get(why, 0) + 1
+        return
+    c.deals += 1
+    game = d.game
+    for st in walk(res):
+        if st.pos == 0 or st.two_card_turn or st.revoke:
+            continue
+        ws, wc = st.current_winner()
+        a = st.seat
+        if ws == a:
+            continue
+        trump = st.trump
+        give = False
+        plain = False
+        n_count = 0
+        m = st.legal
+        while m:
+            low = m & -m
+            card = low.bit_length() - 1
+            m ^= low
+            if counting(game, trump, card):
+                n_count += 1
+                if not st.beats(card, wc):
+                    give = True
+            else:
+                plain = True
+        if not (give and plain):
+            continue
+        ev = int(counting(game, trump, st.card) and not st.beats(st.card, wc))
+        following = int(st.lead_suit is not None and suit_of(st.card) == st.lead_suit)
+        cell = (game, st.n, following, int(st.lead_suit == trump), int(st.pos == len(st.trick_seats) - 1),
+                int(st.winner_is_sure()), min(n_count, 3))
+        _add(c.field, cell, 1, ev)
+        pair = (d.players[a], d.players[ws])
+        _add(c.pairs.setdefault(pair, {}), cell, 1, ev)
+
+
+class Collusion:
+    name = NAME
+
+    def __init__(self, fdr: float = 0.05, details: bool = True, min_opportunities: int = 1, **_: Any):
+        self.fdr = fdr
+        self.details = details
+        self.min_opportunities = min_opportunities
+
+    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts: Any = None
+              ) -> CollusionCounts:
+        c = CollusionCounts()
+        for res in results:
+            count_deal(res, c)
+        return c
+
+    def merge(self, parts: Sequence[CollusionCounts]) -> CollusionCounts:
+        out = CollusionCounts()
+        for p in parts:
+            out.deals += p.deals
+            for k, v in p.excluded_deals.items():
+                out.excluded_deals[k] = out.excluded_deals.get(k, 0) + v
+            for cell, (o, e) in p.field.items():
+                _add(out.field, cell, o, e)
+            for pair, cells in p.pairs.items():
+                dst = out.pairs.setdefault(pair, {})
+                for cell, (o, e) in cells.items():
+                    _add(dst, cell, o, e)
+        return out
+
+    def finalize(self, counts: CollusionCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
+        out: list[TestResult] = []
+        # the giver's totals per cell (for the within-giver control)
+        giver: dict[str, dict[tuple, list[int]]] = {}
+        for (a, _b), cells in counts.pairs.items():
+            g = giver.setdefault(a, {})
+            for cell, (o, e) in cells.items():
+                _add(g, cell, o, e)
+        for (a, b) in sorted(counts.pairs):
+            cells = counts.pairs[(a, b)]
+            n_opp = sum(o for o, _ in cells.values())
+            if n_opp < self.min_opportunities:
+                continue
+            obs = sum(e for _, e in cells.values())
+            groups: list[tuple[float, int]] = []
+            own_groups: list[tuple[float, int]] = []
+            own_ok = True
+            for cell in sorted(cells, key=repr):
+                o, e = cells[cell]
+                fo, fe = counts.field[cell]
+                ro, re = fo - o, fe - e  # leave the pair out
+                p = _rate(re, ro)
+                groups.append((p, o))
+                go, ge = giver[a][cell]
+                oo, oe = go - o, ge - e  # the giver to everyone else
+                if oo > 0:
+                    own_groups.append((_rate(oe, oo), o))
+                else:
+                    own_ok = False
+            groups_t = _merge(groups)
+            dist = exact.poisson_binomial(groups_t)
+            pval = dist.sf(obs)
+            expct = sum(p * k for p, k in groups_t)
+            z = exact.z_score(obs, dist)
+            controls: dict[str, Any] = {}
+            if own_groups:
+                og = _merge(own_groups)
+                od = exact.poisson_binomial(og)
+                controls["giver_to_others"] = {
+                    "expected": sum(p * k for p, k in og), "pvalue": od.sf(obs),
+                    "complete": own_ok,
+                    "note": "null = the giver's own rate of giving to the other players in the same situations"}
+            rev = counts.pairs.get((b, a))
+            if rev:
+                controls["reverse_pair"] = {"opportunities": sum(o for o, _ in rev.values()),
+                                            "gifts": sum(e for _, e in rev.values())}
+            detail = {"opportunities": n_opp, "gifts": obs, "cells": len(cells)} if self.details else {}
+            out.append(TestResult(
+                test=NAME, subject=f"{a}+{b}", n=int(n_opp), observed=float(obs), expected=float(expct),
+                statistic=float(z), pvalue=float(pval),
+                method="exact poisson-binomial, one-sided; null = the field's rate in the same situations "
+                       "(leave-pair-out)", controls=controls, detail=detail))
+        return out
+
+
+def _rate(events: int, opps: int, prior: float = 0.5) -> float:
+    """The field's giving rate in a cell, with a half-event prior so that a cell nobody else met is not 0 or 1."""
+    return (events + prior) / (opps + 2 * prior)
+
+
+def _merge(groups: list[tuple[float, int]]) -> tuple[tuple[float, int], ...]:
+    acc: dict[float, int] = {}
+    for p, k in groups:
+        acc[p] = acc.get(p, 0) + k
+    return tuple(sorted(acc.items()))

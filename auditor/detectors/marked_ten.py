@@ -1,0 +1,869 @@
+"""`marked_ten`: does a player's play follow where the Ten of trumps really is, beyond what he could legally know?
+
+Scotch Whist, deals played in one set (4 to 8 players, Russian 2-3 players). The design (docs/decisions.md,
+section "Play-knowledge tests"):
+
+Decisions. Every card play by the player where the target card (the Ten of trumps) is unplayed, not his, not
+publicly known (the turn-up) and not out of play, and where he has a real choice of "trump aggression":
+
+  - a lead, scored x = +1 for leading the boss trump (the highest trump not yet played: a sure winner),
+    0 for another trump, -1 for a non-trump; relevant when his hand offers two of these;
+  - following a trump lead with trumps, x = +1 for playing the boss (the highest trump not yet played), -1 for
+    another trump; relevant when he holds the boss and another trump.
+
+Every other play is excluded and counted by reason (`detail.excluded`).
+
+Fit. The Ten's location class g: for a lead +1 when an opponent holds it, -1 when a partner does, 0 when it is
+aside (undealt); for a follow +1 when its holder is still to play to this trick, 0 otherwise. The fit of a
+decision is f(d, loc) = x(d) g(loc): leading the boss when an opponent holds the Ten (+1), keeping off trumps
+when the partner holds it (+1), and the mirror cases (-1).
+
+Null. Under H0 the decision depends on the Ten's location only through what he knew, I_t. With P(loc | I_t) the
+posterior of the Ten's location given I_t, the decision's score is
+
+    s_t = (x(d_t) - c_t) * (g(true loc) - sum_loc P(loc | I_t) g(loc))
+
+which has mean zero given I_t for any c_t that is a function of I_t (c_t = the field's mean x in the same
+decision context, which removes noise: a player who always leads trumps adds no variance). The deal is the unit:
+S_d = sum of s_t over the player's decisions in deal d, and Z = sum_d S_d / sqrt(sum_d S_d^2) (one-sided p from
+N(0, 1); calibration measured by simulation, `auditor.calibrate_play`).
+
+Posterior. P(loc | I_t) is a conditional logit over the seats that may hold the Ten: seats shown void in trumps
+have none; the others have the offset log(unknown cards) (the exact hard-fact prior when nobody has shown a void)
+plus fitted weights on (a) the sum of the log likelihood ratios of the seat's plays so far in the deal under a
+model of how holders and non-holders of the Ten play (binned frequencies over the whole field: after the fact
+every deal's hands are known) and (b) plain-suit voids shown. The model for a player's decisions is fitted on
+the other players only (K folds of players), so a cheater cannot teach the model his own habits.
+
+Components reported beside the primary Z (`controls`): the hard-fact Z (posterior from unknown-card counts and
+voids only: what a detector that ignores legal signals would say), the exact opening-lead component (the first
+lead of a deal: the hard-fact posterior is exact for every honest policy), early vs late decisions, the same
+statistic for unmarked cards (the trump Queen, the Ten of the next suit), a placebo on deals where the Ten is his
+own (the trump Ace standing in for the Ten), the pack contrast when records carry `pack`, and the field
+comparison (`auditor.detectors.field`).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from scipy.special import ndtr
+
+from ..cards import SUIT_MASK, rank_of, suit_of
+from ..rules import trump_strength
+from ..stats.family import TestResult
+from .play_facts import ACE, QUEEN, TEN, PlayState, card_of, deal_exclusion, popcount, walk
+
+NAME = "marked_ten"
+
+# targets: the marked card and its controls
+TARGETS = ("ten", "queen", "plain_ten", "placebo")
+TARGET_LABEL = {"ten": "Ten of trumps", "queen": "Queen of trumps (unmarked control)",
+                "plain_ten": "Ten of the next suit (unmarked control)",
+                "placebo": "trump Ace on deals where the Ten is his own (placebo)"}
+
+KIND_LEAD, KIND_FOLLOW = 0, 1
+N_FEAT = 5  # conditional logit features: log u, llr sum, one plain void, two+ plain voids, aside
+LLR_CLIP = 6.0
+MIN_DEALS = 5  # a player with fewer scored deals gets no test
+
+
+def target_card(name: str, trump: int) -> int:
+    if name == "ten":
+        return card_of(trump, TEN)
+    if name == "queen":
+        return card_of(trump, QUEEN)
+    if name == "plain_ten":
+        return card_of((trump + 1) % 4, TEN)
+    return card_of(trump, ACE)  # placebo
+
+
+# ---------------------------------------------------------------- per-play model of holders and non-holders
+
+# play context: partnership (2) x kind (3) x situation (3) x last to play (2) x stage (3); outcome 0..3
+N_CTX = 2 * 3 * 3 * 2 * 3
+N_OUT = 4  # 0: target suit above target, 1: target suit below target, 2: another suit, 3: the target itself
+
+
+def _above(game: str, trump: int, a: int, b: int) -> bool:
+    """Card a ranks above card b of the same suit."""
+    if suit_of(a) == trump:
+        return trump_strength(game, rank_of(a)) > trump_strength(game, rank_of(b))
+    return rank_of(a) > rank_of(b)
+
+
+def play_cell(st: PlayState, target: int) -> int | None:
+    """Context x outcome cell of seat `st.seat`'s play relative to `target` (None: a play that says nothing of it,
+    i.e. following another suit with that suit)."""
+    s, c = st.seat, st.card
+    ts = suit_of(target)
+    if st.pos == 0:
+        kind = 0
+        situation = 0
+    elif st.lead_suit == ts and st.hold[s] & SUIT_MASK[ts]:
+        kind = 1  # following the target's suit with that suit: the target could be played
+        w_seat, w_card = st.current_winner()
+        if st.sure_for_side(s):
+            situation = 0  # the partner's sure winner: a safe place to drop the target
+        elif st.beats(target, w_card):
+            situation = 2  # the target would win the trick now
+        else:
+            situation = 1
+    elif not (st.hold[s] & SUIT_MASK[st.lead_suit]):
+        kind = 2  # void in the suit led: the target could be thrown (or trumped in)
+        situation = 0 if st.sure_for_side(s) else (1 if st.side_of[st.current_winner()[0]] != st.side_of[s] else 2)
+    else:
+        return None
+    last = 1 if st.pos == len(st.trick_seats) - 1 else 0
+    stage = 0 if st.k == 0 else (1 if 2 * st.k < st.n_tricks else 2)
+    ctx = (((int(st.partnership) * 3 + kind) * 3 + situation) * 2 + last) * 3 + stage
+    if c == target:
+        out = 3
+    elif suit_of(c) == ts:
+        out = 0 if _above(st.game, st.trump, c, target) else 1
+    else:
+        out = 2
+    return ctx * N_OUT + out
+
+
+# ---------------------------------------------------------------- decisions
+
+
+def boss_trump(st: PlayState) -> int | None:
+    """The highest trump that is not yet played or publicly out of play."""
+    gone = st.played | st.out_of_play_public
+    for c in st.trump_order:
+        if not (gone >> c) & 1:
+            return c
+    return None
+
+
+def decision_x(st: PlayState) -> tuple[int, dict[int, int], int] | None:
+    """(kind, x per legal card, context for the field's mean x), or None when the play is not a trump-aggression
+    choice."""
+    i, trump, legal = st.seat, st.trump, st.legal
+    tmask = SUIT_MASK[trump]
+    if st.pos != 0 and (st.lead_suit != trump or not legal & tmask or popcount(legal) < 2):
+        return None
+    if st.pos == 0 and (popcount(legal) < 2 or not legal & tmask):
+        return None
+    boss = boss_trump(st)
+    if st.pos == 0:
+        xs: dict[int, int] = {}
+        m = legal
+        while m:
+            low = m & -m
+            c = low.bit_length() - 1
+            m ^= low
+            xs[c] = (1 if c == boss else 0) if suit_of(c) == trump else -1
+        pattern = (int(boss is not None and (legal >> boss) & 1) << 2) | (int(bool(legal & tmask & ~(
+            (1 << boss) if boss is not None else 0))) << 1) | int(bool(legal & ~tmask))
+        stage = 0 if st.k == 0 else (1 if 2 * st.k < st.n_tricks else 2)
+        return KIND_LEAD, xs, (int(st.partnership) * 8 + pattern) * 3 + stage
+    if st.lead_suit == trump and legal & tmask:
+        w_seat, w_card = st.current_winner()
+        xs = {}
+        m = legal
+        while m:
+            low = m & -m
+            c = low.bit_length() - 1
+            m ^= low
+            xs[c] = 1 if c == boss else -1
+        n_opts = min(popcount(legal), 4)
+        partner_winning = int(st.side_of[w_seat] == st.side_of[i])
+        last = int(st.pos == len(st.trick_seats) - 1)
+        return KIND_FOLLOW, xs, 48 + ((int(st.partnership) * 5 + n_opts) * 2 + partner_winning) * 2 + last
+    return None
+
+
+N_XCTX = 48 + 2 * 5 * 2 * 2
+
+
+@dataclass
+class DealFacts:
+    """What one deal contributes to `marked_ten`: per target, the plays that inform the holder model and the
+    relevant decisions with their candidate locations. Plain tuples, so partitions merge by concatenation."""
+
+    key: tuple
+    pack: str | None
+    players: tuple[str, ...]
+    points_share: tuple[float, ...]  # per seat: his side's share of the deal's points (results)
+    plays: dict[str, list[tuple]]  # target -> (order, seat, cell, holds)
+    decisions: dict[str, list[tuple]]  # target -> (order, seat, kind, x, xctx, early, opening, cands)
+    # cands: tuple of (seat or -1 for aside, u, n_plain_voids, g, is_true)
+
+
+@dataclass
+class MarkedTenCounts:
+    deals: list[DealFacts] = field(default_factory=list)
+    excluded_deals: dict[str, int] = field(default_factory=dict)
+    excluded: dict[str, dict[str, int]] = field(default_factory=dict)  # player -> reason -> plays
+
+
+def _deal_key(d) -> tuple:
+    first = d.tricks[0] if d.tricks else []
+    return (d.table, d.game_id, d.deal_no, d.dealer, d.turn_up, tuple(first), tuple(d.players))
+
+
+def _bump(dct: dict, key: str, by: int = 1) -> None:
+    dct[key] = dct.get(key, 0) + by
+
+
+def extract_deal(res, counts: MarkedTenCounts) -> DealFacts | None:
+    d = res.deal
+    if d.game != "scotch_whist":
+        _bump(counts.excluded_deals, "not_scotch_whist")
+        return None
+    why = deal_exclusion(res)
+    if why is None and res.revokes:
+        why = "revoke_in_deal"  # a revoke shows a false void: the hard facts of the deal are not facts
+    if why is None:
+        from ..rules import layout
+
+        if layout(d.ruleset, d.n, d.dealer).n_sets > 1:
+            why = "played_in_sets"
+    if why is not None:
+        _bump(counts.excluded_deals, why)
+        return None
+    trump = res.trump
+    tcards = {t: target_card(t, trump) for t in TARGETS}
+    ten = tcards["ten"]
+    plays: dict[str, list[tuple]] = {t: [] for t in TARGETS}
+    decisions: dict[str, list[tuple]] = {t: [] for t in TARGETS}
+    pts = res.points or [0] * d.n_sides
+    tot = sum(pts)
+    side = d.side_of
+    share = tuple((pts[side[s]] / tot) if tot > 0 else 0.0 for s in range(d.n))
+    order = 0
+    for st in walk(res):
+        order += 1
+        if st.two_card_turn:
+            continue
+        i = st.seat
+        player = d.players[i]
+        # the holder model's plays (every seat, every target still hidden from at least someone)
+        cells: dict[int, int | None] = {}
+        for t in ("ten", "queen", "plain_ten", "placebo"):
+            c = tcards[t]
+            if c in cells:
+                cell = cells[c]
+            else:
+                cell = None
+                if not ((st.played | st.out_of_play_public) >> c) & 1 and not (
+                        st.turnup_owner is not None and c == st.turn_up):
+                    cell = play_cell(st, c)
+                cells[c] = cell
+            if cell is not None:
+                plays[t].append((order, i, cell, int((st.hold[i] >> c) & 1)))
+        # the decision
+        exc = counts.excluded.setdefault(player, {})
+        ten_own = bool((st.hold[i] >> ten) & 1)
+        if ten_own:
+            ten_state = "ten_own"
+        elif (st.played >> ten) & 1:
+            ten_state = "ten_played"
+        elif st.visible(i, ten):
+            ten_state = "ten_public"  # the turn-up, or out of play
+        else:
+            ten_state = None
+        dx = decision_x(st)
+        if dx is not None and len(set(dx[1].values())) < 2:
+            dx = None
+        if ten_state is not None:
+            _bump(exc, ten_state)
+        elif popcount(st.legal) == 1:
+            _bump(exc, "forced")
+        elif dx is None:
+            _bump(exc, "no_trump_choice")
+        if dx is None:
+            continue
+        kind, xs, xctx = dx
+        x = xs[st.card]
+        early = int(2 * st.k < st.n_tricks)
+        opening = int(st.k == 0 and st.pos == 0)
+        n_scored = 0
+        for t in TARGETS:
+            c = tcards[t]
+            if t == "placebo" and not ten_own:
+                continue
+            if st.visible(i, c):
+                continue
+            cands = _candidates(st, i, c, kind)
+            if cands is None:
+                continue
+            decisions[t].append((order, i, kind, x, xctx, early, opening, cands))
+            n_scored += t == "ten"
+        if ten_state is None:
+            _bump(exc, "scored" if n_scored else "no_candidate")
+    return DealFacts(_deal_key(d), d.pack, tuple(d.players), share, plays, decisions)
+
+
+def _candidates(st: PlayState, i: int, target: int, kind: int) -> tuple | None:
+    """Where `target` may be, from seat i's view: (seat, unknown cards, plain voids shown, g, is_true)."""
+    ts = suit_of(target)
+    holder = st.holder(target)
+    after = set(st.seats_after())
+    side = st.side_of
+    out = []
+    for j in range(st.n):
+        if j == i:
+            continue
+        u = st.unknown_slots(i, j)
+        if u == 0 or (st.void[j] >> ts) & 1:
+            continue
+        nv = popcount(st.void[j] & ~(1 << ts))
+        if kind == KIND_LEAD:
+            g = -1 if side[j] == side[i] else 1
+        else:
+            g = 1 if j in after else 0
+        out.append((j, u, nv, g, int(j == holder)))
+    if st.aside and holder is None:
+        pass
+    if st.aside:
+        u = popcount(st.aside)
+        out.append((-1, u, 0, 0, int(holder is None)))
+    if not out or not any(c[4] for c in out):
+        return None
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- the detector
+
+
+class MarkedTen:
+    """Detector interface (`auditor.detectors.base`): count / merge / finalize."""
+
+    name = NAME
+
+    def __init__(self, folds: int = 5, min_deals: int = MIN_DEALS, targets: Sequence[str] = TARGETS):
+        self.folds = folds
+        self.min_deals = min_deals
+        self.targets = tuple(targets)
+
+    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None) -> MarkedTenCounts:
+        c = MarkedTenCounts()
+        for res in results:
+            f = extract_deal(res, c)
+            if f is not None:
+                c.deals.append(f)
+        return c
+
+    def merge(self, parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
+        out = MarkedTenCounts()
+        for p in parts:
+            out.deals += p.deals
+            for k, v in p.excluded_deals.items():
+                _bump(out.excluded_deals, k, v)
+            for pl, dct in p.excluded.items():
+                e = out.excluded.setdefault(pl, {})
+                for k, v in dct.items():
+                    _bump(e, k, v)
+        return out
+
+    def finalize(self, counts: MarkedTenCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
+        scores = score_all(counts, folds=self.folds, targets=self.targets)
+        return results_from_scores(scores, counts, self.min_deals)
+
+
+def run(results: Sequence[Any], folds: int = 5) -> list[TestResult]:
+    det = MarkedTen(folds=folds)
+    return det.finalize(det.count(results))
+
+
+# ---------------------------------------------------------------- fitting and scoring
+
+
+def _fold_of(player: str, folds: int) -> int:
+    return zlib.crc32(player.encode()) % folds if folds > 1 else 0
+
+
+@dataclass
+class TargetArrays:
+    """One target's plays and decision rows as arrays (deals sorted by key)."""
+
+    # plays
+    p_deal: np.ndarray
+    p_order: np.ndarray
+    p_seat: np.ndarray
+    p_player: np.ndarray
+    p_cell: np.ndarray
+    p_holds: np.ndarray
+    # decisions
+    d_deal: np.ndarray
+    d_order: np.ndarray
+    d_seat: np.ndarray
+    d_player: np.ndarray
+    d_kind: np.ndarray
+    d_x: np.ndarray
+    d_xctx: np.ndarray
+    d_early: np.ndarray
+    d_opening: np.ndarray
+    # candidate rows (grouped by decision, in order)
+    c_dec: np.ndarray
+    c_seat: np.ndarray
+    c_u: np.ndarray
+    c_nv: np.ndarray
+    c_g: np.ndarray
+    c_true: np.ndarray
+
+
+def _arrays(deals: list[DealFacts], target: str, pid: dict[str, int]) -> TargetArrays:
+    P: list[list] = [[], [], [], [], [], []]
+    D: list[list] = [[] for _ in range(9)]
+    C: list[list] = [[] for _ in range(6)]
+    dec = 0
+    for di, f in enumerate(deals):
+        for order, seat, cell, holds in f.plays[target]:
+            P[0].append(di)
+            P[1].append(order)
+            P[2].append(seat)
+            P[3].append(pid[f.players[seat]])
+            P[4].append(cell)
+            P[5].append(holds)
+        for order, seat, kind, x, xctx, early, opening, cands in f.decisions[target]:
+            for col, v in zip(D, (di, order, seat, pid[f.players[seat]], kind, x, xctx, early, opening)):
+                col.append(v)
+            for j, u, nv, g, tr in cands:
+                C[0].append(dec)
+                C[1].append(j)
+                C[2].append(u)
+                C[3].append(nv)
+                C[4].append(g)
+                C[5].append(tr)
+            dec += 1
+    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
+    return TargetArrays(*(i64(a) for a in P), *(i64(a) for a in D), *(i64(a) for a in C))
+
+
+def llr_table(cells: np.ndarray, holds: np.ndarray, alpha: float = 0.5) -> np.ndarray:
+    """Log likelihood ratio of each (context, outcome) cell: log P(outcome | context, holds the card) -
+    log P(outcome | context, does not), from binned field frequencies with add-alpha smoothing."""
+    n1 = np.bincount(cells[holds == 1], minlength=N_CTX * N_OUT).reshape(N_CTX, N_OUT).astype(float)
+    n0 = np.bincount(cells[holds == 0], minlength=N_CTX * N_OUT).reshape(N_CTX, N_OUT).astype(float)
+    p1 = (n1 + alpha) / (n1.sum(1, keepdims=True) + alpha * N_OUT)
+    p0 = (n0 + alpha) / (n0.sum(1, keepdims=True) + alpha * N_OUT)
+    return np.clip(np.log(p1) - np.log(p0), -LLR_CLIP, LLR_CLIP).ravel()
+
+
+def _seat_llr_sums(A: TargetArrays, llr: np.ndarray) -> np.ndarray:
+    """For each candidate row, the sum of the LLRs of that seat's plays earlier in the deal."""
+    if len(A.c_dec) == 0:
+        return np.zeros(0)
+    key_p = (A.p_deal * 16 + A.p_seat) * 4096 + A.p_order
+    order = np.argsort(key_p, kind="stable")
+    key_sorted = key_p[order]
+    val = llr[A.p_cell[order]]
+    csum = np.concatenate([[0.0], np.cumsum(val)])
+    seat_key = A.p_deal[order] * 16 + A.p_seat[order]
+    # candidate: deal, seat, the decision's order
+    c_deal = A.d_deal[A.c_dec]
+    c_ord = A.d_order[A.c_dec]
+    c_seat = np.where(A.c_seat < 0, 15, A.c_seat)
+    hi = np.searchsorted(key_sorted, (c_deal * 16 + c_seat) * 4096 + c_ord, side="left")
+    lo = np.searchsorted(seat_key, c_deal * 16 + c_seat, side="left")
+    return csum[hi] - csum[lo]
+
+
+def _features(A: TargetArrays, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Design matrix and offset of the candidate rows."""
+    u = np.maximum(A.c_u, 1).astype(float)
+    aside = (A.c_seat < 0).astype(float)
+    X = np.column_stack([np.log(u), np.clip(s, -3 * LLR_CLIP, 3 * LLR_CLIP), (A.c_nv == 1).astype(float),
+                         (A.c_nv >= 2).astype(float), aside])
+    return X, np.zeros(len(u))
+
+
+def _group_softmax(eta: np.ndarray, grp: np.ndarray, n_groups: int) -> np.ndarray:
+    mx = np.full(n_groups, -np.inf)
+    np.maximum.at(mx, grp, eta)
+    e = np.exp(eta - mx[grp])
+    den = np.bincount(grp, weights=e, minlength=n_groups)
+    return e / den[grp]
+
+
+def fit_clogit(X: np.ndarray, grp: np.ndarray, chosen: np.ndarray, n_groups: int, ridge: float = 1.0,
+               init: np.ndarray | None = None, iters: int = 30) -> np.ndarray:
+    """Conditional logit (one chosen row per group) by Newton's method with a small ridge towards `init`."""
+    k = X.shape[1]
+    beta0 = np.zeros(k) if init is None else init.copy()
+    beta = beta0.copy()
+    if len(X) == 0:
+        return beta
+    for _ in range(iters):
+        p = _group_softmax(X @ beta, grp, n_groups)
+        xbar = np.zeros((n_groups, k))
+        for j in range(k):
+            xbar[:, j] = np.bincount(grp, weights=p * X[:, j], minlength=n_groups)
+        grad = (X[chosen == 1].sum(0) - xbar.sum(0)) - ridge * (beta - beta0)
+        Xc = X - xbar[grp]
+        H = (Xc * p[:, None]).T @ Xc + ridge * np.eye(k)
+        step = np.linalg.solve(H, grad)
+        beta = beta + step
+        if np.max(np.abs(step)) < 1e-7:
+            break
+    return beta
+
+
+@dataclass
+class Blocks:
+    """Independent blocks of a randomisation test: per block the statistic's value for every place the card may be
+    (`V`), their probabilities (`P`) and which is the truth (`true`). Rows are grouped by block (`grp`)."""
+
+    deal: np.ndarray  # deal index per block
+    grp: np.ndarray  # block index per row
+    V: np.ndarray
+    P: np.ndarray
+    true: np.ndarray  # 0/1 per row
+
+    def __len__(self) -> int:
+        return len(self.deal)
+
+    def select(self, keep_blocks: np.ndarray) -> "Blocks":
+        rows = keep_blocks[self.grp]
+        remap = np.cumsum(keep_blocks) - 1
+        return Blocks(self.deal[keep_blocks], remap[self.grp[rows]], self.V[rows], self.P[rows], self.true[rows])
+
+    def moments(self) -> tuple[float, float, float]:
+        """(observed sum, null mean, null variance)."""
+        nb = len(self)
+        t = float((self.V * self.true).sum())
+        mean_b = np.bincount(self.grp, weights=self.P * self.V, minlength=nb)
+        var_b = np.bincount(self.grp, weights=self.P * self.V ** 2, minlength=nb) - mean_b ** 2
+        return t, float(mean_b.sum()), float(max(var_b.sum(), 0.0))
+
+    def test(self, phi: float = 1.0) -> dict:
+        """Observed sum, null mean, z and the one-sided saddlepoint p-value. `phi` >= 1 widens the null around its
+        mean (the deal-level variance guard)."""
+        if len(self) == 0:
+            return {"deals": 0, "observed": 0.0, "expected": 0.0, "z": 0.0, "p": 1.0, "phi": 1.0}
+        t, mean, var = self.moments()
+        sd = math.sqrt(var)
+        z = (t - mean) / (sd * math.sqrt(phi)) if sd > 1e-12 else 0.0
+        t_adj = mean + (t - mean) / math.sqrt(phi)
+        p = saddlepoint_sf(t_adj, self.V, self.P, self.grp, len(self))
+        return {"deals": int(len(np.unique(self.deal))), "observed": t, "expected": mean, "z": float(z),
+                "p": float(p), "phi": float(phi)}
+
+
+def saddlepoint_sf(t: float, V: np.ndarray, P: np.ndarray, grp: np.ndarray, nb: int) -> float:
+    """P(sum over blocks of X_b >= t), X_b independent, X_b = V[row] with probability P[row] for the rows of block
+    b: the Lugannani-Rice saddlepoint approximation (relative accuracy far into the tail), normal near the mean,
+    exact at the top of the support."""
+    P = P / np.bincount(grp, weights=P, minlength=nb)[grp]
+    vmax_b = np.full(nb, -np.inf)
+    np.maximum.at(vmax_b, grp, V)
+    tmax = float(vmax_b.sum())
+    spread = float(np.abs(V).max()) if len(V) else 0.0
+    if t >= tmax - 1e-9 * max(1.0, spread):
+        at_max = np.bincount(grp, weights=P * (V >= vmax_b[grp] - 1e-12), minlength=nb)
+        return float(np.exp(np.log(np.maximum(at_max, 1e-300)).sum()))
+
+    def cgf(s: float) -> tuple[float, float, float]:
+        a = s * V
+        mx = np.full(nb, -np.inf)
+        np.maximum.at(mx, grp, a)
+        e = P * np.exp(a - mx[grp])
+        z = np.bincount(grp, weights=e, minlength=nb)
+        m1 = np.bincount(grp, weights=e * V, minlength=nb) / z
+        m2 = np.bincount(grp, weights=e * V * V, minlength=nb) / z
+        return float((np.log(z) + mx).sum()), float(m1.sum()), float(np.maximum(m2 - m1 ** 2, 0).sum())
+
+    _, mean, var = cgf(0.0)
+    if var <= 1e-18:
+        return 1.0 if t <= mean + 1e-12 else 0.0
+    sd = math.sqrt(var)
+    if abs(t - mean) < 1e-3 * sd:
+        return float(ndtr(-(t - mean) / sd))
+    # K'(s) = t: Newton steps kept inside a bracket that bisection narrows
+    lo, hi = (0.0, math.inf) if t > mean else (-math.inf, 0.0)
+    s = (t - mean) / var
+    for _ in range(200):
+        K, k1, k2 = cgf(s)
+        if abs(k1 - t) <= 1e-9 * max(sd, 1e-12):
+            break
+        if k1 < t:
+            lo = s
+        else:
+            hi = s
+        s_new = s + (t - k1) / max(k2, 1e-300)
+        if not lo < s_new < hi:
+            if math.isinf(hi):
+                s_new = 2 * s if s > 0 else 1.0 / sd
+            elif math.isinf(lo):
+                s_new = 2 * s if s < 0 else -1.0 / sd
+            else:
+                s_new = 0.5 * (lo + hi)
+        s = s_new
+    K, k1, k2 = cgf(s)
+    w2 = 2.0 * (s * t - K)
+    if w2 <= 0 or k2 <= 0:
+        return float(ndtr(-(t - mean) / sd))
+    w = math.copysign(math.sqrt(w2), s)
+    u = s * math.sqrt(k2)
+    if abs(w) < 1e-4 or abs(u) < 1e-8:
+        return float(ndtr(-(t - mean) / sd))
+    phi = math.exp(-0.5 * w * w) / math.sqrt(2 * math.pi)
+    p = float(ndtr(-w)) + phi * (1.0 / u - 1.0 / w)
+    return float(min(1.0, max(p, 0.0)))
+
+
+def blocks_mc(b: Blocks, rng: np.random.Generator, draws: int = 20000) -> float:
+    """Monte-Carlo p-value of the same randomisation test (validates the saddlepoint)."""
+    nb = len(b)
+    t = float((b.V * b.true).sum())
+    total = np.zeros(draws)
+    starts = np.searchsorted(b.grp, np.arange(nb))
+    ends = np.searchsorted(b.grp, np.arange(nb), side="right")
+    for k in range(nb):
+        v = b.V[starts[k]:ends[k]]
+        p = b.P[starts[k]:ends[k]]
+        total += v[rng.choice(len(v), size=draws, p=p / p.sum())]
+    return float((1 + np.sum(total >= t - 1e-12)) / (draws + 1))
+
+
+@dataclass
+class TargetScores:
+    """One target's scored decisions for every player: the arrays the tests are built from."""
+
+    A: TargetArrays
+    w: np.ndarray  # per decision: x - c
+    p_soft: np.ndarray  # per candidate row: posterior fitted on the field (other players' folds)
+    p_hard: np.ndarray  # per candidate row: unknown cards and voids only
+    G_soft: np.ndarray  # per decision: posterior mean of g
+    G_hard: np.ndarray
+    c_start: np.ndarray
+    c_end: np.ndarray
+    by_player: dict[int, np.ndarray]  # player -> decision indexes sorted by deal then play order
+    diag: dict
+
+    def blocks(self, sel: np.ndarray, hard: bool = False) -> Blocks:
+        """Every decision of `sel` its own block, with the posterior at that decision."""
+        A = self.A
+        if len(sel) == 0:
+            z = np.zeros(0)
+            return Blocks(np.zeros(0, np.int64), np.zeros(0, np.int64), z, z, np.zeros(0, np.int64))
+        lens = self.c_end[sel] - self.c_start[sel]
+        rows = np.repeat(self.c_start[sel] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + \
+            np.arange(lens.sum())
+        dec_of = np.repeat(np.arange(len(sel)), lens)
+        P = self.p_hard if hard else self.p_soft
+        return Blocks(A.d_deal[sel], dec_of, self.w[sel][dec_of] * A.c_g[rows], P[rows], A.c_true[rows])
+
+    def deal_sums(self, sel: np.ndarray, hard: bool = False) -> tuple[np.ndarray, float]:
+        """Per deal, the sum of the decision scores (x - c)(g(true) - E g), and the model variance of their sum."""
+        A = self.A
+        G = self.G_hard if hard else self.G_soft
+        P = self.p_hard if hard else self.p_soft
+        gtrue = np.bincount(A.c_dec, weights=A.c_g * A.c_true, minlength=len(A.d_deal))
+        inc = self.w[sel] * (gtrue[sel] - G[sel])
+        _, inv = np.unique(A.d_deal[sel], return_inverse=True)
+        S = np.bincount(inv, weights=inc)
+        dev2 = np.bincount(A.c_dec, weights=P * (A.c_g - G[A.c_dec]) ** 2, minlength=len(A.d_deal))
+        return S, float((self.w[sel] ** 2 * dev2[sel]).sum())
+
+    def field_variance(self, hard: bool = False) -> dict[int, tuple[float, float]]:
+        """Per player: (sum of squared deal sums, model variance of their total)."""
+        out = {}
+        for pl, sel in self.by_player.items():
+            S, vm = self.deal_sums(sel, hard)
+            out[pl] = (float((S ** 2).sum()), vm)
+        return out
+
+    def phi(self, pl: int, hard: bool = False) -> float:
+        """The deal-level variance guard for player `pl`: max(1, the field's ratio of the empirical variance of the
+        deal sums to the model's), the field taken without `pl` (a cheater's own deals, whose decisions share the
+        Ten's place, must not widen his null)."""
+        key = "fv_hard" if hard else "fv_soft"
+        fv = self.diag.get(key)
+        if fv is None:
+            fv = self.diag[key] = self.field_variance(hard)
+            self.diag[key + "_tot"] = (sum(a for a, _ in fv.values()), sum(b for _, b in fv.values()))
+        ea, mb = self.diag[key + "_tot"]
+        a, b = fv.get(pl, (0.0, 0.0))
+        if mb - b <= 0:
+            return 1.0
+        return max(1.0, (ea - a) / (mb - b))
+
+    def test(self, sel: np.ndarray, hard: bool = False, phi: float = 1.0) -> dict:
+        """The test of the decisions `sel`: sequential randomisation blocks, saddlepoint p, null widened by the
+        variance guard `phi`."""
+        return self.blocks(sel, hard).test(phi)
+
+
+def score_target(A: TargetArrays, n_players: int, fold_of: np.ndarray, folds: int,
+                 center: np.ndarray | None = None) -> TargetScores:
+    """Fit the holder model and the posterior fold by fold (a player's decisions are scored by the model fitted on
+    the other folds) and return the scored decisions. `center`: per decision, the c_t subtracted from x."""
+    n_dec = len(A.d_deal)
+    diag: dict = {"decisions": int(n_dec), "fits": []}
+    g = A.c_g.astype(float)
+    u = A.c_u.astype(float)
+    p_hard = u / np.maximum(np.bincount(A.c_dec, weights=u, minlength=n_dec)[A.c_dec], 1e-300) if n_dec else u
+    p_soft = np.zeros(len(u))
+    dec_fold = fold_of[A.d_player] if n_dec else np.zeros(0, np.int64)
+    play_fold = fold_of[A.p_player] if len(A.p_player) else np.zeros(0, np.int64)
+    for k in range(max(folds, 1)):
+        if folds > 1:
+            tr_p, tr_d, te_d = play_fold != k, dec_fold != k, dec_fold == k
+        else:
+            tr_p = np.ones(len(A.p_cell), bool)
+            tr_d = te_d = np.ones(n_dec, bool)
+        if not te_d.any():
+            continue
+        llr = llr_table(A.p_cell[tr_p], A.p_holds[tr_p])
+        X, _ = _features(A, _seat_llr_sums(A, llr))
+        rows_tr = tr_d[A.c_dec]
+        dec_ids = np.nonzero(tr_d)[0]
+        remap = -np.ones(n_dec, dtype=np.int64)
+        remap[dec_ids] = np.arange(len(dec_ids))
+        beta = fit_clogit(X[rows_tr], remap[A.c_dec[rows_tr]], A.c_true[rows_tr], len(dec_ids),
+                          init=np.array([1.0, 0.5, 0.0, 0.0, 0.0]))
+        diag["fits"].append([round(float(b), 4) for b in beta])
+        p = _group_softmax(X @ beta, A.c_dec, n_dec)
+        rows_te = te_d[A.c_dec]
+        p_soft[rows_te] = p[rows_te]
+    G_soft = np.bincount(A.c_dec, weights=p_soft * g, minlength=n_dec)
+    G_hard = np.bincount(A.c_dec, weights=p_hard * g, minlength=n_dec)
+    w = A.d_x.astype(float) - (center if center is not None else 0.0)
+    c_start = np.searchsorted(A.c_dec, np.arange(n_dec))
+    c_end = np.searchsorted(A.c_dec, np.arange(n_dec), side="right")
+    order = np.lexsort((A.d_order, A.d_deal, A.d_player))
+    bounds = np.searchsorted(A.d_player[order], np.arange(n_players + 1))
+    by_player = {pl: order[bounds[pl]:bounds[pl + 1]] for pl in range(n_players) if bounds[pl + 1] > bounds[pl]}
+    return TargetScores(A, w, p_soft, p_hard, G_soft, G_hard, c_start, c_end, by_player, diag)
+
+
+def last_decision_crt(ts: TargetScores, sel: np.ndarray) -> Blocks:
+    """The alternative design: one block per deal, the card's place redrawn from the posterior at the player's last
+    scored decision of the deal (a conditional randomisation test of the whole deal). Measured in
+    `auditor.calibrate_play`: valid but conservative (the posterior at the last decision carries the model's
+    errors on everything played since the earlier decisions), so it is not the primary statistic."""
+    A = ts.A
+    deals, grp, V, Pl, tr = [], [], [], [], []
+    if len(sel):
+        dd = A.d_deal[sel]
+        cuts = np.nonzero(np.diff(dd))[0] + 1
+        for part in np.split(sel, cuts):
+            last = part[-1]
+            a, b = ts.c_start[last], ts.c_end[last]
+            seats = A.c_seat[a:b].tolist()
+            vals = np.zeros(b - a)
+            for t in part:
+                gmap = dict(zip(A.c_seat[ts.c_start[t]:ts.c_end[t]].tolist(),
+                                A.c_g[ts.c_start[t]:ts.c_end[t]].tolist()))
+                for k, j in enumerate(seats):
+                    vals[k] += ts.w[t] * gmap.get(j, 0)
+            blk = len(deals)
+            deals.append(int(A.d_deal[last]))
+            grp += [blk] * (b - a)
+            V += vals.tolist()
+            Pl += ts.p_soft[a:b].tolist()
+            tr += A.c_true[a:b].tolist()
+    return Blocks(np.asarray(deals, np.int64), np.asarray(grp, np.int64), np.asarray(V, float),
+                  np.asarray(Pl, float), np.asarray(tr, np.int64))
+
+
+def znorm(S: np.ndarray) -> tuple[float, float]:
+    """Self-normalised sum Z = sum S / sqrt(sum S^2) and its one-sided p-value from N(0, 1)."""
+    ss = float(np.dot(S, S))
+    if ss <= 0:
+        return 0.0, 1.0
+    z = float(S.sum() / math.sqrt(ss))
+    return z, float(ndtr(-z))
+
+
+def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = TARGETS) -> dict:
+    deals = sorted(counts.deals, key=lambda f: f.key)
+    players = sorted({p for f in deals for p in f.players})
+    pid = {p: i for i, p in enumerate(players)}
+    fold_of = np.array([_fold_of(p, folds) for p in players], dtype=np.int64)
+    out: dict = {"players": players, "deals": deals, "targets": {}}
+    # centring: the field's mean x per decision context, fold by fold (x is the same for every target: taken
+    # from the Ten's decisions)
+    A_ten = _arrays(deals, "ten", pid)
+    nf = max(folds, 1)
+    xsum = np.zeros((nf, N_XCTX))
+    xcnt = np.zeros((nf, N_XCTX))
+    dec_fold = fold_of[A_ten.d_player] if len(A_ten.d_player) else np.zeros(0, dtype=np.int64)
+    for k in range(nf):
+        tr = dec_fold != k if folds > 1 else np.ones(len(A_ten.d_x), bool)
+        xsum[k] = np.bincount(A_ten.d_xctx[tr], weights=A_ten.d_x[tr].astype(float), minlength=N_XCTX)
+        xcnt[k] = np.bincount(A_ten.d_xctx[tr], minlength=N_XCTX)
+    for t in targets:
+        A = A_ten if t == "ten" else _arrays(deals, t, pid)
+        fk = fold_of[A.d_player] if (folds > 1 and len(A.d_player)) else np.zeros(len(A.d_deal), dtype=np.int64)
+        n_ctx = xcnt[fk, A.d_xctx]
+        center = np.where(n_ctx > 0, xsum[fk, A.d_xctx] / np.maximum(n_ctx, 1), 0.0)
+        out["targets"][t] = score_target(A, len(players), fold_of, folds, center)
+    return out
+
+
+def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = MIN_DEALS) -> list[TestResult]:
+    from .field import field_compare
+
+    players = scores["players"]
+    deals = scores["deals"]
+    main: TargetScores | None = scores["targets"].get("ten")
+    if main is None:
+        return []
+    A = main.A
+    # results of each player: mean points share of the deals he played
+    share_sum: dict[str, float] = {}
+    share_n: dict[str, int] = {}
+    for f in deals:
+        for s, p in enumerate(f.players):
+            share_sum[p] = share_sum.get(p, 0.0) + f.points_share[s]
+            share_n[p] = share_n.get(p, 0) + 1
+    rows: dict[str, dict] = {}
+    for pl, sel in main.by_player.items():
+        n_deals = len(np.unique(A.d_deal[sel]))
+        if n_deals < min_deals:
+            continue
+        phi = main.phi(pl)
+        rows[players[pl]] = {"sel": sel, "pl": pl, "test": main.test(sel, phi=phi), "deals": n_deals, "phi": phi}
+    zs = {n: r["test"]["z"] for n, r in rows.items()}
+    fc = field_compare(zs, {n: r["deals"] for n, r in rows.items()},
+                       {n: share_sum[n] / share_n[n] for n in rows})
+    out: list[TestResult] = []
+    for name in sorted(rows):
+        r = rows[name]
+        sel, pl, main_t, phi = r["sel"], r["pl"], r["test"], r["phi"]
+        controls: dict[str, Any] = {}
+        S, _ = main.deal_sums(sel)
+        zm, pm = znorm(S)
+        controls["deal_sums_normal"] = {"z": zm, "p": pm}
+        controls["hard_facts_null"] = _ctl(main.test(sel, hard=True, phi=main.phi(pl, hard=True)))
+        opening = sel[A.d_opening[sel] == 1]
+        controls["opening_leads_exact"] = _ctl(main.test(opening, hard=True))
+        early = A.d_early[sel] == 1
+        controls["early"] = _ctl(main.test(sel[early], phi=phi))
+        controls["late"] = _ctl(main.test(sel[~early], phi=phi))
+        for t in ("queen", "plain_ten", "placebo"):
+            ts: TargetScores | None = scores["targets"].get(t)
+            tsel = ts.by_player.get(pl) if ts is not None else None
+            if tsel is None or len(tsel) == 0:
+                controls[t] = {"z": None, "p": None, "deals": 0, "card": TARGET_LABEL[t]}
+                continue
+            controls[t] = _ctl(ts.test(tsel, phi=ts.phi(pl))) | {"card": TARGET_LABEL[t]}
+        pk = np.array([deals[int(di)].pack or "" for di in A.d_deal[sel]])
+        packs = sorted(set(pk.tolist()) - {""})
+        if packs:
+            controls["packs"] = {k: _ctl(main.test(sel[pk == k], phi=phi)) for k in packs}
+        controls["field"] = fc.get(name, {})
+        detail = {"decisions": int(len(sel)), "deals": r["deals"], "variance_guard": phi,
+                  "excluded": dict(sorted(counts.excluded.get(name, {}).items()))}
+        out.append(TestResult(
+            test=NAME, subject=name, n=r["deals"], observed=main_t["observed"], expected=main_t["expected"],
+            statistic=main_t["z"], pvalue=main_t["p"],
+            method="decision fit to the Ten's place vs a field-fitted posterior of what he knew; sequential "
+                   "randomisation, saddlepoint one-sided p, deal-level variance guard",
+            controls=controls, detail=detail))
+    return out
+
+
+def _ctl(t: dict) -> dict:
+    return {"z": t["z"], "p": t["p"], "deals": t["deals"], "observed": t["observed"], "expected": t["expected"]}

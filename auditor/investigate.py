@@ -315,16 +315,17 @@ def write_investigation(view: dict, path) -> None:
 def investigate_records(records, player: str, fdr: float = 0.05, seed: int = 0, engine: str = "reference",
                         k: int = TOP_DEALS) -> tuple[dict, dict]:
     """Audit the records (every player, so that the families and q-values are the audit's own) and build the
-    investigation of `player`. Returns (view, audit document)."""
+    investigation of `player`. Returns (view, audit document). An unknown player is a `UsageError` (with the
+    nearest names), found before the audit runs."""
     from .audit import audit_records
     from .errors import UsageError
 
-    report = audit_records(records, fdr=fdr, seed=seed, engine=engine)
-    doc = report.to_json()
-    results = report.replay.results
-    names = known_players(doc, results)
+    records = list(records)
+    names = sorted({name for rec in records if rec.deal is not None for name in rec.deal.players})
     if player not in names:
         near = suggest(player, names)
         hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
         raise UsageError(f"no player {player!r} in these logs{hint}")
-    return build_investigation(doc, player, results, k=k), doc
+    report = audit_records(records, fdr=fdr, seed=seed, engine=engine)
+    doc = report.to_json()
+    return build_investigation(doc, player, report.replay.results, k=k), doc

@@ -58,6 +58,14 @@ TESTS: dict[str, dict[str, str]] = {
         "unit": "deals they dealt", "unit_short": "deals dealt", "event": "left tricks together",
         "cheat": "a share of unshuffled deals", "honest": "the other dealers",
     },
+    "trick_stack": {
+        "title": "Dealers who deal themselves the previous deal's tricks",
+        "what": "How many pairs of cards from one trick of the previous deal end up together in the dealer's own "
+                "hand, against the other dealers of the same tables: a dealer who puts a rich trick back into his "
+                "own hand while gathering the cards leaves this trace.",
+        "unit": "deals they dealt", "unit_short": "deals dealt", "event": "held cards of one previous trick",
+        "cheat": "a share of stacked deals", "honest": "the other dealers",
+    },
     "marked_ten": {
         "title": "Players whose play follows the hidden Ten of trumps",
         "what": "Whether a player's leads and plays fit where the Ten of trumps really is better than anything "
@@ -89,13 +97,14 @@ TIER_WORDS = {
 }
 
 # the order of the test sections: dealing first, then play
-ORDER = ("dealer_jack", "turnup_jack", "deal_uniformity", "dealer_cutter", "shuffle_residue", "marked_ten",
-         "collusion", "revoke_pattern")
+ORDER = ("dealer_jack", "turnup_jack", "deal_uniformity", "dealer_cutter", "trick_stack", "shuffle_residue",
+         "marked_ten", "collusion", "revoke_pattern")
 
 # tests whose `observed` counts Bernoulli trials (one per unit of `n`): a binomial spread is a fair "±"
 BERNOULLI_TESTS = ("dealer_jack", "turnup_jack", "collusion", "revoke_pattern")
 
-ROWS_SHOWN = 15  # rows of a test's table shown before the "all subjects" fold
+ROWS_SHOWN = 15
+CONTROL_SHORT = 140  # characters of a control shown in a table cell (the investigation shows it whole)  # rows of a test's table shown before the "all subjects" fold
 
 MONTHLY_NOTE = (
     "Each test here is a fixed-sample test: it is calibrated for one look at one body of evidence. Re-running it "
@@ -260,7 +269,8 @@ def _biggest_cell(detail: dict) -> str:
         str(best.get("rank")), str(best.get("rank")))
     loc = str(best.get("location", "?"))
     where = {"dealer": "in the dealer's hand", "eldest": "in the eldest hand", "turnup": "as the turn-up",
-             "turn-up": "as the turn-up", "undealt": "undealt"}.get(loc, f"at {loc}")
+             "turn-up": "as the turn-up", "turn_up": "as the turn-up", "undealt": "undealt",
+             "aside": "put aside", "stock": "left in the stock"}.get(loc, f"at {loc}")
     return (f" Most of it: the trump {rank} {where} {fmt_num(best.get('observed'))} times, where a fair deal "
             f"gives about {fmt_about(best.get('expected'))}.")
 
@@ -285,6 +295,10 @@ def result_sentence(entry: dict) -> str:
     if test == "shuffle_residue" and has_n:
         return (f"{subject}'s deals kept {fmt_num(obs)} pairs of cards from the previous deal's tricks side by side "
                 f"over the {fmt_num(n)} deals they dealt; the other dealers of the same tables would keep about "
+                f"{fmt_about(exp)}; {pq}.")
+    if test == "trick_stack" and has_n:
+        return (f"{subject}'s own hand held {fmt_num(obs)} pairs of cards from one trick of the previous deal over "
+                f"the {fmt_num(n)} deals they dealt; the other dealers of the same tables would hold about "
                 f"{fmt_about(exp)}; {pq}.")
     if test == "deal_uniformity" and has_n:
         return (f"Over the {fmt_num(n)} deals {subject} dealt, the trump honours landed on the seats around the "
@@ -382,6 +396,22 @@ def _ordinal(pct: float) -> str:
     return f"{k}{suffix}"
 
 
+def _compact(v: Any) -> str:
+    """A short plain rendering of a value inside a control: numbers formatted, dicts as 'key value' pairs (a
+    naming field first), lists joined."""
+    if _finite(v) is not None:
+        return fmt_num(v)
+    if isinstance(v, dict):
+        name = next((str(v[k]) for k in ("stratum", "name", "table", "label") if isinstance(v.get(k), str)), None)
+        parts = [f"{_label(k)} {_compact(x)}" for k, x in v.items()
+                 if k not in ("stratum", "name", "table", "label") and not isinstance(x, (dict, list))
+                 and x is not None]
+        return (f"{name}: " if name else "") + ", ".join(parts)
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_compact(x) for x in v[:12])
+    return "n/a" if v is None else str(v)
+
+
 def _control_text(val: dict) -> tuple[str, float | None, float | None, float | None, float | None, float | None]:
     """(text, n, observed, expected, statistic, pvalue) of one control given as a small test."""
     n = _pick(val, "n", "deals", "decisions", "opportunities")
@@ -413,9 +443,9 @@ def _control_text(val: dict) -> tuple[str, float | None, float | None, float | N
         elif n == 0 or val.get("deals") == 0:
             parts.append("no deals to score")
         else:
-            parts.append(", ".join(f"{_label(k)} {fmt_num(v) if _finite(v) is not None else v}"
-                                   for k, v in val.items() if not isinstance(v, (dict, list)) and v is not None))
-    return "; ".join(p for p in parts if p) or "n/a", n, obs, exp, stat, pv
+            parts.append(", ".join(f"{_label(k)} {_compact(v)}" for k, v in val.items()
+                                   if not isinstance(v, (dict, list)) and v is not None))
+    return ", ".join(p for p in parts if p) or "n/a", n, obs, exp, stat, pv
 
 
 def control_items(entry: dict) -> list[dict]:
@@ -427,8 +457,10 @@ def control_items(entry: dict) -> list[dict]:
     rows = []
 
     def row(key: str, label: str, text: str, n=None, obs=None, exp=None, stat=None, pv=None) -> None:
-        rows.append({"key": key, "label": label, "text": text, "pvalue": pv, "statistic": stat, "n": n,
-                     "observed": obs, "expected": exp})
+        is_test = pv is not None or stat is not None or (obs is not None and exp is not None)
+        short = text if len(text) <= CONTROL_SHORT else text[: CONTROL_SHORT - 1].rstrip() + "…"
+        rows.append({"key": key, "label": label, "text": text, "short": short, "is_test": is_test, "pvalue": pv,
+                     "statistic": stat, "n": n, "observed": obs, "expected": exp})
 
     for key, val in controls.items():
         key = str(key)
@@ -445,14 +477,16 @@ def control_items(entry: dict) -> list[dict]:
             text, n, obs, exp, stat, pv = _control_text(val)
             row(key, _label(key), text, n, obs, exp, stat, pv)
         elif isinstance(val, (list, tuple)):
-            row(key, _label(key), ", ".join(fmt_num(v) if _finite(v) is not None else str(v) for v in val[:12]))
+            more = f"; {len(val) - 12} more" if len(val) > 12 else ""
+            row(key, _label(key), "; ".join(_compact(v) for v in val[:12]) + more)
         else:
             row(key, _label(key), fmt_num(val) if _finite(val) is not None else str(val))
     return rows
 
 
 def controls_sentence(entry: dict) -> str:
-    items = control_items(entry)
+    """The controls that are small tests of their own, in one sentence (diagnostics stay in the tables)."""
+    items = [c for c in control_items(entry) if c["is_test"]]
     if not items:
         return ""
     return "Controls: " + "; ".join(f"{c['label']}: {c['text']}" for c in items) + "."

@@ -1,0 +1,55 @@
+"""The report on the demo season (fixtures/demo): the planted dealing cheaters are flagged and no honest player is,
+the verdict says so on top, and two runs of `auditor audit` give byte-identical JSON, HTML and Markdown."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "fixtures" / "demo" / "season.jsonl.gz"
+KEY = ROOT / "fixtures" / "demo" / "season.key.json"
+pytestmark = pytest.mark.skipif(not DEMO.exists(), reason="the demo season is not in fixtures/")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Two independent runs of `auditor audit DEMO --json --out report.html`; the Markdown from each JSON."""
+    from auditor.report.markdown import render_markdown
+
+    out = []
+    for k in range(2):
+        d = tmp_path_factory.mktemp(f"run{k}")
+        p = subprocess.run([sys.executable, "-m", "auditor", "audit", str(DEMO), "--json", "--out",
+                            str(d / "report.html")], capture_output=True, cwd=ROOT)
+        assert p.returncode == 1, p.stderr.decode()[-2000:]  # 1: there are flags
+        out.append({"html": (d / "report.html").read_bytes(), "json": p.stdout,
+                    "md": render_markdown(json.loads(p.stdout)).encode("utf-8")})
+    return out
+
+
+def test_two_runs_are_byte_identical(runs):
+    a, b = runs
+    assert a["html"] == b["html"] and a["md"] == b["md"] and a["json"] == b["json"]
+
+
+def test_verdict_names_the_planted_dealing_cheaters_and_no_honest_player(runs):
+    doc = json.loads(runs[0]["json"])
+    key = json.loads(KEY.read_text(encoding="utf-8"))
+    cheaters = {c["player"]: c["kind"] for c in key["cheaters"]}
+    flagged = {f["subject"] for f in doc["flags"]}
+    honest = {s for s in flagged if not set(s.split("+")) & set(cheaters)}
+    assert honest == set()
+    dealing = {p for p, kind in cheaters.items() if kind in ("jack_stacker", "turnup_jack", "bad_shuffler")}
+    assert dealing <= flagged
+    html = runs[0]["html"].decode("utf-8")
+    verdict = html[html.index('<div class="verdict'):html.index("</div>", html.index('<div class="verdict'))]
+    assert all(p in verdict for p in dealing)
+    # the flag sentences come before any test table, and each flagged subject has a timeline
+    assert html.index("kate received the Jack of trumps in") < html.index('<section class="family"')
+    assert html.count("cumulative excess") >= len(doc["flags"]) - sum(
+        1 for f in doc["flags"] if not f["detail"].get("timeline"))

@@ -7,6 +7,7 @@ the record's fields; the season turns them into deal-log/1 records.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,36 @@ class Uniforms:
         return x
 
 
+class RevokeClock:
+    """Accidental revokes: each chance is an independent Bernoulli(rate) trial. Drawing the geometric gap to the
+    next success once (instead of one uniform per chance) gives the same law with far fewer draws."""
+
+    __slots__ = ("rate", "u", "left", "_log1m")
+
+    def __init__(self, rate: float, u: Uniforms):
+        self.rate, self.u = rate, u
+        self._log1m = math.log1p(-rate) if 0 < rate < 1 else 0.0
+        self.left = self._gap()
+
+    def _gap(self) -> int:
+        if self.rate <= 0:
+            return -1  # never
+        if self.rate >= 1:
+            return 1
+        x = self.u()
+        return int(math.log(1.0 - x) / self._log1m) + 1  # trials up to and including the next success
+
+    def tick(self) -> bool:
+        """One chance: True when it is a revoke."""
+        if self.left < 0:
+            return False
+        self.left -= 1
+        if self.left:
+            return False
+        self.left = self._gap()
+        return True
+
+
 @dataclass
 class SeatInfo:
     name: str
@@ -60,15 +91,9 @@ class Ctx:
     revokes: list = field(default_factory=list)  # (trick 1-based, seat, kind, card) of this deal
     cheat_acts: dict = field(default_factory=dict)  # player -> count of decisions a play cheat changed
     holds: list = field(default_factory=list)  # the cards each seat holds now (the oracle of a marked-Ten cheat)
-
-
-def _sample(u: float, cards: list[int], probs: list[float]) -> int:
-    acc = 0.0
-    for c, p in zip(cards, probs):
-        acc += p
-        if u < acc:
-            return c
-    return cards[-1]
+    clock: RevokeClock | None = None  # accidental revokes (shared by the season)
+    beliefs: dict = field(default_factory=dict)  # readers' beliefs on the key card, this deal
+    must_trump: bool = False
 
 
 def _boss_trump(pub: Public) -> int | None:
@@ -110,14 +135,13 @@ def marked_ten_probs(pub: Public, seat: int, hand: int, legal: list[int], honest
     return [1.0 if c == target else 0.0 for c in legal]
 
 
-def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, beliefs: dict, must_trump: bool,
-           trick_no: int) -> tuple[int, bool]:
-    """The card seat `s` plays, and whether it is a revoke."""
-    game, trump, lead = pub.game, pub.trump, pub.lead_suit
+def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, trick_no: int) -> int:
+    """The card seat `s` plays (a revoke is appended to `ctx.revokes`)."""
+    trump, lead = pub.trump, pub.lead_suit
     if two_card or lead is None:
         legal = hold
     else:
-        legal = legal_mask(game, hold, lead, trump, must_trump)
+        legal = legal_mask(pub.game, hold, lead, trump, ctx.must_trump)
     legal_cards = []
     m = legal
     while m:
@@ -131,7 +155,7 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, beliefs: di
         honest = [1.0]
         bw = None
     else:
-        bw = beliefs.get(s) if beliefs else None
+        bw = ctx.beliefs.get(s) if ctx.beliefs else None
         honest = info.policy.weights(View(pub, s, hold, -1, bw), legal_cards)
     used = honest
     kind = cheat.kind if cheat is not None else None
@@ -168,14 +192,22 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, beliefs: di
                 revoke_card, revoke_kind = offc[min(int(u() * len(offc)), len(offc) - 1)], "accidental"
         else:
             p_revoke = ctx.revoke_rate
-            if p_revoke and u() < p_revoke:
+            if ctx.clock.tick():
                 offc = cards_of(off)
                 revoke_card, revoke_kind = offc[min(int(u() * len(offc)), len(offc) - 1)], "accidental"
     if revoke_card is not None:
         card = revoke_card
         ctx.revokes.append((trick_no + 1, s, revoke_kind, card))
+    elif len(legal_cards) == 1:
+        card = legal_cards[0]
     else:
-        card = legal_cards[0] if len(legal_cards) == 1 else _sample(u(), legal_cards, used)
+        x = u()
+        card = legal_cards[-1]
+        for c, p in zip(legal_cards, used):
+            x -= p
+            if x < 0.0:
+                card = c
+                break
     if ctx.decisions is not None:
         ctx.decisions.append({
             "game_id": ctx.game_id, "deal_no": ctx.deal_no, "trick": trick_no + 1, "seat": s, "player": info.name,
@@ -183,7 +215,7 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, beliefs: di
             "p_honest": [round(p, 12) for p in honest], "p_used": [round(p, 12) for p in used],
             "p_revoke": p_revoke, "revoke": revoke_card is not None,
         })
-    return card, revoke_card is not None
+    return card
 
 
 def _deliberate_revoke(pub: Public, s: int, hold: int, legal: int, off: int) -> int | None:
@@ -232,6 +264,7 @@ def play_tricks(ctx: Ctx, L: Layout, holdings: list[list[int]], trump: int, turn
     game = ctx.game
     R = ctx.rules
     must_trump = R.switches.get("void_rule") == "must_trump_if_able"
+    ctx.must_trump = must_trump
     set_leader = R.switches.get("set_leader", "last_trick_winner")
     n_tricks = sum(tricks_per_set)
     n_sets = len(tricks_per_set)
@@ -244,6 +277,8 @@ def play_tricks(ctx: Ctx, L: Layout, holdings: list[list[int]], trump: int, turn
         pub.dead |= tbit
     beliefs = {s: [0.0 if o == s else 1.0 for o in range(n)] for s in range(n)
                if ctx.seats[s].policy.sk.infer}
+    ctx.beliefs = beliefs
+    extra = L.extra_card_seat
     tab = pub.tab
     hv = tab.hv
     hi = tab.hi
@@ -271,14 +306,15 @@ def play_tricks(ctx: Ctx, L: Layout, holdings: list[list[int]], trump: int, turn
             pub.win_card = -1
             trick: list[int] = []
             prev_seat = -1
+            two_turn = last and extra is not None and len(seats) == n + 1
             for p, s in enumerate(seats):
                 pub.pos = p
-                two_card = s == prev_seat or (last and s == L.extra_card_seat and len(seats) == n + 1)
                 if s == prev_seat:  # the eldest's second card in the Russian 5-player last trick
+                    two_card = True
                     card = hold[s].bit_length() - 1
-                    revoked = False
                 else:
-                    card, revoked = choose(ctx, pub, s, hold[s], two_card, beliefs, must_trump, k)
+                    two_card = two_turn and s == extra
+                    card = choose(ctx, pub, s, hold[s], two_card, k)
                 prev_seat = s
                 if beliefs:
                     observe(pub, beliefs, s, card)

@@ -222,25 +222,30 @@ class Policy:
         sk = self.sk
         pub = v.pub
         tab = pub.tab
-        me, hand, n, trump = v.seat, v.hand, pub.n, pub.trump
+        me, n, trump = v.seat, pub.n, pub.trump
         hv, spend, hi = tab.hv, tab.spend, tab.hi
         lm = 0
+        any_worth = False
         for c in legal:
             lm |= 1 << c
+        if lm & tab.worth_mask:
+            any_worth = True
         lead = pub.lead_suit
-        if lead is not None and not (lm & tab.worth_mask):
+        tmask = tab.trump_mask
+        if lead is not None and not any_worth:
             wc = pub.win_card
-            if not (lm & hi[wc] or (wc // 13 != trump and lm & tab.trump_mask)):
+            if not (lm & hi[wc] or (wc // 13 != trump and lm & tmask)):
                 # no legal card can take the trick and none is worth points: every card's score is the same
                 # trick outcome minus its spending cost (softmax ignores the common part)
                 return [-spend[c] for c in legal]
         sw = pub.game == "scotch_whist"
         played = pub.played
-        if sk.memory == "honours":
+        mem = sk.memory
+        if mem == "honours":
             played &= tab.honour_mask | pub.trick_mask
-        elif sk.memory == "trumps":
-            played &= tab.trump_mask | tab.honour_mask | pub.trick_mask | pub.prev_trick_mask
-        unseen = pub.pack & ~played & ~hand & ~pub.dead
+        elif mem == "trumps":
+            played &= tmask | tab.honour_mask | pub.trick_mask | pub.prev_trick_mask
+        unseen = pub.pack & ~played & ~v.hand & ~pub.dead
         owner = pub.turnup_owner if pub.turnup_live else -1
         if owner >= 0 and owner != me:
             unseen &= ~(1 << pub.turnup)
@@ -249,26 +254,29 @@ class Policy:
         side = pub.side_of
         my = side[me]
         ally = v.ally
+        others = _OTHERS[n][me]
+        # f[o]: the share of the unseen cards seat o holds; opps: opponents still to play in this trick
+        f = [0.0] * n
+        if U:
+            for o in others:
+                x = sizes[o] - (1 if o == owner else 0)
+                if x > 0:
+                    f[o] = x / U
         if lead is None:
-            later = _OTHERS[n][me]
+            later = others
         else:
             later = pub.order[pub.pos + 1:]
             if me in later:  # the Russian 5-player eldest's second card
                 later = [o for o in later if o != me]
         opps = [o for o in later if side[o] != my and o != ally]
-        f = [0.0] * n
-        if U:
-            for o in _OTHERS[n][me]:
-                x = sizes[o] - (1 if o == owner else 0)
-                if x > 0:
-                    f[o] = x / U
         voids = pub.voids if sk.voids else None
         # ---- where the key card (Ten of trumps / Jack of trumps) may be; only needed when a legal card beats it
         # (hunting, feeding) or a trump may be led (keeping off trumps for a partner who may hold it)
         key = tab.key
         key_hi = hi[key]
+        key_val = tab.key_val
         pk = None
-        if lm & key_hi or (lead is None and lm & tab.trump_mask):
+        if lm & key_hi or (lead is None and lm & tmask):
             if owner >= 0 and owner != me and pub.turnup == key:
                 pk = [0.0] * n
                 pk[owner] = 1.0
@@ -277,32 +285,29 @@ class Policy:
                 if bw is None:
                     pk = list(f)
                     if voids:
-                        for o in range(n):
+                        for o in others:
                             if voids[o] >> trump & 1:
                                 pk[o] = 0.0
                 else:
                     pk = [0.0] * n
                     z = float(U)
-                    for o in _OTHERS[n][me]:
+                    for o in others:
                         x = sizes[o] - (1 if o == owner else 0)
                         if x > 0:
                             w = bw[o] * x
                             z += w - x
                             pk[o] = w
                     if z > 0:
-                        for o in range(n):
+                        for o in others:
                             pk[o] /= z
-        # ---- risk that a card, winning the trick now, is beaten by a later opponent
-        t_unseen = (unseen & tab.trump_mask).bit_count()
-        xs = None
-        if sk.ruff_est:
-            xs = [(unseen >> (13 * s) & 0x1FFF).bit_count() for s in range(4)]
-        cache: dict = {}
+        # ---- risk that a card winning the trick now is beaten by a later opponent: per suit su, a card with k
+        # stronger unseen cards survives with probability g**k * R (g: no later opponent holds a given stronger
+        # card; R: none ruffs). Scotch Whist over-trumps of a plain lead are computed card by card.
+        t_unseen = (unseen & tmask).bit_count()
+        xs = [(unseen >> (13 * su) & 0x1FFF).bit_count() for su in range(4)] if sk.ruff_est else None
         per_suit: dict = {}
 
         def suit_terms(su: int) -> tuple[float, float]:
-            """(g, R): a card of suit `su` with k stronger unseen cards survives the later opponents with
-            probability g**k * R (g: none of them holds a given stronger card; R: none of them ruffs)."""
             g = 1.0
             R = 1.0
             for o in opps:
@@ -324,22 +329,16 @@ class Policy:
                     else:
                         pr = pt * (1.0 if void_s else 0.5)
                     R *= 1.0 - pr
-            per_suit[su] = (g, R)
-            return g, R
+            e = per_suit[su] = (g, R)
+            return e
 
-        def risk(c: int, trick_suit: int) -> float:
-            s = c // 13
-            k = (hi[c] & unseen).bit_count()
-            if sw and s == trump and trick_suit != trump:
-                ck = (s, k)
-                r = cache.get(ck)
-                if r is not None:
-                    return r
-                keep = 1.0
+        def overtrump(k: int, trick_suit: int) -> float:
+            keep = 1.0
+            if k:
                 for o in opps:  # over-trumping needs a void in the suit led
                     fo = f[o]
                     vo = voids[o] if voids else 0
-                    if fo <= 0.0 or vo >> trump & 1 or not k:
+                    if fo <= 0.0 or vo >> trump & 1:
                         continue
                     if vo >> trick_suit & 1:
                         pv = 1.0
@@ -348,19 +347,10 @@ class Policy:
                     else:
                         pv = 0.3
                     keep *= 1.0 - pv * (1.0 - (1.0 - fo) ** k)
-                r = cache[ck] = 1.0 - keep
-                return r
-            e = per_suit.get(s)
-            if e is None:
-                e = suit_terms(s)
-            g, R = e
-            return 1.0 - (g ** k if k else 1.0) * R
-
-        key_val = tab.key_val
+            return 1.0 - keep
 
         def keygain(c: int, trick_suit: int) -> float:
-            if pk is None or not (key_hi >> c & 1):
-                return 0.0
+            # a later opponent forced to drop the key under c, or a later partner dropping it on c
             g = 0.0
             for o in later:
                 p = pk[o]
@@ -372,53 +362,73 @@ class Policy:
                     g += p * 0.3
             return g * key_val
 
-        # ---- the chance an honour kept in hand is lost later (to stronger unseen cards held by opponents)
+        # an own honour h: played to a trick the side keeps it banks h; kept in hand it is worth h * (1 - lose_p),
+        # lose_p = half the chance that an opponent holds a stronger unseen card
         gopp = 1.0
-        for o in range(n):
-            if o != me and side[o] != my and o != ally:
-                gopp *= 1.0 - f[o]
+        if any_worth:
+            for o in others:
+                if side[o] != my and o != ally:
+                    gopp *= 1.0 - f[o]
         half_t = 0 if sw else t_unseen // 2
 
-        def lose_p(c: int) -> float:
-            k = (hi[c] & unseen).bit_count() + (half_t if c // 13 != trump else 0)
-            return 0.5 * (1.0 - gopp ** k) if k else 0.0
-
-        # an own honour h: played to a trick the side keeps it banks h; kept in hand it is worth h * (1 - lose_p)
         out = []
         if lead is None:
             P0 = tab.lam_card * pub.trick_size
             pp = 0.0
             if pk is not None:
-                for o in range(n):
-                    if o != me and (side[o] == my or o == ally):
+                for o in others:
+                    if side[o] == my or o == ally:
                         pp += pk[o]
             for c in legal:
-                s = c // 13
-                r = risk(c, s)
+                su = c // 13
+                k = (hi[c] & unseen).bit_count()
+                e = per_suit.get(su) or suit_terms(su)
+                r = 1.0 - (e[0] ** k if k else 1.0) * e[1]
+                g = (1.0 - 2.0 * r) * P0 - spend[c]
+                if pk is not None and key_hi >> c & 1:
+                    g += (1.0 - r) * keygain(c, su)
                 h = hv[c]
-                g = (1.0 - 2.0 * r) * P0 + (1.0 - r) * keygain(c, s) - spend[c]
                 if h:
-                    g += h * (lose_p(c) - 2.0 * r)
-                if s == trump and pp and c != key and r > 0.0:
+                    kk = k + (half_t if su != trump else 0)
+                    g += h * ((0.5 * (1.0 - gopp ** kk) if kk else 0.0) - 2.0 * r)
+                if su == trump and pp and c != key and r > 0.0:
                     g -= pp * key_val * 0.25
                 out.append(g)
             return out
         wc, ws = pub.win_card, pub.win_seat
         P = tab.lam_card * pub.trick_size + pub.trick_hv
         wfriend = side[ws] == my or ws == ally
-        rw = risk(wc, lead) if wfriend else 1.0
         whi = hi[wc]
         w_trump = wc // 13 == trump
+        if wfriend:
+            wsu = wc // 13
+            kw = (whi & unseen).bit_count()
+            if sw and wsu == trump and lead != trump:
+                rw = overtrump(kw, lead)
+            else:
+                e = per_suit.get(wsu) or suit_terms(wsu)
+                rw = 1.0 - (e[0] ** kw if kw else 1.0) * e[1]
+        else:
+            rw = 1.0
         for c in legal:
             h = hv[c]
-            if (whi >> c & 1) or (not w_trump and c // 13 == trump):
-                r = risk(c, lead)
-                g = (1.0 - 2.0 * r) * P + (1.0 - r) * keygain(c, lead)
+            su = c // 13
+            if (whi >> c & 1) or (not w_trump and su == trump):
+                k = (hi[c] & unseen).bit_count()
+                if sw and su == trump and lead != trump:
+                    r = overtrump(k, lead)
+                else:
+                    e = per_suit.get(su) or suit_terms(su)
+                    r = 1.0 - (e[0] ** k if k else 1.0) * e[1]
+                g = (1.0 - 2.0 * r) * P
+                if pk is not None and key_hi >> c & 1:
+                    g += (1.0 - r) * keygain(c, lead)
             else:
                 r = rw
                 g = (1.0 - 2.0 * r) * P
             if h:
-                g += h * (lose_p(c) - 2.0 * r)
+                kk = (hi[c] & unseen).bit_count() + (half_t if su != trump else 0)
+                g += h * ((0.5 * (1.0 - gopp ** kk) if kk else 0.0) - 2.0 * r)
             out.append(g - spend[c])
         return out
 

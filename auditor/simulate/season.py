@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..cards import CARD_STR, RJ, cards_of
+from ..dealing import deal as _deal
 from ..dealog import FORMAT, Deal
 from ..errors import AuditorError
 from ..replay.chain import chain_games
 from ..replay.reference import replay_deal
 from ..rules import AF_PIPS, SW_HONOURS, layout
 from . import shuffle
-from .play import Ctx, SeatInfo, Uniforms, af_deal, play_tricks, sw_holdings
+from .play import Ctx, RevokeClock, SeatInfo, Uniforms, af_deal, play_tricks, sw_holdings
 from .policy import Policy
 from .spec import SKILLS, CheaterSpec, SeasonSpec, TableSpec
 
@@ -73,7 +74,7 @@ def _parse_time(s: str) -> _dt.datetime:
 
 
 def _fmt_time(t: _dt.datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return t.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _next_session(t: _dt.datetime, start: _dt.datetime) -> _dt.datetime:
@@ -91,6 +92,7 @@ class _Season:
         self.rng = rng
         self.u = Uniforms(rng)
         self.seed = seed
+        self.clock = RevokeClock(spec.revoke_rate, self.u)
         members = spec.member_names()
         self.members = members
         mix = [(s, float(spec.skill_mix.get(s, 0.0))) for s in SKILLS]
@@ -284,6 +286,8 @@ class _Season:
             seats.append(SeatInfo(name, self.policies[self.skill[name]], ch, ally))
         ctx = Ctx(game, R, seats, table.side_of, u, spec.revoke_rate, spec.claim_rate, gid, 0, self.decisions)
         ctx.cheat_acts = self.cheat_acts
+        ctx.clock = self.clock
+        keep_gathered = ts.human_shuffle or any(c.kind == "bad_shuffler" for c in self.cheat.values())
         dealer = min(int(u() * n), n - 1)
         results = []
         records = []
@@ -317,8 +321,6 @@ class _Season:
                 rec["deck"] = [CARD_STR[c] for c in deck]
             before = self._last_totals if results else None
             if sw:
-                from ..dealing import deal as _deal
-
                 dealt = _deal(L, deck)
                 trump = dealt.turn_up // 13
                 rec["hands"] = [[CARD_STR[c] for c in h] for h in dealt.hands]
@@ -396,13 +398,14 @@ class _Season:
                 rec["recorded"] = recd
             records.append(rec)
             # ---- the gathered cards, for the next human shuffle with this pack
-            played = [c for tr in tricks for c in tr]
-            if not played:  # a bunched deal: the hands are thrown together
-                played = [c for h in rec_hands_codes(rec) for c in h]
-            seen = set(played)
-            gathered = played + [c for c in deck if c not in seen]
-            table.gathered[pack_id] = (gathered, tricks, trump)
-            n_cards = len(played)
+            if keep_gathered:
+                played = [c for tr in tricks for c in tr]
+                if not played:  # a bunched deal: the hands are thrown together
+                    played = [c for h in rec_hands_codes(rec) for c in h]
+                seen = set(played)
+                gathered = played + [c for c in deck if c not in seen]
+                table.gathered[pack_id] = (gathered, tricks, trump)
+            n_cards = sum(len(tr) for tr in tricks)
             t = t + _dt.timedelta(seconds=60 + 6 * n_cards + int(u() * 90))
             if ends:
                 break

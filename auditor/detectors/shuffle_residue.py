@@ -248,6 +248,12 @@ class ShuffleResidue:
         self.details = details
 
     def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts: Any = None) -> dict:
+        if facts is not None:  # both residue tests read the same per-deal rows: count a partition once
+            cached = getattr(facts, "_residue_rows", None)
+            if cached is None:
+                cached = count_results(results)
+                facts._residue_rows = cached
+            return cached
         return count_results(results)
 
     def merge(self, parts: Sequence[dict]) -> dict:

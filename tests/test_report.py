@@ -176,7 +176,7 @@ def test_the_flag_sentence_reads_like_the_brief():
 
 def test_the_sensitivity_sentence():
     e = {"test": "dealer_jack", "subject": "bob", "n": 212, "detail": {"min_detectable": 0.19}}
-    assert sentences.sensitivity_sentence(e) == ("with 212 deals dealt, a stacking rate above 0.19 would have "
+    assert sentences.sensitivity_sentence(e) == ("With 212 deals dealt, a stacking rate above 0.19 would have "
                                                  "been caught 4 times in 5.")
     e = {"test": "dealer_jack", "subject": "bob", "n": 12, "detail": {"min_detectable": None}}
     assert "even a cheat at full strength could have gone unflagged" in sentences.sensitivity_sentence(e)

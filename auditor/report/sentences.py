@@ -321,8 +321,8 @@ def result_sentence(entry: dict) -> str:
         z = _finite(entry.get("statistic"))
         over = f"{fmt_num(n)} {info['unit']}" + (f" ({fmt_num(dec)} decisions)" if dec is not None else "")
         zt = f" (z = {z:.1f})" if z is not None else ""
-        return (f"{subject}'s play followed the true place of the Ten of trumps beyond what he could know: a fit "
-                f"of {fmt_num(obs)} over {over}, where an honest player's is about {fmt_about(exp)}{zt}; {pq}.")
+        return (f"{subject}'s play fitted the true place of the Ten of trumps with a score of {fmt_num(obs)} over "
+                f"{over}; for an honest player, whatever he could legally know, about {fmt_about(exp)}{zt}; {pq}.")
     unit = f" {detail['unit']}" if isinstance(detail.get("unit"), str) else ""
     where = f" over {fmt_num(n)} {info['unit']}" if has_n else ""
     return f"{subject}: {fmt_num(obs)}{unit} observed{where}, about {fmt_about(exp)}{spread} expected; {pq}."
@@ -347,10 +347,10 @@ def min_detectable(entry: dict) -> tuple[float | None, float]:
 
 
 def sensitivity_sentence(entry: dict) -> str:
-    """'with 212 deals dealt, a stacking rate above 0.19 would have been caught 4 times in 5'."""
+    """'With 212 deals dealt, a stacking rate above 0.19 would have been caught 4 times in 5.'"""
     info = test_info(entry.get("test", ""))
     n = _finite(entry.get("n"))
-    amount = f"with {fmt_num(n)} {info['unit_short']}" if n is not None else "with this amount of play"
+    amount = f"With {fmt_num(n)} {info['unit_short']}" if n is not None else "With this amount of play"
     md, power = min_detectable(entry)
     if md is None:
         return (f"{amount}, the size of cheat this test could have revealed was not computed: not being flagged "

@@ -119,12 +119,13 @@ class Plot:
         coords = " ".join(f"{_f(self.sx(x))},{_f(self.sy(self.clip_y(y)))}" for x, y in pts)
         self.body.append(f'<polygon points="{coords}" fill="{color}" stroke="none"/>')
 
-    def hline(self, y: float, color: str, dash: str | None = None, label: str = "") -> None:
+    def hline(self, y: float, color: str, dash: str | None = None, label: str = "", left: bool = False) -> None:
         if not self.y0 <= y <= self.y1:
             return
         self.polyline([(self.x0, y), (self.x1, y)], color, 1.2, dash)
         if label:
-            self.body.append(f'<text x="{_f(W - MR - 4)}" y="{_f(self.sy(y) - 4)}" text-anchor="end" '
+            x, anchor = (ML + 4, "start") if left else (W - MR - 4, "end")
+            self.body.append(f'<text x="{_f(x)}" y="{_f(self.sy(y) - 4)}" text-anchor="{anchor}" '
                              f'font-size="11" fill="{color}">{esc(label)}</text>')
 
     def point(self, x: float, y: float, color: str, tip: str, r: float = 4.0, hollow: bool = False,
@@ -281,7 +282,7 @@ def funnel(test: str, entries: list[dict], unit: str = "deals dealt", event: str
     ylo = min(min(ratios), min(c[1] for c in curves["99.8"] if c[0] >= min(p[1] for p in pts) * 0.5))
     yhi = max(max(ratios), min(3.0, max(c[2] for c in curves["99.8"] if c[0] >= min(p[1] for p in pts) * 0.5)))
     ylo, yhi = _pad(max(0.0, ylo), yhi)
-    plot = Plot(f"{_title(test)}: rate against {unit}", unit, f"rate of {event} (1 = honest expectation)",
+    plot = Plot(f"Rate against {unit}: the funnel of honest chance", unit, f"rate of {event} (1 = honest expectation)",
                 (0, nmax * 1.08), (max(0.0, ylo), yhi),
                 desc="Each dot is a subject. Inside the funnel is what honest chance gives; dots above the dark "
                      "line are beyond the 99.8% limit.")
@@ -356,7 +357,7 @@ def score_chart(test: str, entries: list[dict], unit: str) -> str:
         return ""
     ys = [s for _, _, s in pts] + [v for e, _, _ in pts for _, v in _controls_with(e, "statistic")] + [0.0]
     nmax = max(n for _, n, _ in pts)
-    plot = Plot(f"{_title(test)}: score against exposure", unit, "score (0 = what honest play gives)",
+    plot = Plot("Score against exposure, with controls", unit, "score (0 = what honest play gives)",
                 (0, nmax * 1.08), _pad(min(ys), max(ys)),
                 desc="Filled dots: the test's score. Hollow diamonds: the same score on controls a cheat "
                      "cannot use. A cheat stands out in the score, not in the controls.")
@@ -395,11 +396,11 @@ def evidence_chart(test: str, entries: list[dict], unit: str, fam: dict | None =
     first = -math.log10(fdr / max(1, m))
     ys = [y for _, _, y in pts] + [c[3] for c in ctl] + [first * 1.1, 2.2]
     nmax = max(n for _, n, _ in pts)
-    plot = Plot(f"{_title(test)}: evidence against exposure", unit, "evidence: −log10 p (higher = stranger)",
+    plot = Plot("Evidence against exposure", unit, "evidence: −log10 p (higher = stranger)",
                 (0, nmax * 1.08), (0, max(ys) * 1.08),
                 desc="Each dot is a subject; hollow diamonds are its controls. Above the red line a subject "
                      "would be flagged even if he were the only strange one.")
-    plot.hline(2.0, AMBER, "4 3", "watch: p = 0.01")
+    plot.hline(2.0, AMBER, "4 3", "watch: p = 0.01", left=True)
     plot.hline(first, RED, "4 3", f"flag line for the strongest: p = {fdr:g}/{m}")
     plot.add_legend(BLUE, "p-value of the test")
     if ctl:
@@ -545,7 +546,7 @@ def charts_for_family(test: str, entries: list[dict], fam: dict | None = None) -
                    "controls.")
     if main:
         out.append({"caption": caption, "svg": main})
-    qq = qq_plot(entries, f"{info['title']}: p-values against honest chance")
+    qq = qq_plot(entries, f"All {len(entries)} p-values against honest chance")
     if qq:
         out.append({"caption": f"QQ plot of all {len(entries)} p-values of this test. If everyone were honest "
                                "they would follow the diagonal inside the band.", "svg": qq})

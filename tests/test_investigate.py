@@ -134,3 +134,22 @@ def test_investigation_escapes_hostile_names():
 def test_an_unknown_player_gets_no_tests():
     view = build_investigation(synthetic_doc(seed=7), "nobody", None)
     assert view["tests"] == [] and view["headline"] == "No test of this audit concerns nobody"
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from test_report import _entry  # noqa: E402
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(entries=st.lists(_entry, max_size=5), player=st.sampled_from(["", "a", "a+b", "<x>"]))
+def test_odd_documents_never_crash_the_investigation(entries, player):
+    for e in entries[::2]:
+        e["subject"] = player
+    doc = {"tests": entries, "families": [{"test": "dealer_jack", "tests": None}], "replay": {"findings": [
+        {"player": player, "code": None}, 3]}}
+    view = build_investigation(doc, player, [])
+    html = render_investigation_html(view)
+    _assert_inert(_parse(html), HTML_ELEMENTS)
+    print_investigation(build_investigation(doc, player, []), Console(file=io.StringIO(), width=100))

@@ -293,10 +293,18 @@ def test_terminal_summary_escapes_and_tells_the_verdict(doc):
     print_audit(doc, Console(file=buf, width=200, color_system=None))
     out = buf.getvalue()
     k = len(doc["flags"])
-    assert k >= 2 and out.startswith(f"{k} flags on {len({f['subject'] for f in doc['flags']})} subjects")
+    assert k >= 2 and out.startswith(f"{k} flags naming {len({f['subject'] for f in doc['flags']})} players")
     for f in doc["flags"]:
         assert f["subject"] in out
     assert "Test families" in out and "dealer_jack" in out
+
+
+def test_the_headline_counts_players_and_splits_pairs():
+    flags = [{"test": "collusion", "subject": "gus+rosa"}, {"test": "collusion", "subject": "rosa+gus"},
+             {"test": "dealer_jack", "subject": "kate"}, {"test": "deal_uniformity", "subject": "kate"},
+             {"test": "dealer_jack", "subject": "a+b"}]  # a name with '+' in a one-player test stays whole
+    view = sentences.build_view({"tests": flags, "flags": flags}, charts=False)
+    assert view["headline"].startswith("5 flags naming 4 players: a+b, gus, kate, rosa")
 
 
 def test_a_clean_audit_says_so_plainly():

@@ -104,6 +104,8 @@ ORDER = ("dealer_jack", "turnup_jack", "deal_uniformity", "dealer_cutter", "tric
 BERNOULLI_TESTS = ("dealer_jack", "turnup_jack", "collusion", "revoke_pattern")
 
 ROWS_SHOWN = 15
+WATCH_SHOWN = 10  # watch-list rows shown before the fold
+PAIR_TESTS = ("collusion", "dealer_cutter")  # subjects "a+b" name two players
 CONTROL_SHORT = 140  # characters of a control shown in a table cell (the investigation shows it whole)  # rows of a test's table shown before the "all subjects" fold
 
 MONTHLY_NOTE = (
@@ -596,6 +598,18 @@ def entry_view(e: dict) -> dict:
     }
 
 
+def players_named(entries: Iterable[dict]) -> set[str]:
+    """The players an entry names: its subject, or both sides of an ordered pair of a pair test."""
+    out: set[str] = set()
+    for e in entries:
+        subject = str(e.get("subject", "?"))
+        if e.get("test") in PAIR_TESTS and "+" in subject:
+            out.update(_pair(subject))
+        else:
+            out.add(subject)
+    return out
+
+
 def _sort_key_p(e: dict) -> tuple:
     p = _finite(e.get("pvalue"))
     return (p if p is not None else 2.0, str(e.get("test", "")), str(e.get("subject", "")))
@@ -635,10 +649,10 @@ def build_view(doc: dict, charts: bool = True) -> dict:
                     for f in findings[:MAX_FINDINGS_SHOWN]]
 
     n_flags = len(flags)
-    flagged_subjects = sorted({str(e.get("subject")) for e in flags})
+    flagged_players = sorted(players_named(flags))
     if n_flags:
-        headline = (f"{n_flags} flag{'s' if n_flags != 1 else ''} on {len(flagged_subjects)} "
-                    f"subject{'s' if len(flagged_subjects) != 1 else ''}: " + ", ".join(flagged_subjects))
+        headline = (f"{n_flags} flag{'s' if n_flags != 1 else ''} naming {len(flagged_players)} "
+                    f"player{'s' if len(flagged_players) != 1 else ''}: " + ", ".join(flagged_players))
     else:
         headline = "No one is flagged"
     if findings:
@@ -689,7 +703,8 @@ def build_view(doc: dict, charts: bool = True) -> dict:
         "findings_omitted": max(0, len(findings) - MAX_FINDINGS_SHOWN),
         "families": fam_views, "timelines": timelines, "subjects": subject_views,
         "how_to_read": HOW_TO_READ, "monthly_note": MONTHLY_NOTE, "not_clean_note": NOT_CLEAN_NOTE,
-        "n_tests": len(tests), "n_families": len(fam_views), "rows_shown": ROWS_SHOWN,
+        "n_tests": fmt_num(len(tests)), "n_families": len(fam_views), "rows_shown": ROWS_SHOWN,
+        "watch_shown": WATCH_SHOWN,
         "findings_shown": FINDINGS_SHOWN,
     }
 

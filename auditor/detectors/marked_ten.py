@@ -335,16 +335,22 @@ def _candidates(st: PlayState, i: int, target: int, kind: int) -> tuple | None:
 
 
 class MarkedTen:
-    """Detector interface (`auditor.detectors.base`): count / merge / finalize."""
+    """Detector interface (`auditor.detectors.base`): count / merge / finalize. `count` keeps, per deal, the plays
+    and decisions the test needs (plain tuples); `merge` concatenates them, so any split of the input by table
+    gives the same result; `finalize` fits the field's model and scores every player."""
 
     name = NAME
 
-    def __init__(self, folds: int = 5, min_deals: int = MIN_DEALS, targets: Sequence[str] = TARGETS):
+    def __init__(self, fdr: float = 0.05, details: bool = True, folds: int = 5, min_deals: int = MIN_DEALS,
+                 targets: Sequence[str] = TARGETS, **_: Any):
+        self.fdr = fdr
+        self.details = details
         self.folds = folds
         self.min_deals = min_deals
         self.targets = tuple(targets)
 
-    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None) -> MarkedTenCounts:
+    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts: Any = None
+              ) -> MarkedTenCounts:
         c = MarkedTenCounts()
         for res in results:
             f = extract_deal(res, c)
@@ -366,7 +372,7 @@ class MarkedTen:
 
     def finalize(self, counts: MarkedTenCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
         scores = score_all(counts, folds=self.folds, targets=self.targets)
-        return results_from_scores(scores, counts, self.min_deals)
+        return results_from_scores(scores, counts, self.min_deals, self.details)
 
 
 def run(results: Sequence[Any], folds: int = 5) -> list[TestResult]:
@@ -552,7 +558,10 @@ class Blocks:
 def saddlepoint_sf(t: float, V: np.ndarray, P: np.ndarray, grp: np.ndarray, nb: int) -> float:
     """P(sum over blocks of X_b >= t), X_b independent, X_b = V[row] with probability P[row] for the rows of block
     b: the Lugannani-Rice saddlepoint approximation (relative accuracy far into the tail), normal near the mean,
-    exact at the top of the support."""
+    exact at the top of the support. Rows of probability 0 carry no mass and are dropped."""
+    keep = P > 0
+    if not keep.all():
+        V, P, grp = V[keep], P[keep], grp[keep]
     P = P / np.bincount(grp, weights=P, minlength=nb)[grp]
     vmax_b = np.full(nb, -np.inf)
     np.maximum.at(vmax_b, grp, V)
@@ -802,7 +811,8 @@ def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = 
     return out
 
 
-def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = MIN_DEALS) -> list[TestResult]:
+def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = MIN_DEALS,
+                        details: bool = True) -> list[TestResult]:
     from .field import field_compare
 
     players = scores["players"]
@@ -855,7 +865,8 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
             controls["packs"] = {k: _ctl(main.test(sel[pk == k], phi=phi)) for k in packs}
         controls["field"] = fc.get(name, {})
         detail = {"decisions": int(len(sel)), "deals": r["deals"], "variance_guard": phi,
-                  "excluded": dict(sorted(counts.excluded.get(name, {}).items()))}
+                  "excluded": dict(sorted(counts.excluded.get(name, {}).items())),
+                  "deals_excluded_in_input": dict(sorted(counts.excluded_deals.items()))} if details else {}
         out.append(TestResult(
             test=NAME, subject=name, n=r["deals"], observed=main_t["observed"], expected=main_t["expected"],
             statistic=main_t["z"], pvalue=main_t["p"],

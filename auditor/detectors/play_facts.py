@@ -88,7 +88,7 @@ class PlayState:
     trick_seats: list[int] = field(default_factory=list)  # seats of this trick in play order
     trick: list[tuple[int, int]] = field(default_factory=list)  # (seat, card) already in this trick
     played: int = 0  # public: cards played before this play
-    void: list[int] = field(default_factory=list)  # public: per seat, bitmask of suits shown void (bit s)
+    void: list[int] = field(default_factory=list)  # public: per seat, suits shown void in this set (bit s)
     revoke: bool = False  # this play is a revoke found by the replay
     two_card_turn: bool = False  # Russian 5 players: the eldest's two cards in the last trick (no choice made)
     winner: int = 0  # seat that won this trick (known after the fact)
@@ -248,6 +248,7 @@ def walk(res) -> Iterator[PlayState]:
             st.hold = [by_set[s][j] for s in range(n)]
             st.future = [sum(by_set[s][j + 1:]) if j + 1 < len(per_set) else 0 for s in range(n)]
             st.set_index = j
+            st.void = [0] * n  # a new hand: voids shown in the last set say nothing of it
         trick_plays = []
         while i < len(plays) and plays[i][0] == k:
             trick_plays.append(plays[i])

@@ -52,6 +52,9 @@ DETECTORS: dict[str, Callable[..., Detector]] = {
     "dealer_cutter": _dealer_cutter,
     "shuffle_residue": _shuffle_residue,
     "trick_stack": _trick_stack,
+    "marked_ten": lambda **kw: __import__("auditor.detectors.marked_ten", fromlist=["x"]).MarkedTen(**kw),
+    "collusion": lambda **kw: __import__("auditor.detectors.collusion", fromlist=["x"]).Collusion(**kw),
+    "revoke_pattern": lambda **kw: __import__("auditor.detectors.revoke_pattern", fromlist=["x"]).RevokePattern(**kw),
 }
 
 

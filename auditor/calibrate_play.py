@@ -1,0 +1,491 @@
+"""Calibration of the play-knowledge tests (`marked_ten`, `collusion`, `revoke_pattern`) with the simulator.
+
+`calibrate_play(...)` returns the numbers as a dict (`format_report` prints them); `auditor calibrate` can call it
+as its play section, `auditor calibrate-play` runs it alone, `bench/bench_calibrate_play.py` runs the full study.
+
+Studies (every season seeded from (seed, study, season index): the numbers are reproducible):
+
+- `marked_honest`: all-honest club seasons, 60 players at 15 Scotch Whist tables of four in partnerships, about
+  400 deals played each, the four skill levels in equal shares (readers included). For each skill level: the rate
+  of p <= alpha next to alpha, and how often a player is flagged at FDR 5% (family = the season's players); the
+  realised FDR (the share of seasons with any flag: in an all-honest season every flag is false). The same with
+  every table shuffling like people (`marked_human`).
+- `marked_power`: the same club with one marked-Ten player (the simulator's cheat, strength q = 1 and 0.5): the
+  share of seasons in which he is flagged at FDR 5%, his p-values, and the optimal likelihood-ratio yardstick that
+  knows the simulator's honest and cheating policies: for each of his decisions the log ratio of the cheat
+  mixture q * cheat + (1 - q) * honest to the honest probability of the card he played (from the decision log),
+  summed over his decisions; its null (his decisions drawn from the honest policy) by the same saddlepoint. Power
+  ratio = power of `marked_ten` / power of the yardstick at the same per-test level (FDR / number of players,
+  Benjamini-Hochberg's threshold for a lone cheat).
+- `collusion`: one colluding pair sitting together at Scotch Whist tables of five (individual play), about 500
+  deals played; honest seasons of the same shape for the false-positive rate.
+- `revoke`: a deliberate revoker revoking in about one deal in 40, about 1,000 deals played, 20 players at tables
+  of four; honest seasons of the same shape (accidental revokes at 1 in 300 chances).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import ProcessPoolExecutor
+from types import SimpleNamespace
+from typing import Callable
+
+import numpy as np
+
+ALPHAS = (0.001, 0.01, 0.05)
+SKILLS = ("novice", "club", "strong", "reader")
+CHEATER = "ada"
+PARTNER = "ben"
+REVOKER_Q = 0.06  # the simulator's revoker acts on 6% of his chances: about one deal in 40 (measured in the key)
+
+
+# ---------------------------------------------------------------- seasons
+
+
+def _rng(seed: int, study: str, i: int) -> np.random.Generator:
+    import zlib
+
+    return np.random.default_rng([int(seed), zlib.crc32(study.encode()), int(i)])
+
+
+def marked_spec(q: float = 0.0, n_players: int = 60, deals_each: int = 400, human: bool = False,
+                cheater_skill: str = "strong", log_decisions: bool = False, equal_skills: bool = True):
+    from .simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships
+
+    tables = [TableSpec(f"sw4-{i}", 4, sides=partnerships(4, "pairs"), human_shuffle=human)
+              for i in range(n_players // 4)]
+    cheaters = [CheaterSpec(CHEATER, "marked_ten", q)] if q > 0 else []
+    mix = {s: 0.25 for s in SKILLS} if equal_skills else None
+    kw = {"skill_mix": mix} if mix else {}
+    return SeasonSpec(tables=tables, n_deals=deals_each * n_players // 4, players=n_players, cheaters=cheaters,
+                      skills={CHEATER: cheater_skill} if q > 0 else {}, deck=False, time=False,
+                      log_decisions=log_decisions, season="cal", **kw)
+
+
+def collusion_spec(q: float = 0.0, n_tables: int = 3, deals_each: int = 500):
+    from .simulate import CheaterSpec, SeasonSpec, TableSpec
+
+    tables = [TableSpec(f"sw5-{i}", 5) for i in range(n_tables)]
+    cheaters = [CheaterSpec(CHEATER, "colluder", q, partner=PARTNER),
+                CheaterSpec(PARTNER, "colluder", q, partner=CHEATER)] if q > 0 else []
+    return SeasonSpec(tables=tables, n_deals=deals_each * n_tables, players=5 * n_tables, cheaters=cheaters,
+                      deck=False, time=False, season="cal")
+
+
+def revoke_spec(q: float = 0.0, n_players: int = 20, deals_each: int = 1000):
+    from .simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships
+
+    tables = [TableSpec(f"sw4-{i}", 4, sides=partnerships(4, "pairs")) for i in range(n_players // 4)]
+    cheaters = [CheaterSpec(CHEATER, "revoker", q)] if q > 0 else []
+    return SeasonSpec(tables=tables, n_deals=deals_each * n_players // 4, players=n_players, cheaters=cheaters,
+                      deck=False, time=False, season="cal")
+
+
+def _replay(records: list[dict]) -> list:
+    from .dealog import record_from_obj
+    from .replay.reference import replay_deal
+
+    return [replay_deal(record_from_obj(r, "sim", 0, k + 1).deal) for k, r in enumerate(records)]
+
+
+def _detect(name: str, results: list, fdr: float) -> list:
+    """One detector counted per table and merged (as `auditor audit` does), then its family."""
+    from .detectors.registry import DETECTORS
+    from .stats.family import apply_families
+
+    det = DETECTORS[name](fdr=fdr, details=True)
+    by_table: dict[str, list] = {}
+    for r in results:
+        by_table.setdefault(r.deal.table, []).append(r)
+    rng = np.random.default_rng(0)
+    parts = [det.count(by_table[t], rng) for t in sorted(by_table)]
+    tests, _ = apply_families(det.finalize(det.merge(parts), rng), fdr)
+    return tests
+
+
+# ---------------------------------------------------------------- the likelihood-ratio yardstick
+
+
+def lr_yardstick(sim, results: list, q: float, players: set[str] | None = None) -> dict[str, dict]:
+    """Per player: the optimal likelihood-ratio statistic of his decisions, honest policy vs the marked-Ten
+    mixture q * cheat + (1 - q) * honest (the simulator's own policies), and its one-sided p-value under the honest
+    policy (saddlepoint over his decisions; each decision's term drawn from the honest probabilities)."""
+    from .cards import parse_card
+    from .detectors.marked_ten import Blocks
+    from .detectors.play_facts import deal_exclusion, walk
+    from .simulate.play import marked_ten_probs
+    from .simulate.policy import tables
+
+    rows = {}
+    for d in sim.decisions or []:
+        rows[(d["game_id"], d["deal_no"], d["trick"], d["seat"])] = d
+    V: dict[str, list] = {}
+    P: dict[str, list] = {}
+    T: dict[str, list] = {}
+    G: dict[str, list] = {}
+    count: dict[str, int] = {}
+    for res in results:
+        d = res.deal
+        if d.game != "scotch_whist" or deal_exclusion(res) is not None:
+            continue
+        tab = tables(d.game, res.trump)
+        ten = res.trump * 13 + 8
+        from .rules import layout
+
+        pack = layout(d.ruleset, d.n, d.dealer).pack
+        for st in walk(res):
+            name = d.players[st.seat]
+            if players is not None and name not in players:
+                continue
+            row = rows.get((d.game_id, d.deal_no, st.k + 1, st.seat))
+            if row is None or row.get("revoke") or len(row["legal"]) < 2:
+                continue
+            legal = [parse_card(x) for x in row["legal"]]
+            honest = [float(x) for x in row["p_honest"]]
+            holder = st.holder(ten)
+            pub = SimpleNamespace(trump=res.trump, side_of=st.side_of, lead_suit=st.lead_suit,
+                                  order=st.trick_seats, pos=st.pos, played=st.played, pack=pack, tab=tab)
+            cp = marked_ten_probs(pub, st.seat, st.hold[st.seat], legal, honest, holder)
+            if cp is None:
+                continue
+            mix = [q * a + (1 - q) * b for a, b in zip(cp, honest)]
+            vals = [math.log(max(m, 1e-300)) - math.log(max(h, 1e-300)) for m, h in zip(mix, honest)]
+            k = count.get(name, 0)
+            G.setdefault(name, []).extend([k] * len(legal))
+            V.setdefault(name, []).extend(vals)
+            P.setdefault(name, []).extend(honest)
+            T.setdefault(name, []).extend(int(c == st.card) for c in legal)
+            count[name] = count.get(name, 0) + 1
+    out = {}
+    for name in V:
+        b = Blocks(np.zeros(count[name], np.int64), np.asarray(G[name], np.int64), np.asarray(V[name]),
+                   np.asarray(P[name]), np.asarray(T[name], np.int64))
+        t = b.test()
+        out[name] = {"llr": t["observed"], "z": t["z"], "p": t["p"], "decisions": count[name]}
+    return out
+
+
+# ---------------------------------------------------------------- one season of each study
+
+
+def marked_season(seed: int, i: int, q: float, human: bool = False, fdr: float = 0.05, n_players: int = 60,
+                  deals_each: int = 400, yardstick: bool = True) -> dict:
+    from .simulate import simulate_season
+
+    t0 = time.perf_counter()
+    study = f"marked-{q}-{int(human)}"
+    log = yardstick and q > 0
+    sim = simulate_season(marked_spec(q, n_players, deals_each, human, log_decisions=log), _rng(seed, study, i))
+    results = _replay(sim.records)
+    tests = _detect("marked_ten", results, fdr)
+    skills = {p: v["skill"] for p, v in sim.key["players"].items()}
+    played: dict[str, int] = {}
+    for r in sim.records:
+        for p in r["players"]:
+            played[p] = played.get(p, 0) + 1
+    rows = []
+    for t in tests:
+        c = t.controls
+        rows.append({"player": t.subject, "skill": skills[t.subject], "cheat": q > 0 and t.subject == CHEATER,
+                     "p": t.pvalue, "z": t.statistic, "flagged": t.flagged, "deals": t.n,
+                     "played": played.get(t.subject, 0),
+                     "p_hard": c["hard_facts_null"]["p"], "p_opening": c["opening_leads_exact"]["p"],
+                     "p_normal": c["deal_sums_normal"]["p"], "p_queen": c["queen"]["p"],
+                     "p_plain_ten": c["plain_ten"]["p"], "p_placebo": c["placebo"]["p"]})
+    out = {"rows": rows, "family": len(tests), "seconds": round(time.perf_counter() - t0, 2)}
+    if log:
+        ys = lr_yardstick(sim, results, q)
+        out["yardstick"] = ys
+    return out
+
+
+def collusion_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: int = 500) -> dict:
+    from .simulate import simulate_season
+
+    t0 = time.perf_counter()
+    sim = simulate_season(collusion_spec(q, deals_each=deals_each), _rng(seed, f"collusion-{q}", i))
+    tests = _detect("collusion", _replay(sim.records), fdr)
+    pair = {f"{CHEATER}+{PARTNER}", f"{PARTNER}+{CHEATER}"}
+    played = sum(CHEATER in r["players"] for r in sim.records)
+    return {"family": len(tests), "played": played,
+            "false_flags": sum(t.flagged for t in tests if not (q > 0 and t.subject in pair)),
+            "pair_flagged": [t.flagged for t in tests if q > 0 and t.subject in pair],
+            "pair_p": [t.pvalue for t in tests if q > 0 and t.subject in pair],
+            "p_honest": [t.pvalue for t in tests if not (q > 0 and t.subject in pair)],
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+def revoke_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: int = 1000) -> dict:
+    from .simulate import simulate_season
+
+    t0 = time.perf_counter()
+    sim = simulate_season(revoke_spec(q, deals_each=deals_each), _rng(seed, f"revoke-{q}", i))
+    tests = _detect("revoke_pattern", _replay(sim.records), fdr)
+    played = sum(CHEATER in r["players"] for r in sim.records)
+    deliberate = sum(len(c.get("revokes", [])) for c in sim.key["cheaters"])
+    cheat = [t for t in tests if q > 0 and t.subject == CHEATER]
+    return {"family": len(tests), "played": played, "deliberate": deliberate,
+            "false_flags": sum(t.flagged for t in tests if not (q > 0 and t.subject == CHEATER)),
+            "cheat_flagged": bool(cheat and cheat[0].flagged), "cheat_p": cheat[0].pvalue if cheat else None,
+            "p_honest": [t.pvalue for t in tests if not (q > 0 and t.subject == CHEATER)],
+            "seconds": round(time.perf_counter() - t0, 2)}
+
+
+# ---------------------------------------------------------------- summaries
+
+
+def _rate_rows(rows: list[dict], key: str = "p") -> dict:
+    ps = np.array([r[key] for r in rows if r.get(key) is not None], float)
+    n = len(ps)
+    out = {"players": n}
+    for a in ALPHAS:
+        k = int(np.sum(ps <= a))
+        out[f"p<={a}"] = k / n if n else None
+        out[f"count<={a}"] = k
+    return out
+
+
+def summarise_marked_honest(seasons: list[dict], fdr: float) -> dict:
+    rows = [r for s in seasons for r in s["rows"] if not r["cheat"]]
+    out: dict = {"seasons": len(seasons), "by_skill": {}}
+    for sk in SKILLS + ("all",):
+        rs = [r for r in rows if sk == "all" or r["skill"] == sk]
+        e = _rate_rows(rs)
+        e["flagged"] = sum(r["flagged"] for r in rs)
+        e["flag_rate"] = e["flagged"] / len(rs) if rs else None
+        e["mean_z"] = float(np.mean([r["z"] for r in rs])) if rs else None
+        e["hard_facts_null"] = _rate_rows(rs, "p_hard")
+        e["opening_exact"] = _rate_rows(rs, "p_opening")
+        e["deal_sums_normal"] = _rate_rows(rs, "p_normal")
+        out["by_skill"][sk] = e
+    with_flag = sum(any(r["flagged"] for r in s["rows"] if not r["cheat"]) for s in seasons)
+    out["seasons_with_a_flag"] = with_flag
+    out["realised_fdr"] = with_flag / len(seasons) if seasons else None
+    out["per_test_level"] = fdr / max(1, int(np.median([s["family"] for s in seasons]))) if seasons else None
+    return out
+
+
+def summarise_marked_power(seasons: list[dict], fdr: float) -> dict:
+    cheat = [r for s in seasons for r in s["rows"] if r["cheat"]]
+    m = int(np.median([s["family"] for s in seasons])) if seasons else 1
+    level = fdr / m
+    out = {"seasons": len(seasons), "family": m, "per_test_level": level}
+    out["power_at_fdr"] = float(np.mean([r["flagged"] for r in cheat])) if cheat else None
+    out["power_at_level"] = float(np.mean([r["p"] <= level for r in cheat])) if cheat else None
+    out["median_p"] = float(np.median([r["p"] for r in cheat])) if cheat else None
+    out["median_deals_played"] = float(np.median([r["played"] for r in cheat])) if cheat else None
+    out["median_deals_scored"] = float(np.median([r["deals"] for r in cheat])) if cheat else None
+    for key in ("p_hard", "p_opening", "p_normal", "p_queen", "p_plain_ten", "p_placebo"):
+        vals = [r[key] for r in cheat if r[key] is not None]
+        out[f"{key}_power_at_level"] = float(np.mean([v <= level for v in vals])) if vals else None
+    ys = [s["yardstick"].get(CHEATER) for s in seasons if s.get("yardstick")]
+    ys = [y for y in ys if y is not None]
+    if ys:
+        out["yardstick_power_at_level"] = float(np.mean([y["p"] <= level for y in ys]))
+        out["yardstick_median_p"] = float(np.median([y["p"] for y in ys]))
+        hon = [y["p"] for s in seasons for n, y in (s.get("yardstick") or {}).items() if n != CHEATER]
+        out["yardstick_honest_rate_at_level"] = float(np.mean([p <= level for p in hon])) if hon else None
+        yp = out["yardstick_power_at_level"]
+        out["power_ratio"] = (out["power_at_level"] / yp) if yp else None
+    hon_rows = [r for s in seasons for r in s["rows"] if not r["cheat"]]
+    out["honest_in_these_seasons"] = _rate_rows(hon_rows)
+    return out
+
+
+def summarise_flags(seasons: list[dict], key: str) -> dict:
+    ps = [p for s in seasons for p in s["p_honest"]]
+    out = {"seasons": len(seasons), "honest_tests": len(ps)}
+    for a in ALPHAS:
+        out[f"p<={a}"] = float(np.mean([p <= a for p in ps])) if ps else None
+    out["seasons_with_a_false_flag"] = sum(s["false_flags"] > 0 for s in seasons)
+    out["realised_fdr"] = out["seasons_with_a_false_flag"] / len(seasons) if seasons else None
+    if key == "collusion":
+        fl = [all(s["pair_flagged"]) for s in seasons if s["pair_flagged"]]
+        any_fl = [any(s["pair_flagged"]) for s in seasons if s["pair_flagged"]]
+        if fl:
+            out["power_both_directions"] = float(np.mean(fl))
+            out["power_either_direction"] = float(np.mean(any_fl))
+            out["median_deals_played"] = float(np.median([s["played"] for s in seasons]))
+    if key == "revoke":
+        fl = [s["cheat_flagged"] for s in seasons if s["cheat_p"] is not None]
+        if fl or any(s["deliberate"] for s in seasons):
+            out["power"] = float(np.mean([s["cheat_flagged"] for s in seasons]))
+            out["median_p"] = float(np.median([s["cheat_p"] if s["cheat_p"] is not None else 1.0
+                                               for s in seasons]))
+            out["median_deals_played"] = float(np.median([s["played"] for s in seasons]))
+            out["deliberate_per_deal"] = float(np.sum([s["deliberate"] for s in seasons]) /
+                                               max(1, np.sum([s["played"] for s in seasons])))
+    return out
+
+
+# ---------------------------------------------------------------- the study
+
+
+SIZES_FAST = {"marked_honest": 2, "marked_human": 1, "marked_power": 2, "collusion": 3, "revoke": 2}
+SIZES_FULL = {"marked_honest": 100, "marked_human": 20, "marked_power": 50, "collusion": 50, "revoke": 50}
+
+
+def _task(args: tuple) -> tuple[str, dict]:
+    kind, seed, i, q, kw = args
+    if kind.startswith("marked"):
+        return kind, marked_season(seed, i, q, **kw)
+    if kind.startswith("collusion"):
+        return kind, collusion_season(seed, i, q, **kw)
+    return kind, revoke_season(seed, i, q, **kw)
+
+
+def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None, fdr: float = 0.05,
+                   workers: int = 1, progress: Callable[[str], None] | None = None,
+                   marked_qs: tuple[float, ...] = (1.0, 0.5), collusion_q: float = 0.7) -> dict:
+    """Run the play-knowledge studies. `sizes`: seasons per study (keys of SIZES_FULL)."""
+    say = progress or (lambda _m: None)
+    n = dict(SIZES_FAST if fast else SIZES_FULL)
+    n.update(sizes or {})
+    tasks = []
+    for i in range(n["marked_honest"]):
+        tasks.append(("marked_honest", seed, i, 0.0, {"fdr": fdr}))
+    for i in range(n["marked_human"]):
+        tasks.append(("marked_human", seed, i, 0.0, {"fdr": fdr, "human": True}))
+    for q in marked_qs:
+        for i in range(n["marked_power"]):
+            tasks.append((f"marked_power_{q}", seed, i, q, {"fdr": fdr}))
+    for i in range(n["collusion"]):
+        tasks.append(("collusion_honest", seed, i, 0.0, {"fdr": fdr}))
+        tasks.append(("collusion_power", seed, i, collusion_q, {"fdr": fdr}))
+    for i in range(n["revoke"]):
+        tasks.append(("revoke_honest", seed, i, 0.0, {"fdr": fdr}))
+        tasks.append(("revoke_power", seed, i, REVOKER_Q, {"fdr": fdr}))
+    t0 = time.perf_counter()
+    done: dict[str, list[dict]] = {}
+    say(f"{len(tasks)} simulated seasons on {workers} worker(s)")
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            for k, (kind, res) in enumerate(ex.map(_task, tasks, chunksize=1), 1):
+                done.setdefault(kind, []).append(res)
+                if k % 10 == 0:
+                    say(f"{k}/{len(tasks)} seasons, {time.perf_counter() - t0:.0f} s")
+    else:
+        for k, t in enumerate(tasks, 1):
+            kind, res = _task(t)
+            done.setdefault(kind, []).append(res)
+            if k % 10 == 0:
+                say(f"{k}/{len(tasks)} seasons, {time.perf_counter() - t0:.0f} s")
+    out: dict = {"seed": seed, "fdr": fdr, "sizes": n, "studies": {}}
+    if "marked_honest" in done:
+        out["studies"]["marked_honest"] = summarise_marked_honest(done["marked_honest"], fdr)
+    if "marked_human" in done:
+        out["studies"]["marked_human"] = summarise_marked_honest(done["marked_human"], fdr)
+    for q in marked_qs:
+        k = f"marked_power_{q}"
+        if k in done:
+            out["studies"][k] = summarise_marked_power(done[k], fdr) | {"q": q}
+    if "collusion_honest" in done:
+        out["studies"]["collusion_honest"] = summarise_flags(done["collusion_honest"], "collusion")
+        out["studies"]["collusion_power"] = summarise_flags(done["collusion_power"], "collusion") | {"q": collusion_q}
+    if "revoke_honest" in done:
+        out["studies"]["revoke_honest"] = summarise_flags(done["revoke_honest"], "revoke")
+        out["studies"]["revoke_power"] = summarise_flags(done["revoke_power"], "revoke") | {"q": REVOKER_Q}
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    out["seconds_per_season"] = {k: float(np.mean([s["seconds"] for s in v])) for k, v in done.items()}
+    out["targets"] = targets(out)
+    import os
+    import platform
+
+    out["machine"] = {"cpus": os.cpu_count(), "workers": workers, "python": platform.python_version()}
+    return out
+
+
+def targets(res: dict) -> list[dict]:
+    """The issue's targets, measured: (what, met, measured). `met` is None when the study was too small to say."""
+    st = res["studies"]
+    fdr = res["fdr"]
+    out = []
+    p1 = st.get("marked_power_1.0")
+    if p1:
+        met = p1["power_at_fdr"] >= 0.8
+        out.append({"target": "marked-Ten player at q = 1 flagged at FDR 5% within ~400 deals played, >= 80% of "
+                              "seasons", "met": met,
+                    "measured": f"{p1['power_at_fdr']:.0%} of {p1['seasons']} seasons (median "
+                                f"{p1['median_deals_played']:.0f} deals played)"})
+        if p1.get("power_ratio") is not None:
+            out.append({"target": "power ratio to the likelihood-ratio yardstick at the same level, aim >= 0.7",
+                        "met": p1["power_ratio"] >= 0.7,
+                        "measured": f"q=1: {p1['power_at_level']:.0%} / {p1['yardstick_power_at_level']:.0%} = "
+                                    f"{p1['power_ratio']:.2f}"})
+    p5 = st.get("marked_power_0.5")
+    if p5 and p5.get("power_ratio") is not None:
+        out.append({"target": "power ratio at q = 0.5 (aim >= 0.7)", "met": p5["power_ratio"] >= 0.7,
+                    "measured": f"{p5['power_at_level']:.0%} / {p5['yardstick_power_at_level']:.0%} = "
+                                f"{p5['power_ratio']:.2f}"})
+    h = st.get("marked_honest")
+    if h:
+        from scipy.stats import binom
+
+        rd = h["by_skill"]["reader"]
+        n_r = rd["players"]
+        level = h["per_test_level"] or fdr / 60
+        # flagged no more often than nominal: reject when the readers' flag count is significantly above the
+        # per-test level (one-sided exact binomial at 5%)
+        above = n_r > 0 and binom.sf(rd["flagged"] - 1, n_r, level) < 0.05
+        met = (not above) if h["seasons"] >= 100 else None
+        out.append({"target": "honest strong readers flagged no more often than nominal, >= 100 honest seasons, "
+                              "club of 60", "met": met,
+                    "measured": f"{rd['flagged']} flags among {n_r} reader-seasons (nominal {level * n_r:.2f}); "
+                                f"p<=0.01 rate {rd['p<=0.01']:.3f}; {h['seasons']} seasons"})
+        k, m = h["seasons_with_a_flag"], h["seasons"]
+        above = m > 0 and binom.sf(k - 1, m, fdr) < 0.05
+        out.append({"target": "realised FDR of marked_ten in honest seasons <= 5%", "met": (not above) if m >= 100
+                    else None, "measured": f"{k} of {m} seasons with a flag"})
+    rv = st.get("revoke_power")
+    if rv and "power" in rv:
+        out.append({"target": "deliberate revoker (about one deal in 40) flagged within 1,000 deals",
+                    "met": rv["power"] >= 0.8,
+                    "measured": f"{rv['power']:.0%} of {rv['seasons']} seasons (median "
+                                f"{rv['median_deals_played']:.0f} deals, {rv['deliberate_per_deal']:.3f} "
+                                "deliberate revokes per deal)"})
+    co = st.get("collusion_power")
+    if co and "power_either_direction" in co:
+        out.append({"target": "collusion at an individual table of 5 caught within 500 deals",
+                    "met": co["power_either_direction"] >= 0.8,
+                    "measured": f"{co['power_either_direction']:.0%} of {co['seasons']} seasons (both directions "
+                                f"{co['power_both_directions']:.0%}; median {co['median_deals_played']:.0f} deals)"})
+    return out
+
+
+def format_report(res: dict) -> str:
+    lines = [f"play-knowledge calibration: seed {res['seed']}, FDR {res['fdr']}, {res['seconds']} s "
+             f"({res['machine']['cpus']} cpus, {res['machine']['workers']} workers)"]
+    st = res["studies"]
+    for key in ("marked_honest", "marked_human"):
+        h = st.get(key)
+        if not h:
+            continue
+        lines.append(f"{key}: {h['seasons']} seasons, realised FDR {h['realised_fdr']:.3f} "
+                     f"({h['seasons_with_a_flag']} seasons with a flag)")
+        for sk, e in h["by_skill"].items():
+            lines.append(f"  {sk:7s} n={e['players']:5d}  p<=.001 {e['p<=0.001']:.4f}  p<=.01 {e['p<=0.01']:.4f}  "
+                         f"p<=.05 {e['p<=0.05']:.4f}  flagged {e['flagged']}  mean z {e['mean_z']:+.3f}  "
+                         f"| hard-facts null p<=.01 {e['hard_facts_null']['p<=0.01']:.4f}")
+    for key in sorted(k for k in st if k.startswith("marked_power")):
+        p = st[key]
+        lines.append(f"{key}: {p['seasons']} seasons, flagged at FDR {p['power_at_fdr']:.0%}, p <= "
+                     f"{p['per_test_level']:.2g}: {p['power_at_level']:.0%}, median p {p['median_p']:.2g}, "
+                     f"deals played {p['median_deals_played']:.0f} (scored {p['median_deals_scored']:.0f})")
+        if p.get("yardstick_power_at_level") is not None:
+            lines.append(f"  LR yardstick: {p['yardstick_power_at_level']:.0%} (median p "
+                         f"{p['yardstick_median_p']:.2g}); power ratio {p['power_ratio']:.2f}; yardstick honest "
+                         f"rate {p['yardstick_honest_rate_at_level']:.4f}")
+        lines.append("  controls at the same level: " + ", ".join(
+            f"{k[2:-15]} {p[k]:.0%}" for k in p if k.endswith("_power_at_level") and k.startswith("p_")
+            and p[k] is not None))
+    for key in ("collusion_honest", "collusion_power", "revoke_honest", "revoke_power"):
+        s = st.get(key)
+        if s:
+            lines.append(f"{key}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"
+                                                for k, v in s.items()))
+    lines.append("targets:")
+    for t in res["targets"]:
+        mark = {True: "met", False: "NOT met", None: "too few seasons to say"}[t["met"]]
+        lines.append(f"  [{mark}] {t['target']}: {t['measured']}")
+    return "\n".join(lines)

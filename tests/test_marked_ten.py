@@ -1,0 +1,201 @@
+"""marked_ten: exact pieces checked exactly, the null checked on honest play, the power on the simulator's cheat."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from auditor.dealog import validate
+from auditor.detectors import marked_ten as M
+from auditor.replay.reference import replay_deal
+from auditor.stats.family import apply_families
+from auditor.testing.generate import random_game
+
+
+# ---------------------------------------------------------------- the saddlepoint tail
+
+
+def _random_blocks(rng, nb, k):
+    V = rng.normal(size=(nb, k)) * rng.uniform(0.2, 2.0, size=(nb, 1))
+    P = rng.dirichlet(np.ones(k) * 0.7, size=nb)
+    grp = np.repeat(np.arange(nb), k)
+    return V.ravel(), P.ravel(), grp
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_saddlepoint_matches_exact_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    nb = 11
+    V, P, grp = _random_blocks(rng, nb, 3)
+    Vb, Pb = V.reshape(nb, 3), P.reshape(nb, 3)
+    sums, probs = np.zeros(1), np.ones(1)
+    for blk in range(nb):  # every one of the 3^11 outcomes
+        sums = (sums[:, None] + Vb[blk][None, :]).ravel()
+        probs = (probs[:, None] * Pb[blk][None, :]).ravel()
+    mean = float(probs @ sums)
+    sd = float(np.sqrt(probs @ (sums - mean) ** 2))
+    for k in (0.5, 1.0, 2.0, 3.0):
+        t = mean + k * sd
+        exact = probs[sums >= t].sum()
+        approx = M.saddlepoint_sf(t, V, P, grp, nb)
+        assert abs(np.log(approx / exact)) < np.log(1.5), (k, approx, exact)
+    # the top of the support is exact
+    top = Vb.max(1).sum()
+    assert M.saddlepoint_sf(top, V, P, grp, nb) == pytest.approx(np.prod(Pb[np.arange(nb), Vb.argmax(1)]), rel=1e-9)
+
+
+def test_saddlepoint_matches_monte_carlo_in_the_tail():
+    rng = np.random.default_rng(2)
+    V, P, grp = _random_blocks(rng, 60, 4)
+    true = np.zeros(len(V), np.int64)
+    b = M.Blocks(np.arange(60), grp, V, P, true)
+    _, mean, var = b.moments()
+    for k in (1.5, 2.5, 3.2):
+        t = mean + k * np.sqrt(var)
+        sp = M.saddlepoint_sf(t, V, P, grp, 60)
+        draws = 200_000
+        tot = np.zeros(draws)
+        for blk in range(60):
+            sel = slice(4 * blk, 4 * blk + 4)
+            tot += V[sel][rng.choice(4, size=draws, p=P[sel] / P[sel].sum())]
+        mc = np.mean(tot >= t)
+        se = np.sqrt(mc * (1 - mc) / draws)
+        assert abs(sp - mc) <= 4 * se + 0.05 * mc, (k, sp, mc)
+
+
+# ---------------------------------------------------------------- fitting pieces
+
+
+def test_conditional_logit_recovers_its_coefficients():
+    rng = np.random.default_rng(3)
+    n_groups, k = 4000, 3
+    beta = np.array([1.0, -0.7])
+    X = rng.normal(size=(n_groups * k, 2))
+    grp = np.repeat(np.arange(n_groups), k)
+    eta = X @ beta
+    p = M._group_softmax(eta, grp, n_groups)
+    chosen = np.zeros(len(X), np.int64)
+    for g in range(n_groups):
+        chosen[g * k + rng.choice(k, p=p[g * k:(g + 1) * k])] = 1
+    est = M.fit_clogit(X, grp, chosen, n_groups, ridge=1e-6)
+    assert np.allclose(est, beta, atol=0.12)
+
+
+def test_llr_table_reads_the_field_frequencies():
+    rng = np.random.default_rng(4)
+    cell_ctx = 7
+    # holders play outcome 0 three times as often as non-holders
+    holds = rng.random(20000) < 0.3
+    p1 = np.array([0.6, 0.2, 0.2, 0.0])
+    p0 = np.array([0.2, 0.4, 0.4, 0.0])
+    out = np.where(holds, rng.choice(4, size=20000, p=p1), rng.choice(4, size=20000, p=p0))
+    llr = M.llr_table(cell_ctx * M.N_OUT + out, holds.astype(np.int64)).reshape(M.N_CTX, M.N_OUT)
+    assert llr[cell_ctx, 0] == pytest.approx(np.log(3), abs=0.1)
+    assert llr[cell_ctx, 1] == pytest.approx(np.log(0.5), abs=0.1)
+    assert np.all(llr[cell_ctx + 1] == 0)  # an empty context says nothing
+
+
+# ---------------------------------------------------------------- the null on honest play
+
+
+def _random_club(seed: int, tables: int = 40, games: int = 20):
+    rng = np.random.default_rng(seed)
+    out = []
+    for tb in range(tables):
+        players = [f"t{tb}p{i}" for i in range(4)]
+        for g in range(games):
+            recs = random_game(rng, "scotch_whist", "foster", 4, game_id=f"t{tb}g{g}", sides=[[0, 2], [1, 3]],
+                               players=players, table=f"t{tb}")
+            out += [replay_deal(validate(r)) for r in recs]
+    return out
+
+
+@pytest.fixture(scope="module")
+def random_club():
+    return _random_club(5)
+
+
+def test_null_holds_for_players_who_ignore_the_ten(random_club):
+    """Uniformly random players cannot know where the Ten is: their p-values must not be small too often."""
+    tests = M.MarkedTen().finalize(M.MarkedTen().count(random_club))
+    p = np.array([t.pvalue for t in tests])
+    assert len(p) == 160
+    for a in (0.05, 0.1):
+        k = int(np.sum(p <= a))
+        assert binom.sf(k - 1, len(p), a) > 0.001, (a, k)  # not significantly above alpha
+    # the exact opening-lead component and the controls behave the same
+    for key in ("opening_leads_exact", "queen", "plain_ten", "hard_facts_null"):
+        pc = np.array([t.controls[key]["p"] for t in tests if t.controls[key]["p"] is not None])
+        k = int(np.sum(pc <= 0.05))
+        assert binom.sf(k - 1, len(pc), 0.05) > 0.001, (key, k, len(pc))
+
+
+def test_counts_add_exactly_across_tables(random_club):
+    det = M.MarkedTen()
+    whole = det.finalize(det.count(random_club))
+    by_table: dict[str, list] = {}
+    for r in random_club:
+        by_table.setdefault(r.deal.table, []).append(r)
+    tables = sorted(by_table)
+    rng = np.random.default_rng(0)
+    halves = [tables[::2], tables[1::2]]
+    parts = [det.count([r for t in half for r in by_table[t]]) for half in halves]
+    merged = det.finalize(det.merge(list(reversed(parts))))
+    a = {t.subject: t.to_json() for t in whole}
+    b = {t.subject: t.to_json() for t in merged}
+    assert a == b
+    rng.shuffle(tables)
+    parts = [det.count(by_table[t]) for t in tables]
+    assert {t.subject: t.to_json() for t in det.finalize(det.merge(parts))} == a
+
+
+def test_exclusions_are_counted_and_other_games_do_not_break_it(random_club):
+    rng = np.random.default_rng(9)
+    af = [replay_deal(validate(r)) for r in random_game(rng, "all_fours", "foster", 4, game_id="af")]
+    rec = random_game(rng, "scotch_whist", "foster", 4, game_id="cut")[0]
+    short = replay_deal(validate(dict(rec, tricks=rec["tricks"][:2])))
+    two = [replay_deal(validate(r)) for r in random_game(rng, "scotch_whist", "foster", 2, game_id="two")]
+    det = M.MarkedTen()
+    c = det.count(list(random_club[:200]) + af + [short] + two)
+    assert c.excluded_deals["not_scotch_whist"] == len(af)
+    assert c.excluded_deals["incomplete"] >= 1
+    assert c.excluded_deals["played_in_sets"] == len(two)
+    # every play of a player in the scored deals has exactly one reason
+    plays: dict[str, int] = {}
+    for r in random_club[:200]:
+        if r.revokes:
+            continue
+        for _, s, _ in r.plays:
+            plays[r.deal.players[s]] = plays.get(r.deal.players[s], 0) + 1
+    for p, n in plays.items():
+        assert sum(c.excluded[p].values()) == n
+    assert det.finalize(c)  # no traceback, tests come out
+
+
+# ---------------------------------------------------------------- power on the simulator's cheat
+
+
+@pytest.fixture(scope="module")
+def cheat_season():
+    from auditor.simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
+
+    tables = [TableSpec(f"t{i}", 4, sides=partnerships(4, "pairs")) for i in range(4)]
+    spec = SeasonSpec(tables=tables, n_deals=1600, players=16, cheaters=[CheaterSpec("ada", "marked_ten", 1.0)],
+                      skills={"ada": "strong"}, deck=False, time=False)
+    sim = simulate_season(spec, np.random.default_rng(21))
+    return [replay_deal(validate(r)) for r in sim.records]
+
+
+def test_marked_ten_player_is_found_and_controls_stay_quiet(cheat_season):
+    det = M.MarkedTen()
+    tests, _ = apply_families(det.finalize(det.count(cheat_season)))
+    by = {t.subject: t for t in tests}
+    ada = by["ada"]
+    assert ada.flagged and ada.pvalue < 1e-4
+    assert min(tests, key=lambda t: t.pvalue).subject == "ada"
+    assert sum(t.flagged for t in tests) == 1
+    for key in ("queen", "plain_ten"):
+        assert ada.controls[key]["p"] > 1e-3, key
+    assert ada.controls["early"]["z"] > 2
+    assert set(ada.detail["excluded"]) >= {"scored", "ten_own", "ten_played"}

@@ -152,9 +152,8 @@ class Season:
                                    for cards, rt in b["runs"]]
                     if not b["bunched"]:
                         k = 3 * len(b["runs"])
-                        rec["discards"] = [
-                            [CARD_STR[c] for c in (dealt.hands[s] + [x for cards, _ in b["runs"] for x in cards[s]])[:k]]
-                            for s in range(n)]
+                        held = [dealt.hands[s] + [x for cards, _ in b["runs"] for x in cards[s]] for s in range(n)]
+                        rec["discards"] = [[CARD_STR[c] for c in held[s][:k]] for s in range(n)]
                 if b and b["bunched"]:
                     rec["bunched"] = True
             yield rec

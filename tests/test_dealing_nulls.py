@@ -6,7 +6,7 @@ from math import comb
 import numpy as np
 import pytest
 
-from auditor.cards import RJ, cards_of, make, rank_of, suit_of
+from auditor.cards import RJ, cards_of, suit_of
 from auditor.dealing import deal, shuffled_pack
 from auditor.facts import TURNUP, UNDEALT, config, held_prob, honours_held_pmf, location_probs
 from auditor.rules import layout, resolve

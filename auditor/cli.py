@@ -94,14 +94,20 @@ def replay(
 
         _err(f"engine stats: {json.dumps(report.stats)}")
     if json_out:
-        data = dump_document(report.to_json()) + b"\n"
         out = getattr(sys.stdout, "buffer", None)
-        if out is not None:
+        if out is not None and hasattr(report, "write_json"):
             sys.stdout.flush()
-            out.write(data)
+            report.write_json(out)
+            out.write(b"\n")
             out.flush()
         else:
-            sys.stdout.write(data.decode())
+            data = dump_document(report.to_json()) + b"\n"
+            if out is not None:
+                sys.stdout.flush()
+                out.write(data)
+                out.flush()
+            else:
+                sys.stdout.write(data.decode())
     else:
         from .report.terminal import print_replay
 

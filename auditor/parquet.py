@@ -33,7 +33,7 @@ import numpy as np
 
 from .cards import CARD_STR
 from .dealog import Record, record_from_obj
-from .fast.cols import BEGS, GAMES, NOCARD, Chunk, Ragged, Registry
+from .fast.cols import BEGS, GAMES, NOCARD, Chunk, Ragged, Registry, uniq
 
 LAYOUT_VERSION = "1"
 CARD_COLS = ("deck", "hands", "runs", "discards", "tricks")
@@ -187,7 +187,8 @@ def _gid_col(ch: Chunk, reg: Registry, col: np.ndarray):
 
     codes = np.where(col, ch.gid, -1)
     uniq, inv = np.unique(codes, return_inverse=True)
-    vals = [reg.game_ids[int(u)] if u >= 0 else "" for u in uniq]
+    vals = [ch.gid_vals[int(u)] if u >= 0 else "" for u in uniq]
+    vals = [v if isinstance(v, str) else v.as_py() for v in vals]
     idx = pa.array(inv.astype(np.int32), mask=~col)
     return pa.DictionaryArray.from_arrays(idx, pa.array(vals, pa.string()))
 
@@ -258,11 +259,43 @@ def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: bool = Fals
         yield b.finish()
 
 
+_NP_TYPES = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16, "int32": np.int32,
+             "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64}
+
+
+def _valid(arr) -> np.ndarray | None:
+    """The validity of an Arrow array as a bool array (None: no nulls), read from its bitmap."""
+    if arr.null_count == 0:
+        return None
+    if arr.null_count == len(arr):
+        return np.zeros(len(arr), bool)
+    bits = np.unpackbits(np.frombuffer(arr.buffers()[0], np.uint8), bitorder="little")
+    return bits[arr.offset:arr.offset + len(arr)].astype(bool)
+
+
 def _np(arr, dtype, fill=0) -> np.ndarray:
-    """A primitive Arrow array as numpy (nulls as `fill`)."""
-    if arr.null_count:
-        arr = arr.fill_null(fill)
-    return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    """A primitive Arrow array as numpy (nulls as `fill`), straight from its buffers."""
+    n = len(arr)
+    t = str(arr.type)
+    if t == "bool":
+        if arr.buffers()[1] is None:
+            vals = np.zeros(n, bool)
+        else:
+            bits = np.unpackbits(np.frombuffer(arr.buffers()[1], np.uint8), bitorder="little")
+            vals = bits[arr.offset:arr.offset + n].astype(bool)
+    elif t in _NP_TYPES:
+        buf = arr.buffers()[1]
+        vals = np.frombuffer(buf, _NP_TYPES[t], count=n, offset=arr.offset * np.dtype(_NP_TYPES[t]).itemsize) \
+            if buf is not None else np.zeros(n, _NP_TYPES[t])
+    elif t == "null":
+        return np.full(n, fill, dtype)
+    else:
+        raise ValueError(f"column of type {t}")
+    ok = _valid(arr)
+    out = vals.astype(dtype, copy=True)
+    if ok is not None:
+        out[~ok] = fill
+    return out
 
 
 def _ragged(arr) -> Ragged:
@@ -272,13 +305,15 @@ def _ragged(arr) -> Ragged:
     n = len(arr)
     if pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.binary())
+    if pa.types.is_null(arr.type):
+        return Ragged(np.zeros(n + 1, np.int64), np.zeros(0, np.uint8), np.zeros(n, bool))
     if not pa.types.is_binary(arr.type):
         raise ValueError(f"column of type {arr.type}, not binary")
     bufs = arr.buffers()
     off = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    has = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), bool) if arr.null_count else np.ones(n, bool)
-    return Ragged(off, data, has)
+    ok = _valid(arr)
+    return Ragged(off, data, np.ones(n, bool) if ok is None else ok)
 
 
 def _dict_parts(arr) -> tuple[np.ndarray, list]:
@@ -288,13 +323,13 @@ def _dict_parts(arr) -> tuple[np.ndarray, list]:
 
     if not pa.types.is_dictionary(arr.type):
         arr = pc.dictionary_encode(arr)
-    idx = arr.indices
-    codes = _np(idx, np.int64, -1) if idx.null_count else idx.to_numpy(zero_copy_only=False).astype(np.int64)
-    return codes, arr.dictionary.to_pylist()
+    return _np(arr.indices, np.int64, -1), arr.dictionary.to_pylist()
 
 
 def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: bool) -> Chunk:
     import orjson
+    import pyarrow as pa
+    import pyarrow.compute as pc
     from .fast.cols import Chunk
 
     n = batch.num_rows
@@ -306,15 +341,14 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
     raw_line: dict[int, bytes] = {}
     bad = np.zeros(n, bool)  # column rows that fail a check: judged the slow way
     if raw_arr.null_count < n:
-        is_raw = ~np.asarray(raw_arr.is_null().to_numpy(zero_copy_only=False), bool)
+        okr = _valid(raw_arr)
+        is_raw = np.ones(n, bool) if okr is None else okr
         for i in np.flatnonzero(is_raw).tolist():
             raw = raw_arr[i].as_py()
             raw_line[i] = raw
             src = f"{path}:{int(line[i])}"
             recs = list(_parse_raw(raw, path, fi, int(line[i])))
             rec = recs[0] if recs else Record(src, fi, int(line[i]), error="empty record")
-            if rec.deal is not None:
-                reg.game_id(rec.deal.game_id)
             slow[i] = rec
             status[i] = 1 if rec.deal is not None else 2
     col = status == 0
@@ -325,9 +359,9 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
     o_codes, o_vals = _dict_parts(c["options"])
     rset = np.full(n, -1, np.int32)
     combo = (game.astype(np.int64) * (len(r_vals) + 1) + r_codes + 1) * (len(o_vals) + 1) + o_codes + 1
-    uniq, inv = np.unique(combo, return_inverse=True)
-    ids = np.full(len(uniq), -1, np.int32)
-    for k, u in enumerate(uniq.tolist()):
+    uniq_, inv = uniq(combo, return_inverse=True)
+    ids = np.full(len(uniq_), -1, np.int32)
+    for k, u in enumerate(uniq_.tolist()):
         o1 = u % (len(o_vals) + 1) - 1
         r1 = (u // (len(o_vals) + 1)) % (len(r_vals) + 1) - 1
         g = u // ((len(o_vals) + 1) * (len(r_vals) + 1))
@@ -365,7 +399,7 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
     has_sides = s_codes >= 0
     if has_sides.any():
         key = s_codes * 16 + nplayers
-        for kk in np.unique(key[has_sides & col]).tolist():
+        for kk in uniq(key[has_sides & col]).tolist():
             sv, nn = kk // 16, kk % 16
             try:
                 sid = reg.sides_id(orjson.loads(s_vals[sv]), int(nn))
@@ -374,18 +408,12 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
             m = key == kk
             sides[m] = sid
         bad |= col & has_sides & (sides < 0)
-    # game ids
-    g_codes, g_vals = _dict_parts(c["game_id"])
-    present = np.unique(g_codes[col & (g_codes >= 0)])
-    gmap = np.full(len(g_vals) + 1, -1, np.int64)
-    if present.size:
-        # intern in order of first appearance (games_summary order is recomputed anyway)
-        first = np.full(len(g_vals), n, np.int64)
-        rows_ok = np.flatnonzero(col & (g_codes >= 0))
-        np.minimum.at(first, g_codes[rows_ok], rows_ok)
-        for u in present[np.argsort(first[present], kind="stable")].tolist():
-            gmap[u] = reg.game_id(g_vals[u])
-    gid = gmap[g_codes]
+    # game ids: chunk-local codes into the batch's dictionary
+    g_arr = c["game_id"]
+    if not pa.types.is_dictionary(g_arr.type):
+        g_arr = pc.dictionary_encode(g_arr)
+    gid = _np(g_arr.indices, np.int64, -1)
+    gid_vals = g_arr.dictionary
     bad |= col & (gid < 0)
     deal_no = _np(c["deal_no"], np.int64, 0)
     bad |= col & ((deal_no < 1) | (deal_no >= 2 ** 62))
@@ -440,8 +468,6 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
         obj = _row_obj(batch, i)
         src = f"{path}:{int(line[i])}"
         rec = record_from_obj(obj, src, fi, int(line[i]))
-        if rec.deal is not None:
-            reg.game_id(rec.deal.game_id)
         slow[i] = rec
         status[i] = 1 if rec.deal is not None else 2
         raw_line[i] = orjson.dumps(obj)
@@ -458,31 +484,39 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
         deck=rg["deck"], hands=rg["hands"], hand_lens=lens["hands"], runs=rg["runs"], discards=rg["discards"],
         disc_lens=lens["discards"], tricks=rg["tricks"], trick_lens=lens["tricks"], rp=rp, rp_has=rp_has, rt=rt,
         rt_has=rt_has, rw=rw, rec_has=rec_has, raw_line=raw_line, table=table, time=time, pack=pack, extra=extra,
+        gid_vals=gid_vals,
     )
 
 
 def _ns_vec(sides: np.ndarray, n: np.ndarray, reg: Registry) -> np.ndarray:
     key = sides.astype(np.int64) * 16 + n
-    uniq, inv = np.unique(key, return_inverse=True)
-    vals = np.array([reg.n_sides(int(u // 16), int(u % 16)) if u % 16 > 0 else 0 for u in uniq], np.int64)
+    uniq_, inv = uniq(key, return_inverse=True)
+    vals = np.array([reg.n_sides(int(u // 16), int(u % 16)) if u % 16 > 0 else 0 for u in uniq_], np.int64)
     return vals[inv]
 
 
 def _lists(arr, ns: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A list<int> column as a dense [n, S] array, the presence mask and whether each length is `ns`."""
+    import pyarrow as pa
+
     n = len(arr)
     out = np.zeros((n, S), np.int32)
-    has = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), bool) if arr.null_count else np.ones(n, bool)
-    off = arr.offsets.to_numpy().astype(np.int64)
+    if pa.types.is_null(arr.type):
+        return out, np.zeros(n, bool), np.ones(n, bool)
+    ok_v = _valid(arr)
+    has = np.ones(n, bool) if ok_v is None else ok_v
+    off = np.frombuffer(arr.buffers()[1], np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
     lens = np.diff(off)
     ok = ~has | (lens == ns)
-    vals = arr.values.to_numpy(zero_copy_only=False).astype(np.int64) if len(arr.values) else np.zeros(0, np.int64)
+    values = arr.values
+    vals = _np(values, np.int64, 0) if len(values) else np.zeros(0, np.int64)
     fill = has & ok & (lens <= S)
-    rows = np.repeat(np.arange(n), np.where(fill, lens, 0))
-    colx = np.arange(len(rows)) - np.repeat(np.cumsum(np.where(fill, lens, 0)) - np.where(fill, lens, 0),
-                                            np.where(fill, lens, 0))
-    src = np.repeat(off[:-1], np.where(fill, lens, 0)) + colx
-    out[rows, colx] = vals[src] if len(src) else 0
+    cnt = np.where(fill, lens, 0)
+    rows = np.repeat(np.arange(n), cnt)
+    colx = np.arange(len(rows)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    src = np.repeat(off[:-1], cnt) + colx - values.offset * 0
+    if len(src):
+        out[rows, colx] = vals[src]
     return out, has, ok
 
 

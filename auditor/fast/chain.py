@@ -69,7 +69,10 @@ def chain_arrays(A: DealArrays, info) -> ChainOut:
     """`info(i)` -> (game_id, source, players) of deal i, for findings."""
     N = len(A.gid)
     S = A.points.shape[1]
-    order = np.lexsort((np.arange(N), A.deal_no, A.gid))
+    if N and A.gid.max() < 2 ** 31 and A.deal_no.max() < 2 ** 32:  # one stable sort on a combined key
+        order = np.argsort((A.gid << 32) | A.deal_no, kind="stable")
+    else:
+        order = np.lexsort((np.arange(N), A.deal_no, A.gid))
     g_sorted = A.gid[order]
     start = np.ones(N, bool)
     start[1:] = g_sorted[1:] != g_sorted[:-1]
@@ -87,12 +90,35 @@ def chain_arrays(A: DealArrays, info) -> ChainOut:
         np.logical_or.at(bad_game, seg, diff)
     complex_gids = g_sorted[seg_first[bad_game]]
     keep = ~bad_game[seg]
-    o = order[keep]  # sorted positions of simple games
-    M = len(o)
+    o_all = order[keep]  # sorted positions of simple games
+    del order, g_sorted, start, seg, keep
     findings: list = []
-    if M == 0:
+    if len(o_all) == 0:
         z = np.zeros(0, np.int64)
         return ChainOut(z, z, np.zeros((0, S), np.int64), z, z, np.zeros(0, bool), findings, complex_gids)
+    # in slices of whole games, so that the temporaries stay small
+    g_all = A.gid[o_all]
+    cuts = [0]
+    step = SLICE
+    while cuts[-1] + step < len(o_all):
+        c = cuts[-1] + step
+        while c < len(o_all) and g_all[c] == g_all[c - 1]:
+            c += 1
+        cuts.append(c)
+    cuts.append(len(o_all))
+    del g_all
+    parts = [_chain_slice(A, o_all[a:b], info, findings) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    cat = [np.concatenate([p[i] for p in parts]) for i in range(6)]
+    return ChainOut(*cat, findings, complex_gids)
+
+
+SLICE = 262144  # deals per slice of the chain
+
+
+def _chain_slice(A: DealArrays, o: np.ndarray, info, findings: list):
+    """Chain the simple games whose deals are at `o` (sorted by game, deal number, input order)."""
+    S = A.points.shape[1]
+    M = len(o)
     gs = A.gid[o]
     st = np.ones(M, bool)
     st[1:] = gs[1:] != gs[:-1]
@@ -106,7 +132,7 @@ def chain_arrays(A: DealArrays, info) -> ChainOut:
     game = A.game[o]
     target = A.target[o]
     ns = A.ns[o]
-    pts = np.where(A.scored[o][:, None], A.points[o], 0)
+    pts = np.where(A.scored[o][:, None], A.points[o].astype(np.int64), 0)
     contrib = np.where(cand[:, None], pts, 0)
     cum = np.cumsum(contrib, axis=0)
     base = cum[first] - contrib[first]
@@ -135,7 +161,13 @@ def chain_arrays(A: DealArrays, info) -> ChainOut:
         sw = E[game[E] == 0]
         af = E[game[E] == 1]
         if sw.size:
-            winner_at[sw] = _sw_countout(before[sw], A.steps[o[sw]], ns[sw], target[sw], A.collision[o[sw]])
+            reached = (after[sw] >= target[sw][:, None]) & live[sw]
+            nr = reached.sum(1)
+            winner_at[sw] = np.where(nr == 1, reached.argmax(1), -1)
+            multi = sw[nr > 1]  # two sides or more past the target: the count-out decides
+            if multi.size:
+                winner_at[multi] = _sw_countout(before[multi], A.steps[o[multi]].astype(np.int64), ns[multi],
+                                                target[multi], A.collision[o[multi]])
         if af.size:
             c, w = _af_count(before[af], A.events[o[af]], target[af])
             counted[af] = c
@@ -159,8 +191,8 @@ def chain_arrays(A: DealArrays, info) -> ChainOut:
     nn = A.n[o]
     exp_dealer = (dealer[pcs] + step - A.bunched[o][pcs]) % nn
     flag_rot = has_prev & (dealer != exp_dealer)
-    rp, rp_has = A.rp[o], A.rp_has[o]
-    rt, rt_has = A.rt[o], A.rt_has[o]
+    rp, rp_has = A.rp[o].astype(np.int64), A.rp_has[o]
+    rt, rt_has = A.rt[o].astype(np.int64), A.rt_has[o]
     rw = A.rw[o]
     bunched = A.bunched[o]
     scored = A.scored[o]
@@ -249,7 +281,7 @@ def chain_arrays(A: DealArrays, info) -> ChainOut:
     g_totals = totals_after[last_chained]
     g_deals = np.bincount(sg, minlength=G)
     g_winner = np.where(has_end, winner_at[np.minimum(e_pos, M - 1)], -1)
-    return ChainOut(gs[first], g_deals, g_totals, ns[first], g_winner, has_end, findings, complex_gids)
+    return gs[first], g_deals, g_totals, ns[first], g_winner, has_end
 
 
 def _sw_countout(before, steps, ns, target, collision) -> np.ndarray:

@@ -72,6 +72,14 @@ def codes_of_sep(text: str) -> np.ndarray:
     return codes
 
 
+def uniq(x: np.ndarray, return_inverse: bool = False):
+    """`np.unique`, with a fast path for the common case of a single value."""
+    if len(x) and x.min() == x.max():
+        u = x[:1].copy()
+        return (u, np.zeros(len(x), np.intp)) if return_inverse else u
+    return np.unique(x, return_inverse=return_inverse)
+
+
 CARD_BYTES = np.array([s.encode() for s in CARD_STR] + [b"??"] * (256 - len(CARD_STR)), dtype="S2")
 
 
@@ -104,7 +112,8 @@ class Ragged:
 
 
 class Registry:
-    """What repeats across records, interned once per run: rules, line-ups, sides, game ids, input paths."""
+    """What repeats across records, interned once per run: rules, line-ups, sides, input paths. (Game ids stay
+    chunk-local, `Chunk.gid_vals`; the replay unifies them once at the end.)"""
 
     def __init__(self) -> None:
         self.rulesets: list[Rules] = []
@@ -115,8 +124,6 @@ class Registry:
         self.sides: list[list[list[int]]] = []
         self.side_of: list[np.ndarray] = []
         self._sd: dict[Any, int] = {}
-        self.game_ids: list[str] = []
-        self.gid: dict[str, int] = {}
         self.paths: list[str] = []
         self._fast_rules: dict[Any, int] = {}
 
@@ -200,14 +207,6 @@ class Registry:
         self._sd[key] = i
         return i
 
-    def game_id(self, gid: str) -> int:
-        i = self.gid.get(gid)
-        if i is None:
-            i = len(self.game_ids)
-            self.gid[gid] = i
-            self.game_ids.append(gid)
-        return i
-
     def side_of_row(self, sides_id: int, n: int) -> np.ndarray:
         return self.side_of[sides_id] if sides_id >= 0 else np.arange(n, dtype=np.int8)
 
@@ -232,7 +231,7 @@ class Chunk:
     nplayers: np.ndarray  # int8
     dealer: np.ndarray  # int16
     cutter: np.ndarray  # int16, -1 none
-    gid: np.ndarray  # int64
+    gid: np.ndarray  # int64: index into `gid_vals` (chunk-local), -1 for slow rows
     deal_no: np.ndarray  # int64
     beg: np.ndarray  # int8 code of BEGS
     bunched: np.ndarray  # bool
@@ -259,6 +258,11 @@ class Chunk:
     pack: list | None = None
     extra: list | None = None  # JSON text of the unknown top-level fields, or None
     sources: list | None = None  # per row `source` when not path:line (records given as Deals)
+    gid_vals: Any = None  # the game ids the codes of `gid` stand for: a list or an Arrow string array
+
+    def game_id_of(self, i: int) -> str:
+        v = self.gid_vals[int(self.gid[i])]
+        return v if isinstance(v, str) else v.as_py()
 
     def source(self, i: int) -> str:
         return self.sources[i] if self.sources is not None else f"{self.path}:{int(self.line[i])}"
@@ -283,6 +287,8 @@ class ChunkBuilder:
         self.dealer: list[int] = []
         self.cutter: list[int] = []
         self.gid: list[int] = []
+        self._gid: dict[str, int] = {}
+        self.gid_vals: list[str] = []
         self.deal_no: list[int] = []
         self.beg: list[int] = []
         self.bunched: list[bool] = []
@@ -506,7 +512,11 @@ class ChunkBuilder:
         self.nplayers.append(n)
         self.dealer.append(dealer)
         self.cutter.append(-1 if cutter is None else cutter)
-        self.gid.append(reg.game_id(gid))
+        code = self._gid.get(gid)
+        if code is None:
+            code = self._gid[gid] = len(self.gid_vals)
+            self.gid_vals.append(gid)
+        self.gid.append(code)
         self.deal_no.append(deal_no)
         self.beg.append(beg)
         self.bunched.append(bunched)
@@ -586,7 +596,7 @@ class ChunkBuilder:
             bunched=np.asarray(self.bunched, bool), turn_up=tu, shown=shown,
             deck=deck[0], hands=hands[0], hand_lens=hands[1], runs=runs[0], discards=disc[0], disc_lens=disc[1],
             tricks=tricks[0], trick_lens=tricks[1], rp=rp, rp_has=rp_has, rt=rt, rt_has=rt_has,
-            rw=np.asarray(self.rw, np.int16), rec_has=np.asarray(self.rec_has, bool),
+            rw=np.asarray(self.rw, np.int16), rec_has=np.asarray(self.rec_has, bool), gid_vals=self.gid_vals,
             raw_line=self.raw_line,
             table=self.table if self.keep_all else None, time=self.time if self.keep_all else None,
             pack=self.pack if self.keep_all else None, extra=self.extra if self.keep_all else None,
@@ -666,7 +676,7 @@ def row_to_obj(ch: Chunk, i: int, reg: Registry) -> dict:
     if options:
         out["options"] = dict(options)
     out["table"] = ch.table[i] if ch.table is not None else ""
-    out["game_id"] = reg.game_ids[int(ch.gid[i])]
+    out["game_id"] = ch.game_id_of(i)
     out["deal_no"] = int(ch.deal_no[i])
     if ch.time is not None and ch.time[i] is not None:
         out["time"] = ch.time[i]

@@ -17,7 +17,7 @@ import numpy as np
 from ..cards import CARD_STR, RJ
 from ..findings import Finding
 from ..rules import AF_PIPS, SW_HONOURS, Rules, layout
-from .cols import NOCARD, Chunk, Registry
+from .cols import NOCARD, Chunk, Registry, uniq
 
 SUIT_NAME = ("spade", "heart", "diamond", "club")
 
@@ -27,6 +27,13 @@ SUIT = np.where(_codes < 52, _codes // 13, 7).astype(np.int8)
 RANK = np.where(_codes < 52, _codes % 13, 0).astype(np.int8)
 BIT = np.where(_codes < 52, np.left_shift(np.uint64(1), np.minimum(_codes, 63).astype(np.uint64)),
                np.uint64(0)).astype(np.uint64)
+STRENGTH_SW = np.where(RANK == RJ, 13, RANK).astype(np.int8)  # the Scotch Whist Jack of trumps beats the Ace
+SUITBIT = np.where(_codes < 52, np.left_shift(1, SUIT.clip(0, 7)), 0).astype(np.uint8)
+HONOUR_BIT = np.zeros(256, np.uint8)  # bit of the honour (Ten, Ace, King, Queen, Jack) a card would be in trumps
+for _c in range(52):
+    _r = _c % 13
+    if _r in (8, 12, 11, 10, 9):
+        HONOUR_BIT[_c] = 1 << (8, 12, 11, 10, 9).index(_r)
 SUITMASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)] + [0] * 4, dtype=np.uint64)
 AF_PIP = np.array([AF_PIPS.get(int(r), 0) for r in RANK], np.int16)
 SW_STEP_NAMES = ("penalty", "ten", "cards", "ace", "king", "queen", "jack")
@@ -73,6 +80,19 @@ def ragged_any(rg, rows: np.ndarray, table: np.ndarray) -> np.ndarray:
     return out
 
 
+def _block(rg, rows: np.ndarray, L: int, ok: np.ndarray) -> np.ndarray:
+    """[N, L] uint8: the first L values of each row where `ok` (whose length is L); a view of the ragged data when
+    the rows lie back to back, else a gather."""
+    N = len(rows)
+    data = rg.data if rg.data.size else np.zeros(1, np.uint8)
+    if N and ok.all() and rows[-1] - rows[0] == N - 1:
+        a = int(rg.off[rows[0]])
+        if int(rg.off[rows[-1] + 1]) - a == L * N:
+            return data[a:a + L * N].reshape(N, L)
+    idx = rg.off[rows][:, None] + np.arange(L)
+    return data[np.where(ok[:, None], idx, 0)]
+
+
 def _popcount(x: np.ndarray) -> np.ndarray:
     return np.bitwise_count(x)
 
@@ -83,7 +103,7 @@ def replay_chunk(ch: Chunk, reg: Registry, detail: bool = False) -> ChunkResult:
     # sides per row can exceed the recorded width: use the largest
     col = np.flatnonzero(ch.status == 0)
     if col.size:
-        combos = np.unique(ch.sides[col].astype(np.int64) * 16 + ch.nplayers[col])
+        combos = uniq(ch.sides[col].astype(np.int64) * 16 + ch.nplayers[col])
         S = max([S] + [reg.n_sides(int(c // 16), int(c % 16)) for c in combos])
     out = ChunkResult(
         n=n_rows, S=S, handled=np.zeros(n_rows, bool), reason=np.full(n_rows, -1, np.int8),
@@ -95,10 +115,12 @@ def replay_chunk(ch: Chunk, reg: Registry, detail: bool = False) -> ChunkResult:
     if not col.size:
         return out
     key = ch.rset[col].astype(np.int64) * 16 + ch.nplayers[col]
-    order = np.argsort(key, kind="stable")
-    ks = key[order]
-    bounds = np.flatnonzero(np.diff(ks)) + 1
-    for grp in np.split(order, bounds):
+    if key.min() == key.max():
+        groups = [np.arange(len(col))]
+    else:
+        order = np.argsort(key, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)
+    for grp in groups:
         rows = col[grp]
         rs = int(ch.rset[rows[0]])
         n = int(ch.nplayers[rows[0]])
@@ -112,10 +134,15 @@ def replay_chunk(ch: Chunk, reg: Registry, detail: bool = False) -> ChunkResult:
 
 
 class _Group:
+    """One rules + player count. Arrays keep the deals on the last axis (contiguous per seat, slot, trick)."""
+
     def __init__(self, ch: Chunk, reg: Registry, rows: np.ndarray, R: Rules, n: int, out: ChunkResult,
                  detail: bool):
         self.ch, self.reg, self.rows, self.R, self.n, self.out, self.detail = ch, reg, rows, R, n, out, detail
         self.L0 = layout(R, n, n - 1)  # eldest = seat 0: the relative layout
+        self.pack = np.uint64(self.L0.pack)
+        # the deck is dealt out whole and compared card by card: a deck that matches holds the hands' cards
+        self.deck_whole = self.L0.deck_checkable and all(x is not None for x in self.L0.deal_seat)
 
     # ------------------------------------------------------------ helpers
     def fail(self, rows: np.ndarray, reason: str) -> None:
@@ -124,25 +151,22 @@ class _Group:
         r[rows] = FALLBACK_REASONS.index(reason)
 
     def side_rel(self, rows: np.ndarray, eldest: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Side of each relative seat [N, n] and the number of sides [N]."""
+        """Side of each relative seat [n, N] and the number of sides [N]."""
         n = self.n
         reg = self.reg
         sides = self.ch.sides[rows]
-        table = {}
-        for sd in np.unique(sides).tolist():
-            table[sd] = (reg.side_of_row(sd, n).astype(np.int8), reg.n_sides(sd, n))
-        so = np.empty((len(rows), n), np.int8)
+        so = np.empty((n, len(rows)), np.int8)
         ns = np.empty(len(rows), np.int8)
-        for sd, (arr, k) in table.items():
+        for sd in uniq(sides).tolist():
             m = sides == sd
-            so[m] = arr
-            ns[m] = k
-        idx = (eldest[:, None] + np.arange(n)) % n
-        return np.take_along_axis(so, idx, 1), ns
+            so[:, m] = reg.side_of_row(sd, n).astype(np.int8)[:, None]
+            ns[m] = reg.n_sides(sd, n)
+        rot = (eldest[None, :] + np.arange(n)[:, None]) % n
+        return np.take_along_axis(so, rot, 0), ns
 
     def gather_hands(self, rows: np.ndarray, sizes_rel: tuple[int, ...], eldest: np.ndarray, rg, lens_rg):
-        """Hands [N, n, Hmax] in relative seats (NOCARD padding) for rows whose per-seat lengths are
-        `sizes_rel` rotated by their eldest; also the mask of rows that have that shape."""
+        """Hands [n, Hmax, N] in relative seats, in the order received (NOCARD padding), for rows whose per-seat
+        lengths are `sizes_rel` rotated by their eldest; and the mask of the rows that have that shape."""
         n = self.n
         N = len(rows)
         ok = rg.has[rows] & (lens_rg.lens()[rows] == n)
@@ -150,54 +174,100 @@ class _Group:
         okr = np.flatnonzero(ok)
         lens[okr] = lens_rg.data[lens_rg.off[rows[okr]][:, None] + np.arange(n)]
         sizes_rel = np.asarray(sizes_rel, np.int64)
-        rel_idx = (np.arange(n)[None, :] - eldest[:, None]) % n  # relative seat of absolute seat s
-        expect_abs = sizes_rel[rel_idx]
+        rel_of_abs = (np.arange(n)[None, :] - eldest[:, None]) % n
+        expect_abs = sizes_rel[rel_of_abs]
         ok &= (lens == expect_abs).all(1)
         Hmax = int(sizes_rel.max())
+        if (sizes_rel == Hmax).all():  # every seat the same size: one block, turned to relative seats
+            absh = _block(rg, rows, n * Hmax, ok).reshape(N, n, Hmax)
+            rot = (eldest[:, None] + np.arange(n)[None, :]) % n
+            rel = np.take_along_axis(absh, rot[:, :, None], 1)
+            return np.ascontiguousarray(rel.transpose(1, 2, 0)), ok
         start_abs = np.zeros((N, n), np.int64)
         np.cumsum(expect_abs[:, :-1], axis=1, out=start_abs[:, 1:])
         start_abs += rg.off[rows][:, None]
-        idx = start_abs[:, :, None] + np.arange(Hmax)
-        valid = np.arange(Hmax)[None, None, :] < expect_abs[:, :, None]
-        idx = np.where(valid & ok[:, None, None], idx, 0)
+        rot = (eldest[:, None] + np.arange(n)[None, :]) % n
+        start_rel = np.take_along_axis(start_abs, rot, 1).T  # [n, N]
+        valid = np.arange(Hmax)[None, :] < sizes_rel[:, None]  # [n, Hmax]
+        idx = start_rel[:, None, :] + np.arange(Hmax)[None, :, None]
+        idx = np.where(valid[:, :, None] & ok[None, None, :], idx, 0)
         data = rg.data if rg.data.size else np.zeros(1, np.uint8)
         cards = data[idx]
         cards[~valid] = NOCARD
-        rot = (eldest[:, None] + np.arange(n)) % n
-        rel = np.take_along_axis(cards, rot[:, :, None], 1)
-        return rel, ok
+        return cards, ok
 
     def gather_tricks(self, rows: np.ndarray, sizes: list[int]):
-        """Tricks [N, T, P] (NOCARD padding) and the mask of rows whose tricks have exactly these sizes."""
+        """Tricks [T, P, N] (NOCARD padding) and the mask of rows whose tricks have exactly these sizes."""
         ch = self.ch
         T = len(sizes)
-        P = max(sizes)
+        P = max(sizes) if sizes else 1
         N = len(rows)
         ok = ch.tricks.has[rows] & (ch.trick_lens.lens()[rows] == T)
         okr = np.flatnonzero(ok)
-        if okr.size:
+        if okr.size and T:
             tl = ch.trick_lens.data[ch.trick_lens.off[rows[okr]][:, None] + np.arange(T)]
             ok[okr] &= (tl == np.asarray(sizes)).all(1)
+        if T and all(sz == P for sz in sizes):
+            blk = _block(ch.tricks, rows, T * P, ok).reshape(N, T, P)
+            return np.ascontiguousarray(blk.transpose(1, 2, 0)), ok
         flat = np.full((T, P), -1, np.int64)
         p0 = 0
         for k, sz in enumerate(sizes):
             flat[k, :sz] = np.arange(p0, p0 + sz)
             p0 += sz
-        idx = ch.tricks.off[rows][:, None] + flat.reshape(-1)[None, :]
-        idx = np.where((flat.reshape(-1)[None, :] >= 0) & ok[:, None], idx, 0)
+        idx = flat.reshape(-1)[:, None] + ch.tricks.off[rows][None, :]
+        idx = np.where((flat.reshape(-1)[:, None] >= 0) & ok[None, :], idx, 0)
         data = ch.tricks.data if ch.tricks.data.size else np.zeros(1, np.uint8)
-        cards = data[idx].reshape(N, T, P)
-        cards[:, flat < 0] = NOCARD
+        cards = data[idx].reshape(T, P, N)
+        cards[flat < 0] = NOCARD
         return cards, ok
 
     def gather_deck(self, rows: np.ndarray, D: int):
         ch = self.ch
         has = ch.deck.has[rows]
         ok_len = ch.deck.lens()[rows] == D
-        idx = ch.deck.off[rows][:, None] + np.arange(D)
-        idx = np.where((has & ok_len)[:, None], idx, 0)
-        data = ch.deck.data if ch.deck.data.size else np.zeros(1, np.uint8)
-        return data[idx], has, ok_len
+        return np.ascontiguousarray(_block(ch.deck, rows, D, has & ok_len).T), has, ok_len
+
+    def deck_outside(self, rows, deck, has_deck, len_ok) -> np.ndarray:
+        """Rows whose deck holds a card outside the pack (a deck of any length)."""
+        bad = np.zeros(len(rows), bool)
+        full = has_deck & len_ok
+        if full.any():
+            dor = np.bitwise_or.reduce(BIT[deck], axis=0)
+            bad |= full & ((dor & ~self.pack) != 0)
+        odd = has_deck & ~len_ok
+        if odd.any():
+            pack_bit = np.zeros(256, bool)
+            pack_bit[[c for c in range(52) if (self.L0.pack >> c) & 1]] = True
+            bad[odd] = ragged_any(self.ch.deck, rows[odd], ~pack_bit)
+        return bad
+
+    def check_deck(self, deck, has_deck, len_ok, hands, turn_up, shown, runs) -> np.ndarray:
+        """Rows whose deck disagrees with the hands, turn-up, shown card or run cards (a deck_mismatch)."""
+        L0 = self.L0
+        bad = has_deck & ~len_ok
+        chk = has_deck & len_ok
+        if not chk.any():
+            return bad
+        D = L0.deck_len
+        if not self.deck_whole:
+            dup = np.bitwise_count(np.bitwise_or.reduce(BIT[deck], axis=0)) != D
+            bad |= chk & dup
+        if L0.deck_checkable:
+            ks = [k for k, s in enumerate(L0.deal_seat) if s is not None]
+            seat = np.array([L0.deal_seat[k] for k in ks])
+            slot = np.array([L0.deal_slot[k] for k in ks])
+            got = hands[seat, slot, :]
+            bad |= chk & (got != deck[ks]).any(0)
+        bad |= chk & (turn_up != deck[L0.turnup_index])
+        if L0.shown_index is not None:
+            bad |= chk & (shown != NOCARD) & (shown != deck[L0.shown_index])
+        n = self.n
+        for pos, cards_rel, tu in runs:  # All Fours runs: (deck index, [n, 3, N] relative, [N])
+            for o in range(n):
+                bad |= chk & (cards_rel[o] != deck[pos + 3 * o:pos + 3 * o + 3]).any(0)
+            bad |= chk & (tu != deck[pos + 3 * n])
+        return bad
 
     # ------------------------------------------------------------ Scotch Whist
     def run_sw(self) -> None:
@@ -217,122 +287,106 @@ class _Group:
         tricks, okt = self.gather_tricks(rows, sizes)
         self.fail(rows[~okt], "play_shape")
         keep = ok & okt
-        rows, eldest, hands, tricks = rows[keep], eldest[keep], hands[keep], tricks[keep]
+        if not keep.all():
+            rows, eldest, hands, tricks = rows[keep], eldest[keep], hands[:, :, keep], tricks[:, :, keep]
         if not rows.size:
             return
-        N = len(rows)
         turn_up = ch.turn_up[rows]
         shown = ch.shown[rows]
         has_shown = shown != NOCARD
-        pack_bit = np.zeros(256, bool)
-        pack_bit[[c for c in range(52) if (L0.pack >> c) & 1]] = True
-        # cards in the pack
-        bad = ~pack_bit[turn_up] | (has_shown & ~pack_bit[shown])
-        hv = hands != NOCARD
-        bad |= (hv & ~pack_bit[hands]).reshape(N, -1).any(1)
-        bad |= (~pack_bit[tricks] & (tricks != NOCARD)).reshape(N, -1).any(1)
-        deck, has_deck, deck_len_ok = self.gather_deck(rows, L0.deck_len)
-        if has_deck.any():  # every deck card in the pack, whatever the deck's length
-            bad |= ragged_any(ch.deck, rows, ~pack_bit)
-        # duplicates among the dealt cards (hands, shown)
+        pack = self.pack
+        # cards in the pack, no card twice among the dealt cards (hands, shown)
         bits = BIT[hands]
-        hand_mask = np.bitwise_or.reduce(bits, axis=2)  # [N, n] relative
-        all_mask = np.bitwise_or.reduce(hand_mask, axis=1) | np.where(has_shown, BIT[shown], np.uint64(0))
-        count = hv.sum((1, 2)) + has_shown
-        bad |= _popcount(all_mask) != count
+        set_masks = [np.bitwise_or.reduce(bits[:, a:b, :], axis=1) for a, b in L0.sets[0]]  # each [n, N]
+        hand_mask = set_masks[0].copy()
+        for m in set_masks[1:]:
+            hand_mask |= m
+        shown_bit = np.where(has_shown, BIT[shown], np.uint64(0))
+        all_mask = np.bitwise_or.reduce(hand_mask, axis=0) | shown_bit
+        count = sum(L0.hand_sizes) + has_shown
+        bad = np.bitwise_count(all_mask) != count
+        bad |= (all_mask & ~pack) != 0
+        bad |= (BIT[turn_up] & pack) == 0
+        # (cards of the tricks outside the pack: only possible where a card is not in hand; judged in the play)
+        deck, has_deck, deck_len_ok = self.gather_deck(rows, L0.deck_len)
+        if has_deck.any() and not self.deck_whole:
+            bad |= self.deck_outside(rows, deck, has_deck, deck_len_ok)
         self.fail(rows[bad], "cards")
         # the turn-up in its owner's (last) set
         owner = L0.turnup_owner
-        if L0.turnup_in_last_set:
-            a, b = L0.sets[owner][-1]
-            own = np.bitwise_or.reduce(bits[:, owner, a:b], axis=1)
-        else:
-            own = hand_mask[:, owner]
+        own = set_masks[-1][owner] if L0.turnup_in_last_set else hand_mask[owner]
         tu_bad = (own & BIT[turn_up]) == 0
         self.fail(rows[tu_bad & ~bad], "turn_up")
-        deck_bad = self.check_deck(deck, has_deck, deck_len_ok, hands, turn_up, shown, [])
+        deck_bad = self.check_deck(deck, has_deck, deck_len_ok, hands, turn_up, shown, []) \
+            if has_deck.any() else np.zeros(len(rows), bool)
         self.fail(rows[deck_bad & ~bad & ~tu_bad], "deck")
         keep = ~(bad | tu_bad | deck_bad)
-        rows, eldest, hands, tricks, turn_up = rows[keep], eldest[keep], hands[keep], tricks[keep], turn_up[keep]
+        if not keep.all():
+            rows, eldest, hands, tricks, turn_up = rows[keep], eldest[keep], hands[:, :, keep], \
+                tricks[:, :, keep], turn_up[keep]
+            set_masks = [m[:, keep] for m in set_masks]
         if not rows.size:
             return
         trump = SUIT[turn_up]
-        bits = BIT[hands]
-        holds = [np.bitwise_or.reduce(bits[:, :, a:b], axis=2) for a, b in L0.sets[0]]
         must = R.switches.get("void_rule") == "must_trump_if_able"
         reset = R.switches.get("set_leader", "last_trick_winner") == "eldest"
-        play = _Play(self, rows, eldest, tricks, sizes, L0.tricks_per_set, holds, reset, trump, False, must,
-                     L0.extra_card_seat)
-        play.run()
+        play = play_tricks(self, rows, eldest, tricks, sizes, L0.tricks_per_set, set_masks, reset, trump, False,
+                           must, L0.extra_card_seat, pack)
         side, ns = self.side_rel(rows, eldest)
         self.score_sw(rows, play, side, ns, trump)
         self.finish(rows, play, eldest, hands, trump)
+        if play.drop.size:  # a card of the tricks outside the pack: the reference engine reports it
+            self.out.handled[rows[play.drop]] = False
+            self.out.scored[rows[play.drop]] = False
+            self.fail(rows[play.drop], "cards")
 
-    def check_deck(self, deck, has_deck, len_ok, hands, turn_up, shown, runs) -> np.ndarray:
-        """Rows whose deck disagrees with the hands, turn-up, shown card or run cards (a deck_mismatch)."""
-        L0 = self.L0
-        N = len(has_deck)
-        bad = has_deck & ~len_ok
-        chk = has_deck & len_ok
-        if not chk.any():
-            return bad
-        D = L0.deck_len
-        dup = _popcount(np.bitwise_or.reduce(BIT[deck], axis=1)) != D
-        bad |= chk & dup
-        if L0.deck_checkable:
-            ks = [k for k, s in enumerate(L0.deal_seat) if s is not None]
-            seat = np.array([L0.deal_seat[k] for k in ks])
-            slot = np.array([L0.deal_slot[k] for k in ks])
-            got = hands[:, seat, slot]
-            bad |= chk & (got != deck[:, ks]).any(1)
-        bad |= chk & (turn_up != deck[:, L0.turnup_index])
-        if L0.shown_index is not None:
-            bad |= chk & (shown != NOCARD) & (shown != deck[:, L0.shown_index])
-        for pos, cards_rel, tu in runs:  # All Fours runs: (deck index, [N, n, 3] relative, [N])
-            n = self.n
-            for o in range(n):
-                bad |= chk & (cards_rel[:, o, :] != deck[:, pos + 3 * o:pos + 3 * o + 3]).any(1)
-            bad |= chk & (tu != deck[:, pos + 3 * n])
-        return bad
-
-    def score_sw(self, rows, play: "_Play", side, ns, trump) -> None:
+    def score_sw(self, rows, play: "PlayOut", side, ns, trump) -> None:
         R, L0, out = self.R, self.L0, self.out
         N = len(rows)
         S = out.S
-        cards = play.cards
-        wside = np.take_along_axis(side, play.winners.astype(np.int64), 1)  # [N, T]
-        istr = SUIT[cards] == trump[:, None, None]
-        rk = RANK[cards]
-        steps = np.zeros((N, 7, S), np.int32)
-        for r, st in _SW_HON_STEP.items():
-            cnt = ((rk == r) & istr & (cards != NOCARD)).sum(2)  # [N, T]
-            if not cnt.any():
-                continue
-            for sd in range(S):
-                steps[:, st, sd] += SW_HONOURS[r] * (cnt * (wside == sd)).sum(1)
-        sizes = np.asarray([s for s in play.sizes])
-        base = np.zeros((N, S), np.int64)
-        for o in range(self.n):
-            base[np.arange(N), side[:, o]] += L0.cards_base[o]
+        cards = play.cards  # [T, P, N]
+        wside = np.take_along_axis(side, play.winners.astype(np.int64), 0)  # [T, N]
+        istr = SUIT[cards] == trump[None, None, :]
+        # honours: which of Ten, Ace, King, Queen, Jack of trumps each trick holds, as bits; each to its side
+        hb = np.zeros(wside.shape, np.uint8)
+        for p in range(cards.shape[1]):
+            hb |= HONOUR_BIT[cards[:, p]] * istr[:, p]
+        steps = np.zeros((7, S, N), np.int32)
         for sd in range(S):
-            won = ((wside == sd) * sizes[None, :]).sum(1)
-            over = won - base[:, sd]
-            live = sd < ns
+            shb = np.bitwise_or.reduce(hb * (wside == sd), axis=0)
+            for b, r in enumerate((8, 12, 11, 10, 9)):
+                steps[_SW_HON_STEP[r], sd] = SW_HONOURS[r] * ((shb >> b) & 1)
+        if play.seq.size:  # deals replayed card by card may hold a card twice: count each copy
+            q = play.seq
+            rk = RANK[cards[:, :, q]]
+            iq = istr[:, :, q] & (cards[:, :, q] != NOCARD)
+            wq = wside[:, q]
+            for r, st in _SW_HON_STEP.items():
+                cnt = ((rk == r) & iq).sum(1)
+                for sd in range(S):
+                    steps[st, sd, q] = SW_HONOURS[r] * (cnt * (wq == sd)).sum(0)
+        sizes = np.asarray(play.sizes)[:, None]
+        base = np.zeros((S, N), np.int64)
+        for o in range(self.n):
+            base[side[o].astype(np.int64), np.arange(N)] += L0.cards_base[o]
+        for sd in range(S):
+            won = ((wside == sd) * sizes).sum(0)
+            over = won - base[sd]
             val = over if R.cards_under == "negative" else np.maximum(over, 0)
-            steps[:, 2, sd] = np.where(live, val, 0)
+            steps[2, sd] = np.where(sd < ns, val, 0)
         if not R.revoke_requires_claim:
             for i, rv in play.revokes.items():
                 out.penal[rows[i]] = len(rv)
                 if R.revoke_penalty == "minus_10":
                     for _t, o in rv:
-                        steps[i, 0, side[i, o]] -= 10
-        out.steps[rows] = steps
-        out.points[rows] = steps.sum(1)
+                        steps[0, side[o, i], i] -= 10
+        out.steps[rows] = steps.transpose(2, 0, 1)
+        out.points[rows] = steps.sum(0).T
         out.scored[rows] = True
 
     # ------------------------------------------------------------ All Fours
     def run_af(self) -> None:
-        ch, R, n = self.ch, self.R, self.n
+        ch, n = self.ch, self.n
         rows = self.rows
         bunched = ch.bunched[rows]
         no_play = ~ch.hands.has[rows] | (~ch.tricks.has[rows] & ~bunched)
@@ -345,16 +399,15 @@ class _Group:
         self.fail(rows[rlen % w != 0], "begging")
         rows = rows[rlen % w == 0]
         nruns = ch.runs.lens()[rows] // w
-        for r in np.unique(nruns).tolist():
+        for r in uniq(nruns).tolist():
             self.run_af_runs(rows[nruns == r], int(r))
 
     def run_af_runs(self, rows: np.ndarray, r: int) -> None:
         ch, R, n, L0 = self.ch, self.R, self.n, self.L0
-        N0 = len(rows)
         eldest = ((ch.dealer[rows].astype(np.int64) + 1) % n)
         hands, ok = self.gather_hands(rows, L0.hand_sizes, eldest, ch.hands, ch.hand_lens)
         self.fail(rows[~ok], "hand_size")
-        rows, eldest, hands = rows[ok], eldest[ok], hands[ok]
+        rows, eldest, hands = rows[ok], eldest[ok], hands[:, :, ok]
         if not rows.size:
             return
         N = len(rows)
@@ -365,32 +418,34 @@ class _Group:
         has_shown = shown != NOCARD
         first_suit = SUIT[turn_up]
         w = 3 * n + 1
-        # runs: [N, r, n(abs), 3] and turn-ups [N, r]
+        abs_of_rel = (eldest[None, :] + np.arange(n)[:, None]) % n  # [n, N]
         if r:
-            ridx = ch.runs.off[rows][:, None] + np.arange(r * w)
-            rdata = ch.runs.data[ridx].reshape(N, r, w)
-            rcards_abs = rdata[:, :, :3 * n].reshape(N, r, n, 3)
-            rot = (eldest[:, None] + np.arange(n)) % n
-            rcards = np.take_along_axis(rcards_abs, rot[:, None, :, None], 2)  # relative seats
-            rtu = rdata[:, :, 3 * n]
+            roff = ch.runs.off[rows]
+            # [r, n, 3, N] relative seats; run turn-ups [r, N]
+            idx = (roff[None, None, None, :] + (np.arange(r) * w)[:, None, None, None]
+                   + 3 * abs_of_rel[None, :, None, :] + np.arange(3)[None, None, :, None])
+            rcards = ch.runs.data[idx]
+            rtu = ch.runs.data[roff[None, :] + (np.arange(r) * w + 3 * n)[:, None]]
         else:
-            rcards = np.zeros((N, 0, n, 3), np.uint8)
-            rtu = np.zeros((N, 0), np.uint8)
+            rcards = np.zeros((0, n, 3, N), np.uint8)
+            rtu = np.zeros((0, N), np.uint8)
         # begging (rules.md B.4; outputs.md beg_irregular)
         irr = np.zeros(N, bool)
         is_run = beg == 3
         irr |= ~bunched & (is_run if r == 0 else ~is_run)
         if R.second_beg == "forbidden":
             for j in range(1, r):
-                irr |= SUIT[rtu[:, j - 1]] != first_suit
+                irr |= SUIT[rtu[j - 1]] != first_suit
         if r:
-            irr |= ~bunched & (SUIT[rtu[:, r - 1]] == first_suit)
+            irr |= ~bunched & (SUIT[rtu[r - 1]] == first_suit)
         keep_rule = R.after_run
         size = 6 if (r == 0 or keep_rule == "discard_to_six" or (keep_rule == "keep_if_nine_else_discard"
                                                                    and r >= 2)) else 6 + 3 * r
         need = 6 + 3 * r - size
         has_disc = ch.discards.has[rows]
-        disc = np.zeros((N, n, max(need, 1)), np.uint8)
+        hand_mask = np.bitwise_or.reduce(BIT[hands], axis=1)  # [n, N]
+        run_mask = np.bitwise_or.reduce(BIT[rcards], axis=(0, 2)) if r else np.zeros((n, N), np.uint64)
+        dmask = np.zeros((n, N), np.uint64)
         if need:
             irr |= ~bunched & ~has_disc
             dok = has_disc & (ch.disc_lens.lens()[rows] == n)
@@ -399,39 +454,30 @@ class _Group:
             dl[dr] = ch.disc_lens.data[ch.disc_lens.off[rows[dr]][:, None] + np.arange(n)]
             dok &= (dl == need).all(1)
             irr |= ~bunched & has_disc & ~dok
-            didx = ch.discards.off[rows][:, None] + np.arange(n * need)
-            didx = np.where(dok[:, None], didx, 0)
+            doff = ch.discards.off[rows]
+            didx = doff[None, None, :] + need * abs_of_rel[:, None, :] + np.arange(need)[None, :, None]
+            didx = np.where(dok[None, None, :], didx, 0)
             ddata = ch.discards.data if ch.discards.data.size else np.zeros(1, np.uint8)
-            dabs = ddata[didx].reshape(N, n, need)
-            rot = (eldest[:, None] + np.arange(n)) % n
-            disc = np.take_along_axis(dabs, rot[:, :, None], 1)
-        else:
-            irr |= ~bunched & has_disc  # discards without a run (or with nothing to discard)
-        # cards: duplicates among hands, turn-up, shown, run cards and run turn-ups
-        bad = np.zeros(N, bool)
-        hbits = BIT[hands]
-        hand_mask = np.bitwise_or.reduce(hbits, axis=2)
-        run_mask = np.bitwise_or.reduce(BIT[rcards], axis=(1, 3)) if r else np.zeros((N, n), np.uint64)
-        total = np.bitwise_or.reduce(hand_mask | run_mask, axis=1) | BIT[turn_up] | \
-            np.where(has_shown, BIT[shown], np.uint64(0))
-        if r:
-            total |= np.bitwise_or.reduce(BIT[rtu], axis=1)
-        count = 6 * n + 1 + has_shown + r * (3 * n + 1)
-        bad |= _popcount(total) != count
-        # discards: distinct and held (bunched deals: not judged)
-        if need:
-            dmask = np.bitwise_or.reduce(BIT[disc], axis=2)
+            disc = ddata[didx]  # [n, need, N]
+            dmask = np.bitwise_or.reduce(BIT[disc], axis=1)
             held = hand_mask | run_mask
-            dwrong = ((_popcount(dmask) != need) | ((dmask & ~held) != 0)).any(1)
+            dwrong = ((np.bitwise_count(dmask) != need) | ((dmask & ~held) != 0)).any(0)
             irr |= ~bunched & has_disc & dwrong
         else:
-            dmask = np.zeros((N, n), np.uint64)
-        trick_cnt = size
-        tricks, okt = (self.gather_tricks(rows, [n] * trick_cnt) if trick_cnt else (None, None))
+            irr |= ~bunched & has_disc  # discards without a run (or with nothing to discard)
+        # cards: no card twice among hands, turn-up, shown, run cards and run turn-ups
+        total = np.bitwise_or.reduce(hand_mask | run_mask, axis=0) | BIT[turn_up] | \
+            np.where(has_shown, BIT[shown], np.uint64(0))
+        if r:
+            total |= np.bitwise_or.reduce(BIT[rtu], axis=0)
+        count = 6 * n + 1 + has_shown + r * (3 * n + 1)
+        bad = np.bitwise_count(total) != count
+        tricks, okt = self.gather_tricks(rows, [n] * size)
         play_bad = ~bunched & ~okt
         deck, has_deck, deck_len_ok = self.gather_deck(rows, 52)
-        runs_chk = [(6 * n + 1 + j * w, rcards[:, j], rtu[:, j]) for j in range(r)]
-        deck_bad = self.check_deck(deck, has_deck, deck_len_ok, hands, turn_up, shown, runs_chk)
+        runs_chk = [(6 * n + 1 + j * w, rcards[j], rtu[j]) for j in range(r)]
+        deck_bad = self.check_deck(deck, has_deck, deck_len_ok, hands, turn_up, shown, runs_chk) \
+            if has_deck.any() else np.zeros(N, bool)
         self.fail(rows[bad], "cards")
         self.fail(rows[irr], "begging")
         self.fail(rows[deck_bad], "deck")
@@ -441,121 +487,120 @@ class _Group:
         bun = keep & bunched
         self.out.handled[rows[bun]] = True
         if self.detail:
-            tsuit = SUIT[rtu[:, r - 1]] if r else first_suit
+            tsuit = SUIT[rtu[r - 1]] if r else first_suit
             for i in np.flatnonzero(bun):
-                self.out.detail[int(rows[i])] = (self._abs_masks(hand_mask[i], int(eldest[i])), int(tsuit[i]), [],
-                                                 [], 0)
+                self.out.detail[int(rows[i])] = (self._abs_masks(hand_mask[:, i], int(eldest[i])), int(tsuit[i]),
+                                                 [], [], 0)
         keep &= ~bunched
         if not keep.any():
             return
         sel = np.flatnonzero(keep)
-        rows, eldest, hands = rows[sel], eldest[sel], hands[sel]
-        tricks = tricks[sel]
-        hold = (hand_mask | run_mask)[sel] & ~dmask[sel]
-        last_tu = rtu[sel, r - 1] if r else turn_up[sel]
+        rows, eldest, hands = rows[sel], eldest[sel], hands[:, :, sel]
+        tricks = tricks[:, :, sel]
+        hold = ((hand_mask | run_mask) & ~dmask)[:, sel]
+        last_tu = rtu[r - 1, sel] if r else turn_up[sel]
         trump = SUIT[last_tu]
-        play = _Play(self, rows, eldest, tricks, [n] * size, (size,), [hold], False, trump, True, False, None)
-        play.run()
+        play = play_tricks(self, rows, eldest, tricks, [n] * size, (size,), [hold], False, trump, True, False, None)
         side, ns = self.side_rel(rows, eldest)
-        self.score_af(rows, play, side, ns, trump, turn_up[sel], rtu[sel], first_suit[sel], beg[sel], eldest)
+        self.score_af(rows, play, side, ns, trump, turn_up[sel], rtu[:, sel], first_suit[sel], beg[sel])
         self.finish(rows, play, eldest, hands, trump)
 
-    def score_af(self, rows, play: "_Play", side, ns, trump, turn_up, rtu, first_suit, beg, eldest) -> None:
+    def score_af(self, rows, play: "PlayOut", side, ns, trump, turn_up, rtu, first_suit, beg) -> None:
         R, n, out = self.R, self.n, self.out
         N = len(rows)
         ar = np.arange(N)
-        dealer_side = side[:, n - 1]  # the dealer is relative seat n - 1
-        ev = np.full((N, 16), -1, np.int8)
+        dealer_side = side[n - 1]  # the dealer is relative seat n - 1
+        ev = np.full((16, N), -1, np.int8)
         lab = np.full(16, -1, np.int8)
         e = 0
         tj = np.zeros(N, np.int8)
         m = RANK[turn_up] == RJ
-        ev[m, e] = dealer_side[m]
+        ev[e, m] = dealer_side[m]
         lab[e] = 0
         tj += m
         e += 1
-        for j in range(rtu.shape[1]):
-            m = (RANK[rtu[:, j]] == RJ) & ((SUIT[rtu[:, j]] != first_suit) | (R.jack_on_rejected_turnup == "point"))
-            ev[m, e] = dealer_side[m]
+        for j in range(rtu.shape[0]):
+            m = (RANK[rtu[j]] == RJ) & ((SUIT[rtu[j]] != first_suit) | (R.jack_on_rejected_turnup == "point"))
+            ev[e, m] = dealer_side[m]
             lab[e] = 0
             tj += m
             e += 1
         # sides in order from the eldest hand
-        first_seat = np.full((N, 8), 99, np.int64)
+        first_seat = np.full((8, N), 99, np.int64)
         for o in range(n - 1, -1, -1):
-            first_seat[ar, side[:, o]] = o
-        order = np.argsort(first_seat, axis=1, kind="stable")  # sides by first relative seat
-        gift = np.full((N, 3), -1, np.int8)
+            first_seat[side[o].astype(np.int64), ar] = o
+        gift = np.full((3, N), -1, np.int8)
         take = beg == 2
         if take.any():
-            partner = self.ch.sides[rows] >= 0
-            partner &= np.array([any(len(s) > 1 for s in self.reg.sides[sd]) if sd >= 0 else False
-                                 for sd in self.ch.sides[rows].tolist()], bool)
+            sds = self.ch.sides[rows]
+            partner = np.array([sd >= 0 and any(len(x) > 1 for x in self.reg.sides[sd]) for sd in sds.tolist()],
+                               bool)
             one = take & ((n == 2) | partner | (R.gift_three_players == "eldest_only"))
-            gift[one, 0] = side[one, 0]
+            gift[0, one] = side[0, one]
             many = take & ~one
             if many.any():
+                order = np.argsort(first_seat, axis=0, kind="stable")  # sides by first relative seat
                 for i in np.flatnonzero(many):
-                    lst = [int(s) for s in order[i] if first_seat[i, s] < 99 and s != dealer_side[i]]
-                    gift[i, :len(lst)] = lst
+                    lst = [int(x) for x in order[:, i] if first_seat[x, i] < 99 and x != dealer_side[i]]
+                    gift[:len(lst), i] = lst
             for gcol in range(3):
-                ev[:, e] = gift[:, gcol]
+                ev[e] = gift[gcol]
                 lab[e] = 1
                 e += 1
-        cards = play.cards.reshape(N, -1)
-        seats = play.seats.reshape(N, -1)
-        T = play.cards.shape[1]
-        P = play.cards.shape[2]
+        T, P = play.cards.shape[:2]
+        cards = play.cards.reshape(T * P, N)
+        seats = play.seats.reshape(T * P, N).astype(np.int64)
         trick_of = np.repeat(np.arange(T), P)
-        istr = (SUIT[cards] == trump[:, None]) & (cards != NOCARD)
+        istr = (SUIT[cards] == trump[None, :]) & (cards != NOCARD)
         rk = RANK[cards].astype(np.int16)
-        any_tr = istr.any(1)
-        hi = np.argmax(np.where(istr, rk, -1), axis=1)
-        lo = np.argmin(np.where(istr, rk, 99), axis=1)
-        hi_side = side[ar, seats[ar, hi]]
+        any_tr = istr.any(0)
+        hi = np.argmax(np.where(istr, rk, -1), axis=0)
+        lo = np.argmin(np.where(istr, rk, 99), axis=0)
+        hi_side = side[seats[hi, ar], ar]
         if R.low_to == "dealt_holder":
-            lo_seat = seats[ar, lo]
+            lo_seat = seats[lo, ar]
         else:
-            lo_seat = play.winners[ar, trick_of[lo]]
-        lo_side = side[ar, lo_seat]
-        ev[any_tr, e] = hi_side[any_tr]
-        ev[any_tr, e + 1] = lo_side[any_tr]
+            lo_seat = play.winners[trick_of[lo], ar].astype(np.int64)
+        lo_side = side[lo_seat, ar]
+        ev[e, any_tr] = hi_side[any_tr]
+        ev[e + 1, any_tr] = lo_side[any_tr]
         jk = istr & (rk == RJ)
-        has_j = jk.any(1)
-        jpos = np.argmax(jk, axis=1)
-        j_side = side[ar, play.winners[ar, trick_of[jpos]]]
-        ev[has_j, e + 2] = j_side[has_j]
+        has_j = jk.any(0)
+        jpos = np.argmax(jk, axis=0)
+        j_side = side[play.winners[trick_of[jpos], ar].astype(np.int64), ar]
+        ev[e + 2, has_j] = j_side[has_j]
         lab[e:e + 3] = (3, 4, 5)
         e += 3
         # Game: pips per side
-        wside = np.take_along_axis(side, play.winners.astype(np.int64), 1)  # [N, T]
-        pip_tr = AF_PIP[play.cards].sum(2)  # [N, T]
-        pips = np.full((N, 8), -1, np.int64)
+        wside = np.take_along_axis(side, play.winners.astype(np.int64), 0)  # [T, N]
+        pip_tr = AF_PIP[play.cards].sum(1)  # [T, N]
+        pips = np.full((8, N), -1, np.int64)
         for sd in range(8):
             live = sd < ns
-            pips[live, sd] = (pip_tr * (wside == sd))[live].sum(1)
-        best = pips.max(1)
-        top = pips == best[:, None]
-        ntop = top.sum(1)
-        top_first = np.where(top, first_seat, 99).argmin(1)  # the top side nearest the dealer's left
+            pips[sd, live] = (pip_tr * (wside == sd)).sum(0)[live]
+        best = pips.max(0)
+        top = pips == best[None, :]
+        ntop = top.sum(0)
+        top_first = np.where(top, first_seat, 99).argmin(0)  # the top side nearest the dealer's left
         # a tie goes to the tied side nearest the dealer's left unless game_tie (or, with more than two players,
         # game_tie_multi) says nobody
         nobody = R.game_tie == "nobody" or (n > 2 and R.game_tie_multi == "nobody")
-        tie_ok = np.full(N, not nobody)
-        gside = np.where((ntop == 1) | tie_ok, top_first, -1)
-        ev[:, e] = gside
+        gside = np.where((ntop == 1) | (not nobody), top_first, -1)
+        ev[e] = gside
         lab[e] = 6
         e += 1
         # compact the events (keep their order)
+        evt = ev[:e].T  # [N, e]
+        present = evt >= 0
+        pos = np.cumsum(present, axis=1) - 1
+        rr, cc = np.nonzero(present)
         evc = np.full((N, 16), -1, np.int8)
-        pos = np.cumsum(ev[:, :e] >= 0, axis=1) - 1
-        rr, cc = np.nonzero(ev[:, :e] >= 0)
-        evc[rr, pos[rr, cc]] = ev[rr, cc]
+        evc[rr, pos[rr, cc]] = evt[rr, cc]
         evl = np.full((N, 16), -1, np.int8)
         evl[rr, pos[rr, cc]] = lab[cc]
         out.events[rows] = evc
         out.elabel[rows] = evl
-        out.gift[rows] = gift
+        out.gift[rows] = gift.T
         out.tj[rows] = tj
         pts = np.zeros((N, out.S), np.int32)
         for sd in range(out.S):
@@ -568,26 +613,210 @@ class _Group:
         n = self.n
         return [int(rel_masks[(s - eldest) % n]) for s in range(n)]
 
-    def finish(self, rows, play: "_Play", eldest, hands, trump) -> None:
+    def finish(self, rows, play: "PlayOut", eldest, hands, trump) -> None:
         out = self.out
         out.handled[rows] = True
         n = self.n
+        dropped = set(play.drop.tolist())
         for i, lst in play.revokes.items():
-            out.revokes[int(rows[i])] = [(k, (o + int(eldest[i])) % n) for k, o in lst]  # play order
+            if i not in dropped:
+                out.revokes[int(rows[i])] = [(k, (o + int(eldest[i])) % n) for k, o in lst]  # play order
         for i, k, p, f in play.findings:
-            out.findings.append((int(rows[i]), k, p, f))
+            if i not in dropped:
+                out.findings.append((int(rows[i]), k, p, f))
         if not self.detail:
             return
-        masks = np.bitwise_or.reduce(BIT[hands], axis=2)
+        masks = np.bitwise_or.reduce(BIT[hands], axis=1)  # [n, N]
         cards, seats, winners = play.cards, play.seats, play.winners
         for i in range(len(rows)):
             e = int(eldest[i])
             plays = []
             for k, sz in enumerate(play.sizes):
                 for p in range(sz):
-                    plays.append((k, (int(seats[i, k, p]) + e) % n, int(cards[i, k, p])))
-            wins = [(int(x) + e) % n for x in winners[i]]
-            out.detail[int(rows[i])] = (self._abs_masks(masks[i], e), int(trump[i]), plays, wins, len(play.sizes))
+                    plays.append((k, (int(seats[k, p, i]) + e) % n, int(cards[k, p, i])))
+            wins = [(int(x) + e) % n for x in winners[:, i]]
+            out.detail[int(rows[i])] = (self._abs_masks(masks[:, i], e), int(trump[i]), plays, wins, len(play.sizes))
+
+
+@dataclass
+class PlayOut:
+    """The play of N deals: cards [T, P, N], relative seats [T, P, N], winners [T, N], the kernel's findings
+    (local deal index, trick, position, Finding) and revokes per deal (trick 1-based, relative seat)."""
+
+    cards: np.ndarray
+    sizes: list
+    seats: np.ndarray
+    winners: np.ndarray
+    findings: list
+    revokes: dict
+    drop: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # deals left to the reference
+    seq: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # deals replayed card by card
+
+
+def play_tricks(g: _Group, rows, eldest, tricks, sizes, tps, holds, reset, trump, af, must, extra,
+                pack: np.uint64 | None = None) -> PlayOut:
+    """All tricks of N deals at once. The winning position of a trick depends only on its cards, so it is found
+    for every trick in one pass; only the leaders follow one another. Then each trick is turned to seat order
+    (the card each seat played): a deal where every seat played exactly the cards it held is judged in bulk (a
+    seat still holds a suit when it plays that suit in a later trick of the set); a deal where some card is not
+    in hand is replayed card by card (`_Play`), as the reference engine does."""
+    n = g.n
+    T, P, N = tricks.shape
+    ar = np.arange(N)
+    S = SUIT[tricks]
+    Rk = RANK[tricks]
+    lead = S[:, 0, :]  # [T, N]
+    strength = Rk if af else STRENGTH_SW[tricks]
+    is_tr = S == trump
+    key = is_tr * (strength + np.int8(32)) + ((S == lead[:, None, :]) & ~is_tr) * (Rk + np.int8(16))
+    key[tricks == NOCARD] = -1
+    best = key[:, 0].copy()
+    pos = np.zeros((T, N), np.int8)
+    for p in range(1, P):
+        better = key[:, p] > best
+        pos[better] = p
+        np.maximum(best, key[:, p], out=best)
+    # leaders, winners (relative seats)
+    leaders = np.zeros((T, N), np.int8)
+    winners = np.zeros((T, N), np.int8)
+    set_of = np.zeros(T, np.int64)
+    starts = []
+    k0 = 0
+    for j, cnt in enumerate(tps):
+        set_of[k0:k0 + cnt] = j
+        starts.append(k0)
+        k0 += cnt
+    ld = np.zeros(N, np.int8)
+    nn = np.int8(n)
+    extra_k = [k for k in range(T) if sizes[k] == n + 1]
+    for k in range(T):
+        if k in starts and k > 0 and reset:
+            ld = np.zeros(N, np.int8)
+        leaders[k] = ld
+        if k in extra_k:
+            w = _extra_seats(ld, n)[pos[k], ar]
+        else:
+            w = (ld + pos[k]) % nn
+        winners[k] = w
+        ld = w
+    # seat order: the card each seat played in each trick (tricks of n cards)
+    oo = np.arange(n, dtype=np.int8)[None, :, None]
+    cbs = np.zeros((T, n, N), np.uint8)  # the card of seat o: tricks[k, (o - leader) % n] (masks multiply fast)
+    for r in range(n):
+        m = leaders == r
+        for o in range(n):
+            cbs[:, o] += tricks[:, (o - r) % n] * m
+    if extra_k:  # the eldest's two cards in the last trick: his first in seat order, the second aside
+        k = extra_k[0]
+        q = (-leaders[k].astype(np.int64)) % n
+        sk = _extra_seats(leaders[k], n)
+        cb = np.zeros((n, N), np.uint8)
+        second = np.zeros(N, np.uint8)
+        for p in range(n + 1):
+            is_second = p == q + 1
+            for o in range(n):
+                cb[o] += tricks[k, p] * ((sk[p] == o) & ~is_second)
+            second += tricks[k, p] * is_second
+        cbs[k] = cb
+    valid = tricks != NOCARD
+    bits = BIT[cbs]
+    if extra_k:
+        bits[extra_k[0], 0] |= BIT[second]
+    ok = np.ones(N, bool)
+    for j, k0 in enumerate(starts):
+        ok &= (np.bitwise_or.reduce(bits[k0:k0 + tps[j]], axis=0) == holds[j]).all(0)
+    seats = np.zeros((T, P, N), np.int8)
+    for k in range(T):
+        if k in extra_k:
+            seats[k] = _extra_seats(leaders[k], n)
+        else:
+            seats[k, :n] = (leaders[k][None, :] + np.arange(n, dtype=np.int8)[:, None]) % nn
+    out = PlayOut(tricks, list(sizes), seats, winners, [], {})
+    # revokes, in seat order: the suits each seat plays in the later tricks of the set
+    sb = SUITBIT[cbs]  # the suit each seat played, as a bit
+    if extra_k:
+        sb[extra_k[0], 0] |= SUITBIT[second]
+    later = np.empty_like(sb)
+    for j, k0 in enumerate(starts):
+        acc = np.zeros((n, N), np.uint8)
+        for k in range(k0 + tps[j] - 1, k0 - 1, -1):
+            later[k] = acc
+            acc = acc | sb[k]
+    not_leader = oo != leaders[:, None, :]
+    lead_b = (np.uint8(1) << lead.astype(np.uint8))[:, None, :]
+    held_lead = (later & lead_b) != 0
+    off = not_leader & ((sb & lead_b) == 0)
+    if extra_k:  # the two-card turn is never a revoke; nobody else can revoke in the last trick
+        off[extra_k[0]] = False
+    rv = off & held_lead
+    trump_b = (np.uint8(1) << trump.astype(np.uint8))
+    if af:
+        rv &= (sb & trump_b) == 0
+    rv2 = None
+    if must:
+        held_tr = (later & trump_b) != 0
+        rv2 = off & ~held_lead & ((sb & trump_b) == 0) & held_tr
+    events = []
+    hit = rv & ok
+    if hit.any():
+        for k, o, i in zip(*np.nonzero(hit)):
+            events.append((int(i), int(k), (int(o) - int(leaders[k, i])) % n, int(lead[k, i]), "lead"))
+    if rv2 is not None:
+        hit2 = rv2 & ok
+        if hit2.any():
+            for k, o, i in zip(*np.nonzero(hit2)):
+                events.append((int(i), int(k), (int(o) - int(leaders[k, i])) % n, int(trump[i]), "trump"))
+    what = "neither followed suit nor trumped" if af else "did not follow suit"
+    for i, k, p, suit_held, kind in sorted(events):
+        seat_rel = int(seats[k, p, i])
+        j = set_of[k]
+        later_cards = [int(tricks[k2, p2, i]) for k2 in np.flatnonzero(set_of == j).tolist() if k2 > k
+                       for p2 in range(sizes[k2]) if int(seats[k2, p2, i]) == seat_rel
+                       and SUIT[tricks[k2, p2, i]] == suit_held]
+        example = CARD_STR[min(later_cards)]
+        card = int(tricks[k, p, i])
+        msg_what = what if kind == "lead" else "discarded while holding a trump (must trump)"
+        _add_revoke(g, out, rows, eldest, i, k, p, seat_rel, card, int(lead[k, i]), example, msg_what)
+    # deals with a card not in hand (or played twice): card by card, unless a card is outside the pack
+    bad = np.flatnonzero(~ok)
+    if bad.size and pack is not None:
+        tor = np.bitwise_or.reduce(BIT[tricks[:, :, bad]].reshape(-1, bad.size), axis=0)
+        outside = (tor & ~pack) != 0
+        out.drop = bad[outside]
+        bad = bad[~outside]
+    out.seq = bad
+    if bad.size:
+        sub = _Play(g, rows[bad], eldest[bad], np.ascontiguousarray(tricks[:, :, bad].transpose(2, 0, 1)), sizes,
+                    tps, [np.ascontiguousarray(h[:, bad].T) for h in holds], reset, trump[bad], af, must, extra)
+        sub.run()
+        seats[:, :, bad] = sub.seats.transpose(1, 2, 0)
+        winners[:, bad] = sub.winners.T
+        for li, k, p, f in sub.findings:
+            out.findings.append((int(bad[li]), k, p, f))
+        for li, lst in sub.revokes.items():
+            out.revokes[int(bad[li])] = lst
+    return out
+
+
+def _extra_seats(leader: np.ndarray, n: int) -> np.ndarray:
+    """Seats [n + 1, N] of a trick where the eldest (relative seat 0) plays two cards at his turn."""
+    p_ = np.arange(n + 1)[:, None]
+    ld = leader.astype(np.int64)[None, :]
+    q = (-ld) % n
+    return np.where(p_ <= q, (ld + p_) % n, np.where(p_ == q + 1, 0, (ld + p_ - 1) % n)).astype(np.int8)
+
+
+def _add_revoke(g: _Group, out: PlayOut, rows, eldest, i, k, p, seat_rel, card, lead, example, what) -> None:
+    ch = g.ch
+    r = int(rows[i])
+    players = g.reg.lineups[int(ch.lineup[r])]
+    seat = (seat_rel + int(eldest[i])) % g.n
+    msg = (f"{players[seat]} (seat {seat}) played {CARD_STR[card]} to a {SUIT_NAME[lead]} lead while holding "
+           f"{example}: {what}")
+    f = Finding("revoke", ch.game_id_of(r), int(ch.deal_no[r]), k + 1, seat, players[seat],
+                CARD_STR[card], ch.source(r), msg)
+    out.findings.append((i, k, p, f))
+    out.revokes.setdefault(i, []).append((k + 1, seat_rel))
 
 
 class _Play:
@@ -687,7 +916,7 @@ class _Play:
         r = int(self.rows[i])
         ch = g.ch
         players = g.reg.lineups[int(ch.lineup[r])]
-        return Finding(code, g.reg.game_ids[int(ch.gid[r])], int(ch.deal_no[r]), k + 1, seat, players[seat],
+        return Finding(code, ch.game_id_of(r), int(ch.deal_no[r]), k + 1, seat, players[seat],
                        CARD_STR[card], ch.source(r), message)
 
     def _revoke(self, idx, k, p, s, c, could, lead, what) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 from ..dealog import Deal, Record, _parse_line, record_from_obj, validate
 from ..errors import InputError
 from ..findings import Finding
-from .cols import Chunk, ChunkBuilder, Registry, row_to_obj
+from .cols import Chunk, ChunkBuilder, Registry, row_to_obj, uniq
 
 CHUNK_ROWS = 32768
 
@@ -93,8 +93,6 @@ def _jsonl_chunks(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, 
 
 
 def _add_slow(b: ChunkBuilder, rec: Record, reg: Registry) -> None:
-    if rec.deal is not None:
-        reg.game_id(rec.deal.game_id)
     b.add_record(rec)
 
 
@@ -108,10 +106,12 @@ class _Acc:
     parts: dict = field(default_factory=lambda: {k: [] for k in _ACC_KEYS})
     results: dict = field(default_factory=dict)  # global deal index -> DealResult (reference-replayed deals)
     revokes: dict = field(default_factory=dict)  # global deal index -> revokes carrying a penalty (kernel)
+    gid_vals: list = field(default_factory=list)  # per chunk: its game ids (Arrow large_string)
+    slow_gid: list = field(default_factory=list)  # (global deal index, game id) of reference-replayed deals
     n: int = 0
 
 
-_ACC_KEYS = ("fi", "line", "gid", "deal_no", "dealer", "n", "ns", "game", "rset", "lineup", "sides", "bunched",
+_ACC_KEYS = ("fi", "line", "gid", "chunk", "deal_no", "dealer", "n", "ns", "game", "rset", "lineup", "sides", "bunched",
              "scored", "simple", "points", "steps", "events", "elabel", "gift", "tj", "rp", "rp_has", "rt",
              "rt_has", "rw", "rec_has")
 
@@ -123,18 +123,156 @@ class Replayed:
     deals: int
     games: int
     findings: list[Finding]
-    games_summary: list  # GameSummary-like objects with to_json()
+    games_summary: "GameList"
     stats: dict
 
     def to_json(self) -> dict:
         return {"deals": self.deals, "games": self.games, "findings": [f.to_json() for f in self.findings],
                 "games_summary": [g.to_json() for g in self.games_summary]}
 
+    def to_json_bytes(self) -> bytes:
+        """The document as `json.dumps(self.to_json(), indent=2, ensure_ascii=False)` writes it, built without
+        a Python object per game."""
+        head = {"deals": self.deals, "games": self.games, "findings": [f.to_json() for f in self.findings],
+                "games_summary": []}
+        try:
+            import orjson
+
+            text = orjson.dumps(head, option=orjson.OPT_INDENT_2)
+        except (ImportError, TypeError):
+            import json
+
+            text = json.dumps(head, indent=2, ensure_ascii=False).encode()
+        if not len(self.games_summary):
+            return text
+        tail = b"[]\n}"
+        assert text.endswith(tail)
+        return text[:-len(tail)] + b"[\n" + self.games_summary.json_entries() + b"\n  ]\n}"
+
+    def write_json(self, out) -> None:
+        """Write the document (as `to_json_bytes`) to a binary stream, without joining it into one bytes."""
+        head = {"deals": self.deals, "games": self.games, "findings": [f.to_json() for f in self.findings],
+                "games_summary": []}
+        try:
+            import orjson
+
+            text = orjson.dumps(head, option=orjson.OPT_INDENT_2)
+        except (ImportError, TypeError):
+            import json
+
+            text = json.dumps(head, indent=2, ensure_ascii=False).encode()
+        if not len(self.games_summary):
+            out.write(text)
+            return
+        tail = b"[]\n}"
+        out.write(text[:-len(tail)] + b"[\n")
+        out.write(self.games_summary.json_buffer())
+        out.write(b"\n  ]\n}")
+
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for f in self.findings:
             out[f.code] = out.get(f.code, 0) + 1
         return out
+
+
+class GameList:
+    """`games_summary` in order: games chained by arrays (built on demand) and games chained by `chain_games`."""
+
+    def __init__(self, order: np.ndarray, co, complex_map: dict, ids):
+        self.order = order  # gid codes in output order
+        self.co = co
+        self.complex = complex_map  # gid -> GameSummary
+        self.ids = ids  # game id of each code (Arrow large_string array)
+        pos = np.full(int(order.max()) + 1 if len(order) else 0, -1, np.int64)
+        pos[co.game_gid] = np.arange(len(co.game_gid))
+        self.sidx = pos[order] if len(order) else np.zeros(0, np.int64)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def _one(self, i: int):
+        from ..replay.chain import GameSummary
+
+        j = int(self.sidx[i])
+        if j < 0:
+            return self.complex[int(self.order[i])]
+        co = self.co
+        k = int(co.game_ns[j])
+        return GameSummary(self.ids[int(co.game_gid[j])].as_py(), deals=int(co.game_deals[j]),
+                           totals=[int(x) for x in co.game_totals[j, :k]],
+                           winner=int(co.game_winner[j]) if co.game_winner[j] >= 0 else None,
+                           ended_by="points" if co.game_ended[j] else None)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return [self._one(i) for i in range(*key.indices(len(self)))]
+        if key < 0:
+            key += len(self)
+        if not 0 <= key < len(self):
+            raise IndexError(key)
+        return self._one(key)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self._one(i)
+
+    def json_entries(self) -> bytes:
+        return self.json_buffer().to_pybytes()
+
+    def json_buffer(self):
+        """Every game as `json.dumps(..., indent=2)` writes it inside the document (4 spaces deep), joined by ",\n"."""
+        import orjson
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from .arrow import boolean, i32, i64, lit, lstr
+
+        co = self.co
+        Gs = len(co.game_gid)
+        parts = []
+        if Gs:
+            LS = pa.large_string()
+            ids = self.ids.take(i64(co.game_gid))
+            ids_json = pc.binary_join_element_wise(lit('"'), ids, lit('"'), lit(""))
+            unsafe = pc.match_substring_regex(ids, r'["\\\x00-\x1f]')
+            if pc.any(unsafe).as_py():
+                from ..parquet import _np
+
+                where = np.flatnonzero(_np(unsafe, bool, False))
+                fixed = ids_json.to_pylist()
+                for w in where.tolist():
+                    fixed[w] = orjson.dumps(ids[w].as_py()).decode()
+                ids_json = lstr(fixed)
+            deals = pc.cast(i64(co.game_deals), LS)
+            ns = co.game_ns.astype(np.int64)
+            live = np.arange(co.game_totals.shape[1])[None, :] < ns[:, None]
+            vals = pc.cast(i64(co.game_totals[live]), LS)
+            off = np.zeros(Gs + 1, np.int32)
+            np.cumsum(ns, out=off[1:])
+            totals = pc.binary_join(pa.ListArray.from_arrays(i32(off), vals), lit(",\n        "))
+            win = co.game_winner.astype(np.int64)
+            winner = pc.if_else(boolean(win >= 0), pc.cast(i64(win), LS), lit("null"))
+            ended = pc.if_else(boolean(co.game_ended), lit('"points"'), lit("null"))
+            parts.append(pc.binary_join_element_wise(
+                lit(',\n    {\n      "game_id": '), ids_json, lit(',\n      "deals": '), deals,
+                lit(',\n      "totals": [\n        '), totals, lit('\n      ],\n      "winner": '), winner,
+                lit(',\n      "ended_by": '), ended, lit(',\n      "loser": null\n    }'), lit("")))
+        cidx = np.flatnonzero(self.sidx < 0)
+        if cidx.size:
+            texts = []
+            for i in cidx.tolist():
+                t = orjson.dumps(self.complex[int(self.order[i])].to_json(), option=orjson.OPT_INDENT_2).decode()
+                texts.append(",\n    " + t.replace("\n", "\n    "))
+            parts.append(lstr(texts))
+        allv = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+        perm = np.where(self.sidx >= 0, self.sidx, 0)
+        perm[cidx] = Gs + np.arange(cidx.size)
+        if not (perm == np.arange(len(perm))).all():
+            allv = allv.take(i64(perm))
+        # every entry starts with ",\n": the data buffer is the whole list once the first two bytes are cut
+        offs = np.frombuffer(allv.buffers()[1], np.int64, count=len(allv) + 1, offset=allv.offset * 8)
+        return allv.buffers()[2].slice(int(offs[0]) + 2, int(offs[-1] - offs[0]) - 2)
 
 
 def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None) -> Replayed:
@@ -187,7 +325,7 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
         seq += 1
         deal_findings.append((int(acc.fi[i]), int(acc.line[i]), seq, f))
     deal_findings.sort(key=lambda x: (x[0], x[1], x[2]))
-    games = len(np.unique(acc.gid)) if acc.n else 0
+    games = int(np.count_nonzero(np.bincount(acc.gid))) if acc.n else 0
     stats = {"engine": "batch", "records": n_read, "deals": acc.n, "kernel": kernel_deals,
              "fallback": sum(reasons.values()), "fallback_reasons": dict(sorted(reasons.items()))}
     return Replayed(deals=n_read, games=games, findings=[f for *_, f in deal_findings], games_summary=summaries,
@@ -195,8 +333,12 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
 
 
 def _accumulate(acc: _Acc, ch: Chunk, out, handled: np.ndarray, ref_results: dict, reg: Registry) -> None:
-    """Append the valid deals of a chunk (kernel rows from arrays, reference rows from their DealResult)."""
+    """Append the valid deals of a chunk (kernel rows from arrays, reference rows from their DealResult), in
+    compact types: a few dozen bytes per deal."""
+    import pyarrow as pa
+
     from ..replay.reference import SW_STEPS
+    from .arrow import lstr
 
     valid = ch.status != 2
     rows = np.flatnonzero(valid)
@@ -204,52 +346,67 @@ def _accumulate(acc: _Acc, ch: Chunk, out, handled: np.ndarray, ref_results: dic
         return
     S = max([out.S] + [r.deal.n_sides for r in ref_results.values()])
     k = len(rows)
-    P = acc.parts
-    # column rows: from the chunk; slow rows: from their Deal
-    fi = np.full(k, ch.fi, np.int64)
-    line = ch.line[rows].astype(np.int64)
-    gid = ch.gid[rows].copy()
-    deal_no = ch.deal_no[rows].copy()
-    dealer = ch.dealer[rows].astype(np.int64)
-    n = ch.nplayers[rows].astype(np.int64)
-    rset = ch.rset[rows].astype(np.int64)
-    lineup = ch.lineup[rows].astype(np.int64)
-    sides = ch.sides[rows].astype(np.int64)
-    game = ch.game[rows].copy()
-    bunched = ch.bunched[rows].copy()
-    scored = out.scored[rows].copy()
-    points = np.zeros((k, S), np.int64)
-    points[:, :out.S] = out.points[rows]
-    steps = np.zeros((k, 7, S), np.int64)
-    steps[:, :, :out.S] = out.steps[rows]
-    events = out.events[rows].copy()
-    elabel = out.elabel[rows].copy()
-    gift = out.gift[rows].copy()
-    tj = out.tj[rows].astype(np.int64)
+    all_rows = k == ch.n
+
+    def take(a):
+        return a.copy() if all_rows else a[rows]
+
+    fi = np.full(k, ch.fi, np.int32)
+    line = take(ch.line)
+    gid = take(ch.gid).astype(np.int32)  # chunk-local for now
+    chunk_no = np.full(k, len(acc.gid_vals), np.int32)
+    deal_no = take(ch.deal_no)
+    dealer = take(ch.dealer).astype(np.int8)
+    n = take(ch.nplayers)
+    rset = take(ch.rset).astype(np.int16)
+    lineup = take(ch.lineup)
+    sides = take(ch.sides).astype(np.int16)
+    game = take(ch.game)
+    bunched = take(ch.bunched)
+    scored = out.scored[rows]
+    if out.S == S:
+        points = out.points[rows]
+        steps = out.steps[rows]
+    else:
+        points = np.zeros((k, S), np.int32)
+        points[:, :out.S] = out.points[rows]
+        steps = np.zeros((k, 7, S), np.int16)
+        steps[:, :, :out.S] = out.steps[rows]
+    has_af = bool((game == 1).any())  # All Fours event columns are kept only for chunks that have such deals
+    events = out.events[rows] if has_af else None
+    elabel = out.elabel[rows] if has_af else None
+    gift = out.gift[rows] if has_af else None
+    tj = out.tj[rows]
     penal = out.penal[rows] > 0
     Sr = ch.rp.shape[1]
-    rp = np.zeros((k, S), np.int64)
-    rt = np.zeros((k, S), np.int64)
-    rp[:, :Sr] = ch.rp[rows]
-    rt[:, :Sr] = ch.rt[rows]
-    rp_has = ch.rp_has[rows].copy()
-    rt_has = ch.rt_has[rows].copy()
-    rw = ch.rw[rows].astype(np.int64)
-    rec_has = ch.rec_has[rows].copy()
-    simple = (handled[rows] & (scored | (bunched & (game == 1))) & ~penal)
+    if Sr == S:
+        rp, rt = take(ch.rp), take(ch.rt)
+    else:
+        rp = np.zeros((k, S), np.int32)
+        rt = np.zeros((k, S), np.int32)
+        rp[:, :Sr] = ch.rp[rows]
+        rt[:, :Sr] = ch.rt[rows]
+    rp_has = take(ch.rp_has)
+    rt_has = take(ch.rt_has)
+    rw = take(ch.rw).astype(np.int8)
+    rec_has = take(ch.rec_has)
+    hand = handled[rows]
+    simple = hand & (scored | (bunched & (game == 1))) & ~penal
+    ns = _ns_vec(sides.astype(np.int64), n.astype(np.int64), reg)
     base = acc.n
-    for j, r in enumerate(rows.tolist()):
-        if handled[r]:
-            if penal[j]:
-                acc.revokes[base + j] = sorted(out.revokes.get(r, []))
-            continue
+    for j in np.flatnonzero(hand & penal).tolist():
+        acc.revokes[base + j] = sorted(out.revokes.get(int(rows[j]), []))
+    for j in np.flatnonzero(~hand).tolist():
+        r = int(rows[j])
         res = ref_results[r]
         d: Deal = res.deal
         acc.results[base + j] = res
-        gid[j] = reg.game_id(d.game_id)
+        gid[j] = -1
+        acc.slow_gid.append((base + j, d.game_id))
         deal_no[j] = d.deal_no if d.deal_no < 2 ** 62 else 2 ** 62
         dealer[j] = d.dealer
         n[j] = d.n
+        ns[j] = d.n_sides
         line[j] = d.line or 0
         rset[j] = reg.ruleset_id(d.game, d.rules, d.options)
         lineup[j] = -1
@@ -260,7 +417,10 @@ def _accumulate(acc: _Acc, ch: Chunk, out, handled: np.ndarray, ref_results: dic
         rec = d.recorded or {}
         rp_has[j] = rec.get("points") is not None
         rt_has[j] = rec.get("totals") is not None
-        big = any(abs(x) >= 2 ** 62 for key in ("points", "totals") for x in rec.get(key) or [])
+        rec_has[j] = d.recorded is not None
+        big = any(abs(x) >= 2 ** 31 for key in ("points", "totals") for x in rec.get(key) or [])
+        rp[j] = 0
+        rt[j] = 0
         if rp_has[j] and not big:
             rp[j, :d.n_sides] = rec["points"]
         if rt_has[j] and not big:
@@ -277,46 +437,71 @@ def _accumulate(acc: _Acc, ch: Chunk, out, handled: np.ndarray, ref_results: dic
                 for si, name in enumerate(SW_STEPS):
                     steps[j, si, :len(pts)] = res.sw_steps[name]
             if res.af_events is not None:
+                if events is None:
+                    events = np.full((k, 16), -1, np.int8)
+                    elabel = np.full((k, 16), -1, np.int8)
+                    gift = np.full((k, 3), -1, np.int8)
                 events[j, :] = -1
-                for e, (s, _lab) in enumerate(res.af_events[:16]):
-                    events[j, e] = s
+                for e, (sd, _lab) in enumerate(res.af_events[:16]):
+                    events[j, e] = sd
                 simple[j] = ok and len(res.af_events) <= 16
                 gift[j, :] = -1
                 for c, gs in enumerate(res.gift_sides[:3]):
                     gift[j, c] = gs
                 tj[j] = sum(1 for _s, lab in res.af_events if lab == "turned_jack")
-    ns = np.array([reg.n_sides(int(sd), int(nn)) if sd >= 0 else int(nn) for sd, nn in zip(sides, n)], np.int64) \
-        if k < 64 else _ns_vec(sides, n, reg)
-    for j, r in enumerate(rows.tolist()):
-        if not handled[r]:
-            ns[j] = ref_results[r].deal.n_sides
-    for key, val in (("fi", fi), ("line", line), ("gid", gid), ("deal_no", deal_no), ("dealer", dealer), ("n", n),
-                     ("ns", ns), ("game", game), ("rset", rset), ("lineup", lineup), ("sides", sides),
-                     ("bunched", bunched), ("scored", scored), ("simple", simple), ("points", points),
-                     ("steps", steps), ("events", events), ("elabel", elabel), ("gift", gift), ("tj", tj),
-                     ("rp", rp), ("rp_has", rp_has), ("rt", rt), ("rt_has", rt_has), ("rw", rw),
-                     ("rec_has", rec_has)):
+    vals = ch.gid_vals if ch.gid_vals is not None else []
+    acc.gid_vals.append(lstr(vals) if isinstance(vals, list) else vals.cast(pa.large_string()))
+    P = acc.parts
+    for key, val in (("fi", fi), ("line", line), ("gid", gid), ("chunk", chunk_no), ("deal_no", deal_no),
+                     ("dealer", dealer), ("n", n), ("ns", ns.astype(np.int8)), ("game", game), ("rset", rset),
+                     ("lineup", lineup), ("sides", sides), ("bunched", bunched), ("scored", scored),
+                     ("simple", simple), ("points", points), ("steps", steps), ("events", events),
+                     ("elabel", elabel), ("gift", gift), ("tj", tj), ("rp", rp), ("rp_has", rp_has), ("rt", rt),
+                     ("rt_has", rt_has), ("rw", rw), ("rec_has", rec_has)):
         P[key].append(val)
     acc.n += k
 
 
 def _ns_vec(sides: np.ndarray, n: np.ndarray, reg: Registry) -> np.ndarray:
     key = sides * 16 + n
-    uniq, inv = np.unique(key, return_inverse=True)
-    vals = np.array([reg.n_sides(int(u // 16), int(u % 16)) for u in uniq], np.int64)
+    uniq_, inv = uniq(key, return_inverse=True)
+    vals = np.array([reg.n_sides(int(u // 16), int(u % 16)) for u in uniq_], np.int64)
     return vals[inv]
 
 
-def _cat(parts: list[np.ndarray], S: int | None = None) -> np.ndarray:
-    if S is not None:
-        out = []
-        for p in parts:
-            if p.shape[-1] < S:
-                pad = [(0, 0)] * (p.ndim - 1) + [(0, S - p.shape[-1])]
-                p = np.pad(p, pad)
-            out.append(p)
-        parts = out
-    return np.concatenate(parts) if parts else np.zeros(0)
+def _unify_game_ids(acc: _Acc, arr: dict):
+    """Global game-id codes for every deal (chunk-local codes and reference deals' ids, unified by Arrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    base = np.zeros(len(acc.gid_vals) + 1, np.int64)
+    np.cumsum([len(v) for v in acc.gid_vals], out=base[1:])
+    slow_idx = np.array([i for i, _ in acc.slow_gid], np.int64)
+    from .arrow import lstr
+
+    allv = pa.concat_arrays(acc.gid_vals + [lstr([g for _, g in acc.slow_gid])])
+    enc = pc.dictionary_encode(allv)
+    from ..parquet import _np
+
+    codes = _np(enc.indices, np.int64, -1)
+    local = arr["gid"]
+    g = np.where(local >= 0, codes[np.where(local >= 0, base[arr["chunk"]] + local, 0)], -1)
+    if slow_idx.size:
+        g[slow_idx] = codes[base[-1] + np.arange(slow_idx.size)]
+    return g, enc.dictionary
+
+
+def _cat(parts: list, S: int | None = None, lens: list[int] | None = None, fill: tuple | None = None) -> np.ndarray:
+    """Concatenate per-chunk arrays (padding the sides axis to S; None parts as `fill` = (width, value))."""
+    out = []
+    for i, p in enumerate(parts):
+        if p is None:
+            p = np.full((lens[i], fill[0]), fill[1], np.int8)
+        elif S is not None and p.shape[-1] < S:
+            pad = [(0, 0)] * (p.ndim - 1) + [(0, S - p.shape[-1])]
+            p = np.pad(p, pad)
+        out.append(p)
+    return np.concatenate(out) if out else np.zeros(0)
 
 
 def _chain(acc: _Acc, reg: Registry):
@@ -324,21 +509,33 @@ def _chain(acc: _Acc, reg: Registry):
     from .chain import COLLISION, DealArrays, chain_arrays
 
     if acc.n == 0:
-        return [], []
+        from .chain import ChainOut
+
+        z = np.zeros(0, np.int64)
+        co = ChainOut(z, z, np.zeros((0, 1), np.int64), z, z, np.zeros(0, bool), [], z)
+        return [], GameList(z, co, {}, None)
     P = acc.parts
     S = max(p.shape[-1] for p in P["points"])
-    arr = {k: _cat(v, S if k in ("points", "steps", "rp", "rt") else None) for k, v in P.items()}
-    for k in ("fi", "line", "gid", "deal_no", "rset", "lineup", "sides", "n", "ns", "dealer"):
+    P = dict(P)
+    lens = [len(x) for x in P["fi"]]
+    fills = {"events": (16, -1), "elabel": (16, -1), "gift": (3, -1)}
+    arr = {}
+    for k in list(P):  # concatenate column by column, dropping the chunk parts as we go
+        arr[k] = _cat(P[k], S if k in ("points", "steps", "rp", "rt") else None, lens, fills.get(k))
+        P[k] = None
+        acc.parts[k] = None
+    for k in ("dealer", "n", "ns"):
         arr[k] = arr[k].astype(np.int64)
+    arr["gid"], ids = _unify_game_ids(acc, arr)
     acc.fi, acc.line, acc.gid = arr["fi"], arr["line"], arr["gid"]
     rs = arr["rset"]
-    uniq = np.unique(rs)
+    uniq_ = uniq(rs)
     tgt = np.zeros(len(reg.rulesets), np.int64)
     coll = np.zeros(len(reg.rulesets), np.int8)
     gcw = np.zeros(len(reg.rulesets), bool)
     fl0 = np.zeros(len(reg.rulesets), bool)
     unsafe = np.zeros(len(reg.rulesets), bool)
-    for u in uniq.tolist():
+    for u in uniq_.tolist():
         R = reg.rulesets[u]
         if R.game == "scotch_whist":
             fl0[u] = R.negative_scores == "floor_zero"
@@ -352,7 +549,7 @@ def _chain(acc: _Acc, reg: Registry):
     has_sd = sd >= 0
     dealer_side[~has_sd] = arr["dealer"][~has_sd]
     if has_sd.any():
-        for s in np.unique(sd[has_sd]).tolist():
+        for s in uniq(sd[has_sd]).tolist():
             m = sd == s
             dealer_side[m] = reg.side_of[s][arr["dealer"][m]]
     for i, res in acc.results.items():
@@ -370,7 +567,7 @@ def _chain(acc: _Acc, reg: Registry):
         if res is not None:
             d = res.deal
             return d.game_id, d.source, d.players
-        return (reg.game_ids[int(arr["gid"][i])], f"{reg.paths[int(arr['fi'][i])]}:{int(arr['line'][i])}",
+        return (ids[int(arr["gid"][i])].as_py(), f"{reg.paths[int(arr['fi'][i])]}:{int(arr['line'][i])}",
                 reg.lineups[int(arr["lineup"][i])])
 
     co = chain_arrays(A, info)
@@ -382,28 +579,23 @@ def _chain(acc: _Acc, reg: Registry):
 
         want = np.isin(arr["gid"], co.complex_gids)
         idx = np.flatnonzero(want)
-        results = [acc.results.get(int(i)) or _light_result(int(i), arr, acc, reg) for i in idx]
+        results = [acc.results.get(int(i)) or _light_result(int(i), arr, acc, reg, ids) for i in idx]
         sums, outcomes = chain_games(results)
+        code_of = {ids[int(c)].as_py(): int(c) for c in co.complex_gids}
         for g in sums:
-            summaries[reg.gid[g.game_id]] = g
+            summaries[code_of[g.game_id]] = g
         for j, oc in outcomes.items():
             for f in oc.findings:
                 findings.append((int(idx[j]), f))
-    # simple games
-    for g in range(len(co.game_gid)):
-        gi = int(co.game_gid[g])
-        k = int(co.game_ns[g])
-        summaries[gi] = GameSummary(reg.game_ids[gi], deals=int(co.game_deals[g]),
-                                    totals=[int(x) for x in co.game_totals[g, :k]],
-                                    winner=int(co.game_winner[g]) if co.game_winner[g] >= 0 else None,
-                                    ended_by="points" if co.game_ended[g] else None)
     # order of first appearance among valid deals
-    uniq, first = np.unique(arr["gid"], return_index=True)
-    order = uniq[np.argsort(first, kind="stable")]
-    return findings, [summaries[int(g)] for g in order]
+    first = np.full(int(arr["gid"].max()) + 1, acc.n, np.int64)
+    np.minimum.at(first, arr["gid"], np.arange(acc.n))
+    present = np.flatnonzero(first < acc.n)
+    order = present[np.argsort(first[present], kind="stable")]
+    return findings, GameList(order, co, summaries, ids)
 
 
-def _light_result(i: int, arr: dict, acc: _Acc, reg: Registry):
+def _light_result(i: int, arr: dict, acc: _Acc, reg: Registry, ids):
     """A DealResult for `chain_games` from the arrays of a kernel-replayed deal."""
     from ..replay.reference import SW_STEPS, DealResult
     from .cols import GAMES
@@ -424,7 +616,7 @@ def _light_result(i: int, arr: dict, acc: _Acc, reg: Registry):
             rec["winner"] = int(arr["rw"][i])
     d = Deal(source=f"{reg.paths[int(arr['fi'][i])]}:{int(arr['line'][i])}", file_index=int(arr["fi"][i]),
              line=int(arr["line"][i]), game=GAMES[game_code], rules=preset, options=dict(options), table="",
-             game_id=reg.game_ids[int(arr["gid"][i])], deal_no=int(arr["deal_no"][i]),
+             game_id=ids[int(arr["gid"][i])].as_py(), deal_no=int(arr["deal_no"][i]),
              players=list(reg.lineups[int(arr["lineup"][i])]), dealer=int(arr["dealer"][i]), turn_up="",
              ruleset=R, sides=[list(s) for s in reg.sides[sd]] if sd >= 0 else None,
              bunched=bool(arr["bunched"][i]), recorded=rec if arr["rec_has"][i] else None)

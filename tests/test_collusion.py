@@ -1,0 +1,107 @@
+"""collusion: counting-card gifts per ordered pair at individual-play tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from auditor.cards import parse_card
+from auditor.dealog import validate
+from auditor.detectors.collusion import Collusion, CollusionCounts, count_deal, counting, individual
+from auditor.replay.reference import replay_deal
+from auditor.stats.family import apply_families
+from auditor.testing.generate import random_game
+
+
+def test_counting_cards_by_game():
+    # Scotch Whist: trump honours that can be given (the Jack always wins, plain cards never count)
+    assert counting("scotch_whist", 0, parse_card("Ts"))
+    assert counting("scotch_whist", 0, parse_card("Qs"))
+    assert not counting("scotch_whist", 0, parse_card("Js"))
+    assert not counting("scotch_whist", 0, parse_card("Th"))
+    # All Fours: Game pips of every suit, and the trump Jack
+    assert counting("all_fours", 0, parse_card("Th"))
+    assert counting("all_fours", 0, parse_card("Jh"))
+    assert not counting("all_fours", 0, parse_card("9s"))
+
+
+def _random_tables(seed: int, tables: int = 8, games: int = 15):
+    rng = np.random.default_rng(seed)
+    out = []
+    for tb in range(tables):
+        players = [f"t{tb}p{i}" for i in range(5)]
+        for g in range(games):
+            recs = random_game(rng, "scotch_whist", "foster", 5, game_id=f"t{tb}g{g}", players=players,
+                               table=f"t{tb}")
+            out += [replay_deal(validate(r)) for r in recs]
+        players = [f"a{tb}p{i}" for i in range(3)]
+        for g in range(games):
+            recs = random_game(rng, "all_fours", "foster", 3, game_id=f"a{tb}g{g}", players=players,
+                               table=f"a{tb}")
+            out += [replay_deal(validate(r)) for r in recs]
+    return out
+
+
+@pytest.fixture(scope="module")
+def random_tables():
+    return _random_tables(1)
+
+
+def test_honest_players_are_not_accused(random_tables):
+    tests = Collusion().finalize(Collusion().count(random_tables))
+    p = np.array([t.pvalue for t in tests])
+    assert len(p) > 150
+    for a in (0.01, 0.05):
+        k = int(np.sum(p <= a))
+        assert binom.sf(k - 1, len(p), a) > 0.001, (a, k)  # not significantly above alpha
+    flagged, _ = apply_families(tests)
+    assert not any(t.flagged for t in flagged)
+
+
+def test_only_individual_play_is_counted():
+    rng = np.random.default_rng(2)
+    recs = random_game(rng, "scotch_whist", "foster", 4, game_id="p", sides=[[0, 2], [1, 3]])
+    res = [replay_deal(validate(r)) for r in recs]
+    assert not individual(res[0].deal)
+    c = CollusionCounts()
+    for r in res:
+        count_deal(r, c)
+    assert c.deals == 0 and not c.pairs
+
+
+def test_counts_add_exactly_across_tables(random_tables):
+    det = Collusion()
+    whole = {t.subject: t.to_json() for t in det.finalize(det.count(random_tables))}
+    by_table: dict[str, list] = {}
+    for r in random_tables:
+        by_table.setdefault(r.deal.table, []).append(r)
+    parts = [det.count(by_table[t]) for t in sorted(by_table, reverse=True)]
+    assert {t.subject: t.to_json() for t in det.finalize(det.merge(parts))} == whole
+
+
+def test_every_event_is_an_opportunity(random_tables):
+    c = Collusion().count(random_tables)
+    for cells in c.pairs.values():
+        for o, e in cells.values():
+            assert 0 <= e <= o
+    tot_o = sum(o for o, _ in c.field.values())
+    assert tot_o == sum(o for cells in c.pairs.values() for o, _ in cells.values())
+
+
+def test_colluding_pair_at_a_table_of_five_is_caught():
+    from auditor.simulate import CheaterSpec, SeasonSpec, TableSpec, simulate_season
+
+    tables = [TableSpec(f"t{i}", 5) for i in range(3)]
+    spec = SeasonSpec(tables=tables, n_deals=1500, players=15, deck=False, time=False,
+                      cheaters=[CheaterSpec("ada", "colluder", 0.7, partner="ben"),
+                                CheaterSpec("ben", "colluder", 0.7, partner="ada")])
+    sim = simulate_season(spec, np.random.default_rng(4))
+    res = [replay_deal(validate(r)) for r in sim.records]
+    tests, _ = apply_families(Collusion().finalize(Collusion().count(res)))
+    flagged = {t.subject for t in tests if t.flagged}
+    assert flagged & {"ada+ben", "ben+ada"}
+    assert flagged <= {"ada+ben", "ben+ada"}
+    top = min(tests, key=lambda t: t.pvalue)
+    assert top.subject in ("ada+ben", "ben+ada")
+    assert "giver_to_others" in top.controls

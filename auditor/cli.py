@@ -429,6 +429,52 @@ def simulate(
          + (f"; key in {key}" if key else ""))
 
 
+@app.command("calibrate-play")
+def calibrate_play(
+    seed: int = typer.Option(0, "--seed", help="seed of every simulated season (recorded in the output)"),
+    fast: bool = typer.Option(False, "--fast", help="the quick tier (CI): a few seasons, wide error bars"),
+    workers: int = typer.Option(1, "--workers", help="processes to run seasons in"),
+    marked_honest: Optional[int] = typer.Option(None, "--marked-honest", help="all-honest club seasons"),
+    marked_human: Optional[int] = typer.Option(None, "--marked-human", help="honest seasons, human shuffles"),
+    marked_power: Optional[int] = typer.Option(None, "--marked-power", help="seasons per marked-Ten strength"),
+    collusion: Optional[int] = typer.Option(None, "--collusion", help="seasons of colluders (and honest)"),
+    revoke: Optional[int] = typer.Option(None, "--revoke", help="seasons of a deliberate revoker (and honest)"),
+    fdr: float = typer.Option(0.05, "--fdr", help="false-discovery rate of every family"),
+    json_out: bool = typer.Option(False, "--json", help="print the numbers as JSON on stdout"),
+    out: Optional[str] = typer.Option(None, "--out", help="also write the numbers as JSON to this file"),
+) -> None:
+    """Calibrate the play-knowledge tests (marked_ten, collusion, revoke_pattern) on simulated seasons."""
+    if not 0.0 < fdr < 1.0:
+        _err(f"auditor: --fdr must be between 0 and 1, got {fdr}")
+        raise typer.Exit(2)
+    given = {"marked_honest": marked_honest, "marked_human": marked_human, "marked_power": marked_power,
+             "collusion": collusion, "revoke": revoke}
+    for k, v in given.items():
+        if v is not None and v < 0:
+            _err(f"auditor: --{k.replace('_', '-')} must be >= 0, got {v}")
+            raise typer.Exit(2)
+    if workers < 1:
+        _err(f"auditor: --workers must be >= 1, got {workers}")
+        raise typer.Exit(2)
+    from .calibrate_play import calibrate_play as run_play, format_report
+
+    res = run_play(seed=seed, fast=fast, sizes={k: v for k, v in given.items() if v is not None}, fdr=fdr,
+                   workers=workers, progress=lambda m: _err(f"calibrate-play: {m}"))
+    if out:
+        import json
+
+        try:
+            with open(out, "w", encoding="utf-8") as fh:
+                json.dump(res, fh, indent=2)
+        except OSError as e:
+            _err(f"auditor: cannot write {out!r}: {e.strerror or e}")
+            raise typer.Exit(2)
+    if json_out:
+        _dump_json(res)
+    else:
+        sys.stdout.write(format_report(res) + "\n")
+
+
 def main() -> None:  # console script entry point
     try:
         app()

@@ -117,6 +117,16 @@ def test_same_seed_same_bytes_and_another_seed_differs(tmp_path):
     assert out[0][0] != out[2][0]
 
 
+@pytest.mark.parametrize("game,n,sides", [("scotch_whist", 4, "pairs"), ("scotch_whist", 5, None),
+                                          ("all_fours", 3, None)])
+def test_logging_decisions_does_not_change_the_season(game, n, sides):
+    # the logged path and the fast unlogged path must draw the same random numbers
+    base = dict(deals=120, revoke_rate=0.02)
+    a = simulate_season(_season(game, "foster", n, sides, {}, **base), np.random.default_rng(6))
+    b = simulate_season(_season(game, "foster", n, sides, {}, log_decisions=True, **base), np.random.default_rng(6))
+    assert a.records == b.records and a.key["revokes"] == b.key["revokes"] and a.key["revokes"]
+
+
 def test_written_jsonl_reads_back(tmp_path):
     spec = _season("all_fours", "foster", 4, "pairs", {}, deals=40)
     sim = simulate_season(spec, np.random.default_rng(2))

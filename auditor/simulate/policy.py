@@ -12,7 +12,8 @@ softmax(score / temperature). The score of a card is what the player expects his
  - the trick's worth (Scotch Whist: the honours in it and about half a point per card for cards-over; All Fours:
    the Jack of trumps and the Game pips in it) goes to whoever keeps it; a card that wins now keeps it unless a
    later opponent beats it (a risk estimated from the unseen cards, the hand sizes and the voids shown); an honour
-   played to a trick the side loses is lost (this is what protects the own Ten);
+   played to a trick the side loses is lost (this is what protects the own Ten), and one played to a trick the side
+   keeps is weighed against keeping it in hand, where only stronger unseen cards held by opponents threaten it;
  - a trump that beats the key card (the Ten of trumps in Scotch Whist, the Jack in All Fours) earns the chance that
    a later opponent must drop it (hunting with high trumps) or that a later partner can safely drop it on the
    winner (saving honours for a partner's winning trick);

@@ -18,6 +18,7 @@ from auditor.detectors.registry import DETECTORS, make_detectors
 from auditor.replay.run import replay_records
 
 runner = CliRunner()
+DEALING = {"dealer_jack", "turnup_jack", "deal_uniformity", "shuffle_residue", "dealer_cutter", "trick_stack"}
 
 TEST_FIELDS = {"test", "subject", "n", "observed", "expected", "statistic", "pvalue", "qvalue", "method", "flagged",
                "tier", "controls", "detail"}
@@ -54,8 +55,7 @@ def test_audit_document_follows_outputs_md(logs):
     assert doc["replay"]["deals"] == doc["deals"] == 720 + sum(1 for _ in read_records([logs[1]])) + 240
     assert doc["replay"]["findings"] == []
     tests = doc["tests"]
-    assert {t["test"] for t in tests} == {"dealer_jack", "turnup_jack", "deal_uniformity", "shuffle_residue",
-                                         "dealer_cutter", "trick_stack"}
+    assert DEALING <= {t["test"] for t in tests}  # and the play detectors registered beside them
     for t in tests:
         assert TEST_FIELDS <= set(t)
         assert 0 <= t["pvalue"] <= 1 and 0 <= t["qvalue"] <= 1
@@ -147,7 +147,7 @@ def test_any_split_by_table_gives_identical_results(logs, split_seed):
                 parts.append(det.count(sub, detector_rng(5, name)))
         merged = det.finalize(det.merge(parts), detector_rng(5, name))
         assert _docs(merged) == _docs(whole), name
-        assert whole, name
+        assert whole or name not in DEALING, name
 
 
 def test_audit_counts_per_table_equal_whole(logs):

@@ -8,7 +8,7 @@ sum over his deals of each configuration's rule-derived probability, `auditor.fa
 is Pearson's X² over the cells; its null distribution is simulated deal by deal under each deal's own
 configuration (a uniform shuffle), with the sequential Monte-Carlo p-value of Besag & Clifford (1991): stop once
 `h` simulated statistics reach the observed one (p = h / l after l draws), else p = (g + 1) / (L + 1) after the
-cap L. The p-value is one-sided in X² (a dealer whose table is *more* uneven than chance); it catches stacking of
+cap L = 4 m / fdr for a family of m (so a lone strong cheat can reach the BH threshold fdr / m). The p-value is one-sided in X² (a dealer whose table is *more* uneven than chance); it catches stacking of
 any honour to any seat, not only the Jack to the dealer (which `dealer_jack` tests with more power).
 
 `dealer_cutter` (subject "dealer+cutter"): the number of trump honours dealt to the dealer's own hand, summed over
@@ -35,7 +35,8 @@ from .base import MIN_DETECTABLE_POWER, subject_rng, timeline
 COLS = (8, 9, 10, 11, 12, 0)  # table columns: trump T J Q K A, and the 2 (All Fours)
 RANK_NAMES = ("T", "J", "Q", "K", "A", "2")
 MC_H = 10  # exceedances before the sequential Monte Carlo stops
-MC_MAX = 20000  # cap on simulated seasons per subject (smallest p about 5e-5)
+MC_MAX = None  # cap on simulated seasons per subject: by default 4 m / fdr (2,000 to 200,000), so that the
+# smallest attainable p, about fdr / (4 m), lets a lone strong cheat be flagged in a family of m
 
 
 def _class_names(n_max: int) -> list[str]:
@@ -150,7 +151,7 @@ def _simulate_tables(by_cfg: dict[Config, tuple], B: int, rng: np.random.Generat
 
 
 def sequential_mc_pvalue(stat: float, simulate, rng: np.random.Generator, h: int = MC_H,
-                         cap: int = MC_MAX) -> tuple[float, int]:
+                         cap: int = 20_000) -> tuple[float, int]:
     """Besag–Clifford sequential Monte-Carlo p-value of an upper-tail statistic. `simulate(B, rng)` gives B
     null statistics. Returns (p, draws)."""
     g = 0
@@ -172,10 +173,15 @@ def sequential_mc_pvalue(stat: float, simulate, rng: np.random.Generator, h: int
 class DealUniformity:
     name = "deal_uniformity"
 
-    def __init__(self, fdr: float = 0.05, details: bool = True, mc_max: int = MC_MAX):
+    def __init__(self, fdr: float = 0.05, details: bool = True, mc_max: int | None = MC_MAX):
         self.fdr = fdr
         self.details = details
         self.mc_max = mc_max
+
+    def cap(self, m: int) -> int:
+        if self.mc_max is not None:
+            return int(self.mc_max)
+        return int(min(200_000, max(2_000, np.ceil(4 * m / self.fdr))))
 
     def count(self, results: Sequence[Any], rng: np.random.Generator | None = None,
               facts: DealingFacts | None = None) -> dict:
@@ -200,7 +206,7 @@ class DealUniformity:
                 t = _simulate_tables(by_cfg, B, g)
                 return ((((t - exp_[None]) ** 2) / np.where(mask, exp_, 1.0)[None]) * mask[None]).sum(axis=(1, 2))
 
-            p, draws = sequential_mc_pvalue(stat, simulate, subject_rng(rng, base, s), cap=self.mc_max)
+            p, draws = sequential_mc_pvalue(stat, simulate, subject_rng(rng, base, s), cap=self.cap(len(subjects)))
             df = int(mask.sum() - mask[:, :].any(axis=0).sum())
             detail: dict[str, Any] = {"mc_draws": draws}
             controls: dict[str, Any] = {}

@@ -233,7 +233,7 @@ def _deals_note(test: str, total: int, shown: int, origin: str) -> str:
     if total == 0:
         return f"No deal of this player {info['event']}."
     more = f" (the {shown} that weigh most are listed)" if total > shown else ""
-    return (f"{total} deal{'s' if total != 1 else ''} add to the score{more}. Contribution: what the deal added "
+    return (f"{total} deal{'s add' if total != 1 else ' adds'} to the score{more}. Contribution: what the deal added "
             f"to observed minus expected (a rarer event adds more).")
 
 

@@ -23,10 +23,19 @@ posterior of the Ten's location given I_t, the decision's score is
 
     s_t = (x(d_t) - c_t) * (g(true loc) - sum_loc P(loc | I_t) g(loc))
 
-which has mean zero given I_t for any c_t that is a function of I_t (c_t = the field's mean x in the same
-decision context, which removes noise: a player who always leads trumps adds no variance). The deal is the unit:
-S_d = sum of s_t over the player's decisions in deal d, and Z = sum_d S_d / sqrt(sum_d S_d^2) (one-sided p from
-N(0, 1); calibration measured by simulation, `auditor.calibrate_play`).
+which has mean zero given I_t for any c_t that is a function of I_t. c_t is the field's mean x in the same
+decision context (fitted on the other players): it removes noise (a player who always leads trumps adds little
+variance) and makes the score doubly robust: its bias is the product of the errors of c_t and of the posterior.
+
+Statistic and p-value (sequential randomisation). Each decision's term, given what the player knew, is drawn
+from the posterior: x_t - c_t is fixed and g takes the value of each possible place with its posterior
+probability. These terms are martingale differences within a deal (the posterior is updated decision by
+decision), so their sum has the null mean and variance of independent blocks, and its one-sided tail is computed
+by the Lugannani-Rice saddlepoint over the blocks (skewed terms: a normal tail on a self-normalised sum was
+measured anti-conservative). The deal is the unit of the variance check: phi = the field's (other players')
+ratio of the empirical variance of the per-deal sums S_d to the model variance; the null is widened by max(1,
+phi). A randomisation of the whole deal at the player's last decision (`last_decision_crt`) is valid too but was
+measured conservative and less powerful, so it is not used (docs/decisions.md).
 
 Posterior. P(loc | I_t) is a conditional logit over the seats that may hold the Ten: seats shown void in trumps
 have none; the others have the offset log(unknown cards) (the exact hard-fact prior when nobody has shown a void)
@@ -35,12 +44,12 @@ model of how holders and non-holders of the Ten play (binned frequencies over th
 every deal's hands are known) and (b) plain-suit voids shown. The model for a player's decisions is fitted on
 the other players only (K folds of players), so a cheater cannot teach the model his own habits.
 
-Components reported beside the primary Z (`controls`): the hard-fact Z (posterior from unknown-card counts and
-voids only: what a detector that ignores legal signals would say), the exact opening-lead component (the first
-lead of a deal: the hard-fact posterior is exact for every honest policy), early vs late decisions, the same
-statistic for unmarked cards (the trump Queen, the Ten of the next suit), a placebo on deals where the Ten is his
-own (the trump Ace standing in for the Ten), the pack contrast when records carry `pack`, and the field
-comparison (`auditor.detectors.field`).
+Controls reported beside the primary test (`controls`, in no family): the same test with the hard-fact posterior
+(unknown-card counts and voids only: what a detector that ignores legal signals would say), the exact opening-lead
+component (a deal's first lead: the hard-fact posterior is exact for every honest policy), early vs late decisions,
+the per-deal sums read as a self-normalised normal Z, the same test for unmarked cards (the trump Queen, the Ten of
+the next suit), a placebo on deals where the Ten is his own (the trump Ace standing in for the Ten), the test per
+`pack` when records carry one, and the field comparison (`auditor.detectors.field`).
 """
 
 from __future__ import annotations
@@ -183,41 +192,92 @@ def decision_x(st: PlayState) -> tuple[int, dict[int, int], int] | None:
 N_XCTX = 48 + 2 * 5 * 2 * 2
 
 
-@dataclass
-class DealFacts:
-    """What one deal contributes to `marked_ten`: per target, the plays that inform the holder model and the
-    relevant decisions with their candidate locations. Plain tuples, so partitions merge by concatenation."""
-
-    key: tuple
-    pack: str | None
-    players: tuple[str, ...]
-    points_share: tuple[float, ...]  # per seat: his side's share of the deal's points (results)
-    plays: dict[str, list[tuple]]  # target -> (order, seat, cell, holds)
-    decisions: dict[str, list[tuple]]  # target -> (order, seat, kind, x, xctx, early, opening, cands)
-    # cands: tuple of (seat or -1 for aside, u, n_plain_voids, g, is_true)
+P_COLS = ("deal", "order", "seat", "cell", "holds")
+D_COLS = ("deal", "order", "seat", "kind", "x", "xctx", "early", "opening")
+C_COLS = ("dec", "seat", "u", "nv", "g", "true")
+MAX_SEATS = 8
+COL_DTYPE = {"deal": np.int32, "dec": np.int32, "order": np.int16, "cell": np.int16, "xctx": np.int16}  # else int8
 
 
 @dataclass
 class MarkedTenCounts:
-    deals: list[DealFacts] = field(default_factory=list)
+    """What `count` keeps of one partition, as numpy columns (so that a million deals fit in memory):
+
+    per deal: `keys` (a 64-bit hash of the deal's content: the order of deals in `finalize`, so any partition of
+    the input gives the same result), `players` (ids into `names`, -1 past the table's seats), `pack` (id into
+    `pack_names`, -1 none) and `share` (each seat's side's share of the deal's points: his results);
+    per target: `plays` (the rows of the holder model: deal, play order, seat, context x outcome cell, whether the
+    seat holds the card), `decisions` (deal, order, seat, kind, x, context of x, early, opening lead) and
+    `cands` (per decision, the places the card may be: decision, seat or -1 aside, unknown cards, plain voids
+    shown, location class g, truth). `merge` concatenates, re-indexing deals, decisions, players and packs."""
+
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    players: np.ndarray = field(default_factory=lambda: np.zeros((0, MAX_SEATS), np.int32))
+    pack: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    share: np.ndarray = field(default_factory=lambda: np.zeros((0, MAX_SEATS), np.float32))
+    names: list[str] = field(default_factory=list)
+    pack_names: list[str] = field(default_factory=list)
+    targets: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     excluded_deals: dict[str, int] = field(default_factory=dict)
     excluded: dict[str, dict[str, int]] = field(default_factory=dict)  # player -> reason -> plays
 
+    @property
+    def n_deals(self) -> int:
+        return len(self.keys)
 
-def _deal_key(d) -> tuple:
-    first = d.tricks[0] if d.tricks else []
-    return (d.table, d.game_id, d.deal_no, d.dealer, d.turn_up, tuple(first), tuple(d.players))
+
+class _Builder:
+    """Flat lists filled deal by deal, turned into `MarkedTenCounts` columns at the end of `count`."""
+
+    def __init__(self, counts: MarkedTenCounts):
+        self.c = counts
+        self.keys: list[int] = []
+        self.players: list[list[int]] = []
+        self.pack: list[int] = []
+        self.share: list[list[float]] = []
+        self.pid: dict[str, int] = {}
+        self.packid: dict[str, int] = {}
+        self.cols = {t: {"plays": {k: [] for k in P_COLS}, "decisions": {k: [] for k in D_COLS},
+                         "cands": {k: [] for k in C_COLS}} for t in TARGETS}
+
+    def player(self, name: str) -> int:
+        i = self.pid.get(name)
+        if i is None:
+            i = self.pid[name] = len(self.pid)
+        return i
+
+    def finish(self) -> MarkedTenCounts:
+        c = self.c
+        c.keys = np.asarray(self.keys, np.uint64)
+        c.players = np.asarray(self.players, np.int32).reshape(-1, MAX_SEATS)
+        c.pack = np.asarray(self.pack, np.int32)
+        c.share = np.asarray(self.share, np.float32).reshape(-1, MAX_SEATS)
+        c.names = sorted(self.pid, key=self.pid.get)
+        c.pack_names = sorted(self.packid, key=self.packid.get)
+        c.targets = {t: {part: {k: np.asarray(v, COL_DTYPE.get(k, np.int8)) for k, v in cols.items()}
+                         for part, cols in tc.items()} for t, tc in self.cols.items()}
+        return c
+
+
+def _deal_key(res) -> int:
+    """A 64-bit hash of the deal's content (table, game, deal number, seats, dealer and every card played)."""
+    import hashlib
+
+    d = res.deal
+    text = repr((d.table, d.game_id, d.deal_no, tuple(d.players), d.dealer, d.turn_up, tuple(res.plays)))
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
 def _bump(dct: dict, key: str, by: int = 1) -> None:
     dct[key] = dct.get(key, 0) + by
 
 
-def extract_deal(res, counts: MarkedTenCounts) -> DealFacts | None:
+def extract_deal(res, counts: MarkedTenCounts, B: _Builder) -> bool:
+    """Add one deal's plays and decisions to the builder; False (and the reason counted) when it is excluded."""
     d = res.deal
     if d.game != "scotch_whist":
         _bump(counts.excluded_deals, "not_scotch_whist")
-        return None
+        return False
     why = deal_exclusion(res)
     if why is None and res.revokes:
         why = "revoke_in_deal"  # a revoke shows a false void: the hard facts of the deal are not facts
@@ -228,16 +288,22 @@ def extract_deal(res, counts: MarkedTenCounts) -> DealFacts | None:
             why = "played_in_sets"
     if why is not None:
         _bump(counts.excluded_deals, why)
-        return None
+        return False
     trump = res.trump
     tcards = {t: target_card(t, trump) for t in TARGETS}
     ten = tcards["ten"]
-    plays: dict[str, list[tuple]] = {t: [] for t in TARGETS}
-    decisions: dict[str, list[tuple]] = {t: [] for t in TARGETS}
+    di = len(B.keys)
+    B.keys.append(_deal_key(res))
+    B.players.append([B.player(p) for p in d.players] + [-1] * (MAX_SEATS - d.n))
+    if d.pack is None:
+        B.pack.append(-1)
+    else:
+        B.pack.append(B.packid.setdefault(d.pack, len(B.packid)))
     pts = res.points or [0] * d.n_sides
     tot = sum(pts)
     side = d.side_of
-    share = tuple((pts[side[s]] / tot) if tot > 0 else 0.0 for s in range(d.n))
+    B.share.append([(pts[side[s]] / tot) if tot > 0 else 0.0 for s in range(d.n)] + [0.0] * (MAX_SEATS - d.n))
+    cols = B.cols
     order = 0
     for st in walk(res):
         order += 1
@@ -258,7 +324,12 @@ def extract_deal(res, counts: MarkedTenCounts) -> DealFacts | None:
                     cell = play_cell(st, c)
                 cells[c] = cell
             if cell is not None:
-                plays[t].append((order, i, cell, int((st.hold[i] >> c) & 1)))
+                pc = cols[t]["plays"]
+                pc["deal"].append(di)
+                pc["order"].append(order)
+                pc["seat"].append(i)
+                pc["cell"].append(cell)
+                pc["holds"].append((st.hold[i] >> c) & 1)
         # the decision
         exc = counts.excluded.setdefault(player, {})
         ten_own = bool((st.hold[i] >> ten) & 1)
@@ -295,11 +366,18 @@ def extract_deal(res, counts: MarkedTenCounts) -> DealFacts | None:
             cands = _candidates(st, i, c, kind)
             if cands is None:
                 continue
-            decisions[t].append((order, i, kind, x, xctx, early, opening, cands))
+            dc, cc = cols[t]["decisions"], cols[t]["cands"]
+            dec = len(dc["deal"])
+            for k, v in zip(D_COLS, (di, order, i, kind, x, xctx, early, opening)):
+                dc[k].append(v)
+            for row in cands:
+                cc["dec"].append(dec)
+                for k, v in zip(C_COLS[1:], row):
+                    cc[k].append(v)
             n_scored += t == "ten"
         if ten_state is None:
             _bump(exc, "scored" if n_scored else "no_candidate")
-    return DealFacts(_deal_key(d), d.pack, tuple(d.players), share, plays, decisions)
+    return True
 
 
 def _candidates(st: PlayState, i: int, target: int, kind: int) -> tuple | None:
@@ -352,23 +430,13 @@ class MarkedTen:
     def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts: Any = None
               ) -> MarkedTenCounts:
         c = MarkedTenCounts()
+        B = _Builder(c)
         for res in results:
-            f = extract_deal(res, c)
-            if f is not None:
-                c.deals.append(f)
-        return c
+            extract_deal(res, c, B)
+        return B.finish()
 
     def merge(self, parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
-        out = MarkedTenCounts()
-        for p in parts:
-            out.deals += p.deals
-            for k, v in p.excluded_deals.items():
-                _bump(out.excluded_deals, k, v)
-            for pl, dct in p.excluded.items():
-                e = out.excluded.setdefault(pl, {})
-                for k, v in dct.items():
-                    _bump(e, k, v)
-        return out
+        return merge_counts(parts)
 
     def finalize(self, counts: MarkedTenCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
         scores = score_all(counts, folds=self.folds, targets=self.targets)
@@ -417,32 +485,76 @@ class TargetArrays:
     c_true: np.ndarray
 
 
-def _arrays(deals: list[DealFacts], target: str, pid: dict[str, int]) -> TargetArrays:
-    P: list[list] = [[], [], [], [], [], []]
-    D: list[list] = [[] for _ in range(9)]
-    C: list[list] = [[] for _ in range(6)]
-    dec = 0
-    for di, f in enumerate(deals):
-        for order, seat, cell, holds in f.plays[target]:
-            P[0].append(di)
-            P[1].append(order)
-            P[2].append(seat)
-            P[3].append(pid[f.players[seat]])
-            P[4].append(cell)
-            P[5].append(holds)
-        for order, seat, kind, x, xctx, early, opening, cands in f.decisions[target]:
-            for col, v in zip(D, (di, order, seat, pid[f.players[seat]], kind, x, xctx, early, opening)):
-                col.append(v)
-            for j, u, nv, g, tr in cands:
-                C[0].append(dec)
-                C[1].append(j)
-                C[2].append(u)
-                C[3].append(nv)
-                C[4].append(g)
-                C[5].append(tr)
-            dec += 1
+def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
+    """Exact merge: concatenation with deals, decisions, players and packs re-indexed."""
+    out = MarkedTenCounts()
+    names: dict[str, int] = {}
+    packs: dict[str, int] = {}
+    keys, players, pack, share = [], [], [], []
+    tcols: dict[str, dict[str, dict[str, list]]] = {}
+    n_deals = 0
+    n_dec: dict[str, int] = {}
+    for p in parts:
+        pmap = np.array([names.setdefault(nm, len(names)) for nm in p.names] + [-1], np.int32)
+        kmap = np.array([packs.setdefault(nm, len(packs)) for nm in p.pack_names] + [-1], np.int32)
+        keys.append(p.keys)
+        players.append(pmap[p.players])  # -1 indexes the trailing -1
+        pack.append(kmap[p.pack])
+        share.append(p.share)
+        for t, tc in p.targets.items():
+            dst = tcols.setdefault(t, {"plays": {k: [] for k in P_COLS}, "decisions": {k: [] for k in D_COLS},
+                                       "cands": {k: [] for k in C_COLS}})
+            for part, cols in tc.items():
+                for k, v in cols.items():
+                    if k == "deal":
+                        v = v.astype(np.int64) + n_deals
+                    elif k == "dec":
+                        v = v.astype(np.int64) + n_dec.get(t, 0)
+                    dst[part][k].append(v)
+            n_dec[t] = n_dec.get(t, 0) + len(tc["decisions"]["deal"])
+        n_deals += p.n_deals
+        for k, v in p.excluded_deals.items():
+            _bump(out.excluded_deals, k, v)
+        for pl, dct in p.excluded.items():
+            e = out.excluded.setdefault(pl, {})
+            for k, v in dct.items():
+                _bump(e, k, v)
+    if parts:
+        out.keys = np.concatenate(keys)
+        out.players = np.concatenate(players).astype(np.int32)
+        out.pack = np.concatenate(pack).astype(np.int32)
+        out.share = np.concatenate(share)
+    out.names = sorted(names, key=names.get)
+    out.pack_names = sorted(packs, key=packs.get)
+    out.targets = {t: {part: {k: (np.concatenate(v) if v else np.zeros(0, COL_DTYPE.get(k, np.int8)))
+                              for k, v in cols.items()} for part, cols in tc.items()} for t, tc in tcols.items()}
+    return out
+
+
+def _arrays(c: MarkedTenCounts, target: str, rank: np.ndarray, pid: np.ndarray) -> TargetArrays:
+    """One target's rows with deals renumbered by `rank` (their place in key order) and players by `pid` (local
+    id -> sorted name index); decisions (and their candidates) in deal order then play order."""
+    tc = c.targets.get(target)
+    if tc is None:
+        z = np.zeros(0, np.int64)
+        return TargetArrays(*([z] * 21))
+    P, D, C = tc["plays"], tc["decisions"], tc["cands"]
     i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
-    return TargetArrays(*(i64(a) for a in P), *(i64(a) for a in D), *(i64(a) for a in C))
+    p_deal = rank[P["deal"]]
+    p_player = pid[c.players[P["deal"], P["seat"]]]
+    d_deal = rank[D["deal"]]
+    perm = np.lexsort((D["order"], d_deal))
+    inv = np.empty(len(perm), np.int64)
+    inv[perm] = np.arange(len(perm))
+    c_dec = inv[C["dec"]] if len(perm) else i64(C["dec"])
+    cperm = np.argsort(c_dec, kind="stable")
+    d_player = pid[c.players[D["deal"], D["seat"]]]
+    return TargetArrays(
+        i64(p_deal), i64(P["order"]), i64(P["seat"]), i64(p_player), i64(P["cell"]), i64(P["holds"]),
+        i64(d_deal[perm]), i64(D["order"][perm]), i64(D["seat"][perm]), i64(d_player[perm]), i64(D["kind"][perm]),
+        i64(D["x"][perm]), i64(D["xctx"][perm]), i64(D["early"][perm]), i64(D["opening"][perm]),
+        i64(c_dec[cperm]), i64(C["seat"][cperm]), i64(C["u"][cperm]), i64(C["nv"][cperm]), i64(C["g"][cperm]),
+        i64(C["true"][cperm]))
 
 
 def llr_table(cells: np.ndarray, holds: np.ndarray, alpha: float = 0.5) -> np.ndarray:
@@ -786,14 +898,24 @@ def znorm(S: np.ndarray) -> tuple[float, float]:
 
 
 def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = TARGETS) -> dict:
-    deals = sorted(counts.deals, key=lambda f: f.key)
-    players = sorted({p for f in deals for p in f.players})
-    pid = {p: i for i, p in enumerate(players)}
+    order = np.argsort(counts.keys, kind="stable")  # equal keys: identical deals
+    rank = np.empty(len(order), np.int64)
+    rank[order] = np.arange(len(order))
+    players = sorted(counts.names)
+    where = {p: i for i, p in enumerate(players)}
+    pid = np.array([where[p] for p in counts.names] + [-1], np.int64)
     fold_of = np.array([_fold_of(p, folds) for p in players], dtype=np.int64)
-    out: dict = {"players": players, "deals": deals, "targets": {}}
+    # per deal in key order: its pack; per player: the sum and count of his points share (his results)
+    pack = counts.pack[order]
+    seated = counts.players >= 0
+    who = pid[counts.players[seated]]
+    share_sum = np.bincount(who, weights=counts.share[seated].astype(float), minlength=len(players))
+    share_n = np.bincount(who, minlength=len(players))
+    out: dict = {"players": players, "pack": pack, "pack_names": counts.pack_names, "share_sum": share_sum,
+                 "share_n": share_n, "targets": {}}
     # centring: the field's mean x per decision context, fold by fold (x is the same for every target: taken
     # from the Ten's decisions)
-    A_ten = _arrays(deals, "ten", pid)
+    A_ten = _arrays(counts, "ten", rank, pid)
     nf = max(folds, 1)
     xsum = np.zeros((nf, N_XCTX))
     xcnt = np.zeros((nf, N_XCTX))
@@ -803,7 +925,7 @@ def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = 
         xsum[k] = np.bincount(A_ten.d_xctx[tr], weights=A_ten.d_x[tr].astype(float), minlength=N_XCTX)
         xcnt[k] = np.bincount(A_ten.d_xctx[tr], minlength=N_XCTX)
     for t in targets:
-        A = A_ten if t == "ten" else _arrays(deals, t, pid)
+        A = A_ten if t == "ten" else _arrays(counts, t, rank, pid)
         fk = fold_of[A.d_player] if (folds > 1 and len(A.d_player)) else np.zeros(len(A.d_deal), dtype=np.int64)
         n_ctx = xcnt[fk, A.d_xctx]
         center = np.where(n_ctx > 0, xsum[fk, A.d_xctx] / np.maximum(n_ctx, 1), 0.0)
@@ -816,18 +938,11 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
     from .field import field_compare
 
     players = scores["players"]
-    deals = scores["deals"]
     main: TargetScores | None = scores["targets"].get("ten")
     if main is None:
         return []
     A = main.A
-    # results of each player: mean points share of the deals he played
-    share_sum: dict[str, float] = {}
-    share_n: dict[str, int] = {}
-    for f in deals:
-        for s, p in enumerate(f.players):
-            share_sum[p] = share_sum.get(p, 0.0) + f.points_share[s]
-            share_n[p] = share_n.get(p, 0) + 1
+    share_sum, share_n = scores["share_sum"], scores["share_n"]
     rows: dict[str, dict] = {}
     for pl, sel in main.by_player.items():
         n_deals = len(np.unique(A.d_deal[sel]))
@@ -837,7 +952,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         rows[players[pl]] = {"sel": sel, "pl": pl, "test": main.test(sel, phi=phi), "deals": n_deals, "phi": phi}
     zs = {n: r["test"]["z"] for n, r in rows.items()}
     fc = field_compare(zs, {n: r["deals"] for n, r in rows.items()},
-                       {n: share_sum[n] / share_n[n] for n in rows})
+                       {n: float(share_sum[r["pl"]] / max(share_n[r["pl"]], 1)) for n, r in rows.items()})
     out: list[TestResult] = []
     for name in sorted(rows):
         r = rows[name]
@@ -859,10 +974,10 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
                 controls[t] = {"z": None, "p": None, "deals": 0, "card": TARGET_LABEL[t]}
                 continue
             controls[t] = _ctl(ts.test(tsel, phi=ts.phi(pl))) | {"card": TARGET_LABEL[t]}
-        pk = np.array([deals[int(di)].pack or "" for di in A.d_deal[sel]])
-        packs = sorted(set(pk.tolist()) - {""})
+        pk = scores["pack"][A.d_deal[sel]]
+        packs = sorted({int(k) for k in pk.tolist()} - {-1}, key=lambda k: scores["pack_names"][k])
         if packs:
-            controls["packs"] = {k: _ctl(main.test(sel[pk == k], phi=phi)) for k in packs}
+            controls["packs"] = {scores["pack_names"][k]: _ctl(main.test(sel[pk == k], phi=phi)) for k in packs}
         controls["field"] = fc.get(name, {})
         detail = {"decisions": int(len(sel)), "deals": r["deals"], "variance_guard": phi,
                   "excluded": dict(sorted(counts.excluded.get(name, {}).items())),

@@ -978,6 +978,8 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         packs = sorted({int(k) for k in pk.tolist()} - {-1}, key=lambda k: scores["pack_names"][k])
         if packs:
             controls["packs"] = {scores["pack_names"][k]: _ctl(main.test(sel[pk == k], phi=phi)) for k in packs}
+            if len(packs) >= 2:
+                controls["pack_contrast"] = _pack_contrast(main, sel, pk, packs, scores["pack_names"], phi)
         controls["field"] = fc.get(name, {})
         detail = {"decisions": int(len(sel)), "deals": r["deals"], "variance_guard": phi,
                   "excluded": dict(sorted(counts.excluded.get(name, {}).items())),
@@ -989,6 +991,23 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
                    "randomisation, saddlepoint one-sided p, deal-level variance guard",
             controls=controls, detail=detail))
     return out
+
+
+def _pack_contrast(main: TargetScores, sel: np.ndarray, pk: np.ndarray, packs: list[int], names: list[str],
+                   phi: float) -> dict:
+    """The pack whose decisions fit the Ten best against the others: z = (z_best - mean z_others) /
+    sqrt(1 + 1/(K-1)) over K packs (the packs' deals are disjoint, so their z are independent), p = K * Phi(-z)
+    (which pack is marked is not known in advance; with two packs this is the exact two-sided p). A marked pack shows
+    the effect and the other does not (the seeds' advice: two packs); skill shows with every pack."""
+    zs = []
+    for k in packs:
+        t, mean, var = main.blocks(sel[pk == k]).moments()
+        zs.append(((t - mean) / math.sqrt(var * phi) if var > 0 else 0.0, k))
+    z_best, k_best = max(zs)
+    others = [z for z, k in zs if k != k_best]
+    K = len(zs)
+    z = (z_best - sum(others) / len(others)) / math.sqrt(1 + 1 / (K - 1))
+    return {"pack": names[k_best], "z": float(z), "p": float(min(1.0, K * ndtr(-z)))}
 
 
 def _ctl(t: dict) -> dict:

@@ -23,6 +23,7 @@ against the field's, in cells of game and player count: exact one-sided Poisson-
 from __future__ import annotations
 
 from dataclasses import dataclass, field as dc_field
+from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
@@ -63,14 +64,14 @@ def _winner(st: PlayState, cards: list[tuple[int, int]]) -> int:
 
 @dataclass
 class RevokeCounts:
-    """Per player and cell (game, n): opportunities, revokes, gainful revokes, summed gain (adds across
-    partitions)."""
+    """Per player and cell (game, n): opportunities, revokes, gainful revokes, summed gain (an exact fraction:
+    adds exactly across partitions)."""
 
     cells: dict[tuple[str, tuple], list[float]] = dc_field(default_factory=dict)
     excluded_deals: dict[str, int] = dc_field(default_factory=dict)
 
 
-def _add(c: RevokeCounts, player: str, cell: tuple, opp: int, rev: int, gainful: int, gain: float) -> None:
+def _add(c: RevokeCounts, player: str, cell: tuple, opp: int, rev: int, gainful: int, gain) -> None:
     v = c.cells.get((player, cell))
     if v is None:
         c.cells[(player, cell)] = [opp, rev, gainful, gain]
@@ -124,13 +125,14 @@ def count_deal(res, c: RevokeCounts) -> None:
             alt_side_pts.append(trick_points(d.game, trump, trial) if mine else 0.0)
             if mine or not counting(d.game, trump, alt):
                 alt_gives = False
-        gain = (pts if won else 0.0) - (float(np.mean(alt_side_pts)) if alt_side_pts else 0.0)
+        alt_mean = Fraction(sum(Fraction(x) for x in alt_side_pts), len(alt_side_pts)) if alt_side_pts else 0
+        gain = Fraction(pts if won else 0.0) - alt_mean  # exact, so partitions add exactly
         gainful = int((won and not alt_win) or
                       (d.game == "all_fours" and alt_gives and not counting(d.game, trump, st.card)))
         _add(c, d.players[s], cell, 0, 1, gainful, gain)
     for s in range(d.n):
         if opp_by_seat[s]:
-            _add(c, d.players[s], cell, opp_by_seat[s], 0, 0, 0.0)
+            _add(c, d.players[s], cell, opp_by_seat[s], 0, 0, Fraction(0))
 
 
 class RevokePattern:
@@ -161,7 +163,7 @@ class RevokePattern:
         tot_cell: dict[tuple, list[float]] = {}
         for (pl, cell), v in sorted(counts.cells.items(), key=lambda kv: (kv[0][0], repr(kv[0][1]))):
             per_player.setdefault(pl, {})[cell] = v
-            t = tot_cell.setdefault(cell, [0, 0, 0, 0.0])
+            t = tot_cell.setdefault(cell, [0, 0, 0, Fraction(0)])
             for i in range(4):
                 t[i] += v[i]
         R = sum(t[1] for t in tot_cell.values())
@@ -173,7 +175,8 @@ class RevokePattern:
             r = int(sum(v[1] for v in cells.values()))
             g = int(sum(v[2] for v in cells.values()))
             opp = int(sum(v[0] for v in cells.values()))
-            gain = float(sum(v[3] for v in cells.values()))
+            gain_exact = sum((v[3] for v in cells.values()), Fraction(0))
+            gain = float(gain_exact)
             if r == 0:
                 continue
             rf, gf = int(R) - r, int(G) - g  # the field without him
@@ -196,7 +199,7 @@ class RevokePattern:
                 rate_ctl |= {"expected": sum(p * k for p, k in gt), "pvalue": dist.sf(r)}
             controls = {
                 "revoke_rate": rate_ctl,
-                "gain": {"mean": gain / r, "field_mean": (gain_all - gain) / rf if rf > 0 else None,
+                "gain": {"mean": gain / r, "field_mean": float(gain_all - gain_exact) / rf if rf > 0 else None,
                          "unit": "counting points taken in the revoke trick vs the mean legal card"},
                 "field_gainful_share": share_f,
             }

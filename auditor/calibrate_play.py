@@ -150,6 +150,8 @@ def lr_yardstick(sim, results: list, q: float, players: set[str] | None = None) 
             if cp is None:
                 continue
             mix = [q * a + (1 - q) * b for a, b in zip(cp, honest)]
+            if all(abs(m - h) < 1e-12 for m, h in zip(mix, honest)):
+                continue  # the sure read does not change the play here: no evidence either way
             vals = [math.log(max(m, 1e-300)) - math.log(max(h, 1e-300)) for m, h in zip(mix, honest)]
             k = count.get(name, 0)
             G.setdefault(name, []).extend([k] * len(legal))
@@ -174,7 +176,7 @@ def marked_season(seed: int, i: int, q: float, human: bool = False, fdr: float =
     from .simulate import simulate_season
 
     t0 = time.perf_counter()
-    study = f"marked-{q}-{int(human)}"
+    study = f"marked-{q}-{int(human)}-{deals_each}"
     log = yardstick and q > 0
     sim = simulate_season(marked_spec(q, n_players, deals_each, human, log_decisions=log), _rng(seed, study, i))
     results = _replay(sim.records)
@@ -322,8 +324,11 @@ def summarise_flags(seasons: list[dict], key: str) -> dict:
 # ---------------------------------------------------------------- the study
 
 
-SIZES_FAST = {"marked_honest": 2, "marked_human": 1, "marked_power": 2, "collusion": 3, "revoke": 2}
-SIZES_FULL = {"marked_honest": 100, "marked_human": 20, "marked_power": 50, "collusion": 50, "revoke": 50}
+SIZES_FAST = {"marked_honest": 2, "marked_human": 1, "marked_power": 2, "marked_small": 0, "collusion": 3,
+              "revoke": 2}
+SIZES_FULL = {"marked_honest": 100, "marked_human": 20, "marked_power": 50, "marked_small": 40, "collusion": 50,
+              "revoke": 50}
+SMALL_DEALS = 150  # `marked_small`: the power seasons again with about 150 deals played each
 
 
 def _task(args: tuple) -> tuple[str, dict]:
@@ -350,6 +355,8 @@ def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None,
     for q in marked_qs:
         for i in range(n["marked_power"]):
             tasks.append((f"marked_power_{q}", seed, i, q, {"fdr": fdr}))
+        for i in range(n.get("marked_small", 0)):
+            tasks.append((f"marked_small_{q}", seed, i, q, {"fdr": fdr, "deals_each": SMALL_DEALS}))
     for i in range(n["collusion"]):
         tasks.append(("collusion_honest", seed, i, 0.0, {"fdr": fdr}))
         tasks.append(("collusion_power", seed, i, collusion_q, {"fdr": fdr}))
@@ -377,9 +384,9 @@ def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None,
     if "marked_human" in done:
         out["studies"]["marked_human"] = summarise_marked_honest(done["marked_human"], fdr)
     for q in marked_qs:
-        k = f"marked_power_{q}"
-        if k in done:
-            out["studies"][k] = summarise_marked_power(done[k], fdr) | {"q": q}
+        for k in (f"marked_power_{q}", f"marked_small_{q}"):
+            if k in done:
+                out["studies"][k] = summarise_marked_power(done[k], fdr) | {"q": q}
     if "collusion_honest" in done:
         out["studies"]["collusion_honest"] = summarise_flags(done["collusion_honest"], "collusion")
         out["studies"]["collusion_power"] = summarise_flags(done["collusion_power"], "collusion") | {"q": collusion_q}
@@ -467,7 +474,7 @@ def format_report(res: dict) -> str:
             lines.append(f"  {sk:7s} n={e['players']:5d}  p<=.001 {e['p<=0.001']:.4f}  p<=.01 {e['p<=0.01']:.4f}  "
                          f"p<=.05 {e['p<=0.05']:.4f}  flagged {e['flagged']}  mean z {e['mean_z']:+.3f}  "
                          f"| hard-facts null p<=.01 {e['hard_facts_null']['p<=0.01']:.4f}")
-    for key in sorted(k for k in st if k.startswith("marked_power")):
+    for key in sorted(k for k in st if k.startswith(("marked_power", "marked_small"))):
         p = st[key]
         lines.append(f"{key}: {p['seasons']} seasons, flagged at FDR {p['power_at_fdr']:.0%}, p <= "
                      f"{p['per_test_level']:.2g}: {p['power_at_level']:.0%}, median p {p['median_p']:.2g}, "

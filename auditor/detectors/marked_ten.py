@@ -217,6 +217,10 @@ class MarkedTenCounts:
     share: np.ndarray = field(default_factory=lambda: np.zeros((0, MAX_SEATS), np.float32))
     names: list[str] = field(default_factory=list)
     pack_names: list[str] = field(default_factory=list)
+    game: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # index into `games`
+    deal_no: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    games: list[str] = field(default_factory=list)
+    source: list[str] = field(default_factory=list)  # file:line of each deal
     targets: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     excluded_deals: dict[str, int] = field(default_factory=dict)
     excluded: dict[str, dict[str, int]] = field(default_factory=dict)  # player -> reason -> plays
@@ -237,6 +241,10 @@ class _Builder:
         self.share: list[list[float]] = []
         self.pid: dict[str, int] = {}
         self.packid: dict[str, int] = {}
+        self.gid: dict[str, int] = {}
+        self.game: list[int] = []
+        self.deal_no: list[int] = []
+        self.source: list[str] = []
         self.cols = {t: {"plays": {k: [] for k in P_COLS}, "decisions": {k: [] for k in D_COLS},
                          "cands": {k: [] for k in C_COLS}} for t in TARGETS}
 
@@ -254,6 +262,10 @@ class _Builder:
         c.share = np.asarray(self.share, np.float32).reshape(-1, MAX_SEATS)
         c.names = sorted(self.pid, key=self.pid.get)
         c.pack_names = sorted(self.packid, key=self.packid.get)
+        c.game = np.asarray(self.game, np.int32)
+        c.deal_no = np.asarray(self.deal_no, np.int32)
+        c.games = sorted(self.gid, key=self.gid.get)
+        c.source = self.source
         c.targets = {t: {part: {k: np.asarray(v, COL_DTYPE.get(k, np.int8)) for k, v in cols.items()}
                          for part, cols in tc.items()} for t, tc in self.cols.items()}
         return c
@@ -294,6 +306,9 @@ def extract_deal(res, counts: MarkedTenCounts, B: _Builder) -> bool:
     ten = tcards["ten"]
     di = len(B.keys)
     B.keys.append(_deal_key(res))
+    B.game.append(B.gid.setdefault(d.game_id, len(B.gid)))
+    B.deal_no.append(d.deal_no)
+    B.source.append(d.source)
     B.players.append([B.player(p) for p in d.players] + [-1] * (MAX_SEATS - d.n))
     if d.pack is None:
         B.pack.append(-1)
@@ -491,6 +506,8 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
     names: dict[str, int] = {}
     packs: dict[str, int] = {}
     keys, players, pack, share = [], [], [], []
+    games: dict[str, int] = {}
+    game, deal_no, source = [], [], []
     tcols: dict[str, dict[str, dict[str, list]]] = {}
     n_deals = 0
     n_dec: dict[str, int] = {}
@@ -498,6 +515,10 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         pmap = np.array([names.setdefault(nm, len(names)) for nm in p.names] + [-1], np.int32)
         kmap = np.array([packs.setdefault(nm, len(packs)) for nm in p.pack_names] + [-1], np.int32)
         keys.append(p.keys)
+        gmap = np.array([games.setdefault(g, len(games)) for g in p.games] + [-1], np.int32)
+        game.append(gmap[p.game])
+        deal_no.append(p.deal_no)
+        source += p.source
         players.append(pmap[p.players])  # -1 indexes the trailing -1
         pack.append(kmap[p.pack])
         share.append(p.share)
@@ -524,6 +545,10 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         out.players = np.concatenate(players).astype(np.int32)
         out.pack = np.concatenate(pack).astype(np.int32)
         out.share = np.concatenate(share)
+        out.game = np.concatenate(game).astype(np.int32)
+        out.deal_no = np.concatenate(deal_no).astype(np.int32)
+    out.games = sorted(games, key=games.get)
+    out.source = source
     out.names = sorted(names, key=names.get)
     out.pack_names = sorted(packs, key=packs.get)
     out.targets = {t: {part: {k: (np.concatenate(v) if v else np.zeros(0, COL_DTYPE.get(k, np.int8)))
@@ -912,7 +937,7 @@ def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = 
     share_sum = np.bincount(who, weights=counts.share[seated].astype(float), minlength=len(players))
     share_n = np.bincount(who, minlength=len(players))
     out: dict = {"players": players, "pack": pack, "pack_names": counts.pack_names, "share_sum": share_sum,
-                 "share_n": share_n, "targets": {}}
+                 "share_n": share_n, "targets": {}, "order": order, "counts": counts}
     # centring: the field's mean x per decision context, fold by fold (x is the same for every target: taken
     # from the Ten's decisions)
     A_ten = _arrays(counts, "ten", rank, pid)
@@ -981,15 +1006,35 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
             if len(packs) >= 2:
                 controls["pack_contrast"] = _pack_contrast(main, sel, pk, packs, scores["pack_names"], phi)
         controls["field"] = fc.get(name, {})
+        if details:
+            top = _top_deals(main, sel, scores)
         detail = {"decisions": int(len(sel)), "deals": r["deals"], "variance_guard": phi,
                   "excluded": dict(sorted(counts.excluded.get(name, {}).items())),
-                  "deals_excluded_in_input": dict(sorted(counts.excluded_deals.items()))} if details else {}
+                  "deals_excluded_in_input": dict(sorted(counts.excluded_deals.items())),
+                  "top_deals": top} if details else {}
         out.append(TestResult(
             test=NAME, subject=name, n=r["deals"], observed=main_t["observed"], expected=main_t["expected"],
             statistic=main_t["z"], pvalue=main_t["p"],
             method="decision fit to the Ten's place vs a field-fitted posterior of what he knew; sequential "
                    "randomisation, saddlepoint one-sided p, deal-level variance guard",
             controls=controls, detail=detail))
+    return out
+
+
+def _top_deals(main: TargetScores, sel: np.ndarray, scores: dict, k: int = 10) -> list[dict]:
+    """The k deals whose decisions fit the Ten's true place most beyond what he knew (largest per-deal sum of
+    (x - c)(g(true) - E g))."""
+    A = main.A
+    S, _ = main.deal_sums(sel)
+    deals = np.unique(A.d_deal[sel])
+    n_dec = np.bincount(np.searchsorted(deals, A.d_deal[sel]), minlength=len(deals))
+    c = scores["counts"]
+    out = []
+    for j in np.argsort(-S, kind="stable")[:k]:
+        orig = int(scores["order"][deals[j]])
+        out.append({"game_id": c.games[int(c.game[orig])], "deal_no": int(c.deal_no[orig]),
+                    "source": c.source[orig], "contribution": float(S[j]),
+                    "what": f"{int(n_dec[j])} decision(s) fit the Ten's place {S[j]:+.2f} beyond what they knew"})
     return out
 
 

@@ -18,9 +18,6 @@ from markupsafe import Markup
 from ..errors import UsageError
 from .sentences import build_view
 
-SUFFIXES = (".html", ".htm", ".md", ".markdown", ".json")
-
-
 @lru_cache(maxsize=1)
 def environment():
     import jinja2
@@ -80,8 +77,8 @@ def format_of(path: str | Path) -> str:
 def write_report(doc: dict, path: str | Path) -> Path:
     """Write the audit document `doc` to `path` as HTML, Markdown or JSON (chosen by the suffix).
 
-    Raises `UsageError` for another suffix (exit 2) and `InputError`-free `OSError` is turned into a `UsageError`
-    with the path, so the CLI can print one line instead of a traceback."""
+    Another suffix, or a path that cannot be written, raises `UsageError` (exit 2) with the path in the message, so
+    the CLI prints one line instead of a traceback."""
     path = Path(path)
     text = render(doc, format_of(path))
     try:

@@ -510,8 +510,6 @@ def family_sentence(fam: dict, n_flagged: int, n_watch: int) -> str:
     """Family size and the false reports it implies."""
     m = int(_finite(fam.get("tests")) or 0)
     fdr = _finite(fam.get("fdr"))
-    test = fam.get("test", "")
-    info = test_info(test)
     noun = "subject" if m == 1 else "subjects"
     if fdr is None:
         return f"{m} {noun} tested."
@@ -527,7 +525,6 @@ def family_sentence(fam: dict, n_flagged: int, n_watch: int) -> str:
     watch_expect = m * WATCH_P
     parts.append(f"The watch list is looser: honest chance alone puts about {watch_expect:.2g} of {m} there "
                  f"(p ≤ {WATCH_P:g}), plus some through q ≤ {WATCH_Q:g}; it holds {n_watch} now.")
-    del info
     return " ".join(parts)
 
 
@@ -707,15 +704,3 @@ def build_view(doc: dict, charts: bool = True) -> dict:
         "watch_shown": WATCH_SHOWN,
         "findings_shown": FINDINGS_SHOWN,
     }
-
-
-def iter_strings(view: Any) -> Iterable[str]:
-    """Every string in a view (for tests)."""
-    if isinstance(view, str):
-        yield view
-    elif isinstance(view, dict):
-        for v in view.values():
-            yield from iter_strings(v)
-    elif isinstance(view, (list, tuple)):
-        for v in view:
-            yield from iter_strings(v)

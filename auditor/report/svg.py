@@ -312,14 +312,8 @@ def funnel(test: str, entries: list[dict], unit: str = "deals dealt", event: str
     return plot.render()
 
 
-def test_short(test: str) -> str:
+def _test_label(test: str) -> str:
     return str(test).replace("_", " ")
-
-
-def _title(test: str) -> str:
-    from .sentences import test_info
-
-    return test_info(test)["title"]
 
 
 def _num(x: float) -> str:
@@ -502,7 +496,7 @@ def timeline(entry: dict) -> str:
             band_u.append((i, s))
             band_l.append((i, -s))
     ys = ex + [b[1] for b in band_u] + [b[1] for b in band_l] + [0.0]
-    plot = Plot(f"{_short(subject)}: cumulative excess, {test_short(entry.get('test', ''))}",
+    plot = Plot(f"{_short(subject)}: cumulative excess, {_test_label(entry.get('test', ''))}",
                 f"the subject's {info['unit_short']}, in order",
                 "observed − expected so far", (min(xs + [0.0]), max(xs) * 1.02 + 1e-9), _pad(min(ys), max(ys)),
                 desc="The line climbs when the event happens more often than honest chance gives. A line that "

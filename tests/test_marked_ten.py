@@ -199,3 +199,26 @@ def test_marked_ten_player_is_found_and_controls_stay_quiet(cheat_season):
         assert ada.controls[key]["p"] > 1e-3, key
     assert ada.controls["early"]["z"] > 2
     assert set(ada.detail["excluded"]) >= {"scored", "ten_own", "ten_played"}
+
+
+@pytest.mark.slow
+def test_clubs_of_strong_readers_are_not_accused():
+    """Honest strong readers (the simulator's soft inference on the Ten) read the legal signals of the play: the
+    field-fitted posterior must leave their p-values no smaller than chance."""
+    from auditor.simulate import SeasonSpec, TableSpec, partnerships, simulate_season
+
+    ps, flags = [], 0
+    for i in range(4):
+        tables = [TableSpec(f"t{k}", 4, sides=partnerships(4, "pairs")) for k in range(15)]
+        spec = SeasonSpec(tables=tables, n_deals=6000, players=60, skill_mix={"reader": 1.0}, deck=False,
+                          time=False)
+        sim = simulate_season(spec, np.random.default_rng([31, i]))
+        res = [replay_deal(validate(r)) for r in sim.records]
+        tests, _ = apply_families(M.MarkedTen().finalize(M.MarkedTen().count(res)))
+        ps += [t.pvalue for t in tests]
+        flags += sum(t.flagged for t in tests)
+    p = np.array(ps)
+    for a in (0.01, 0.05):
+        k = int(np.sum(p <= a))
+        assert binom.sf(k - 1, len(p), a) > 0.001, (a, k, len(p))
+    assert flags <= 1

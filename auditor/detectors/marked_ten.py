@@ -414,8 +414,6 @@ def _candidates(st: PlayState, i: int, target: int, kind: int) -> tuple | None:
         else:
             g = 1 if j in after else 0
         out.append((j, u, nv, g, int(j == holder)))
-    if st.aside and holder is None:
-        pass
     if st.aside:
         u = popcount(st.aside)
         out.append((-1, u, 0, 0, int(holder is None)))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..cards import CARD_STR, parse_card
-from ..dealog import _GAME_ALIASES, FORMAT, KNOWN_FIELDS, Deal, Record, _norm_name
+from ..dealog import _GAME_ALIASES, FIELD_ORDER, FORMAT, KNOWN_FIELDS, Deal, Record, _norm_name
 from ..rules import Rules, resolve
 
 GAMES = ("scotch_whist", "all_fours")
@@ -98,7 +98,7 @@ class Ragged:
         return self.data[self.off[i]:self.off[i + 1]] if self.has[i] else None
 
     @staticmethod
-    def from_lists(lens: list[int], data: np.ndarray, has: list[bool] | np.ndarray) -> "Ragged":
+    def from_lists(lens, data: np.ndarray, has) -> "Ragged":
         off = np.zeros(len(lens) + 1, np.int64)
         np.cumsum(np.asarray(lens, np.int64), out=off[1:])
         return Ragged(off, data, np.asarray(has, bool))
@@ -122,6 +122,7 @@ class Registry:
         self.lineups: list[list[str]] = []
         self._lu: dict[tuple, int] = {}
         self.sides: list[list[list[int]]] = []
+        self.sides_n: list[int] = []  # the player count each entry of `sides` was checked for
         self.side_of: list[np.ndarray] = []
         self._sd: dict[Any, int] = {}
         self.paths: list[str] = []
@@ -199,6 +200,7 @@ class Registry:
             if all(type(x) is int and 0 <= x < n for x in seen) and sorted(seen) == list(range(n)):
                 i = len(self.sides)
                 self.sides.append([list(s) for s in sides])
+                self.sides_n.append(n)
                 so = np.zeros(n, np.int8)
                 for k, s in enumerate(sides):
                     for x in s:
@@ -268,82 +270,139 @@ class Chunk:
         return self.sources[i] if self.sources is not None else f"{self.path}:{int(self.line[i])}"
 
 
+_LISTS = {list}
+_INTS = {int}
+_DICTS = {dict}
+_STRS = {str}
+_TWO = {2}
+_ZERO_TWO = {0, 2}
+_OPT_STRS = {str, type(None)}
+_OPT_INTS = {int, type(None)}
+_OPT_BOOLS = {bool, type(None)}
+_OPT_DICTS = {dict, type(None)}
+_OPT_LISTS = {list, type(None)}
+_EMPTY: dict = {}
+_GAME_OF = GAME_CODE
+
+
+_SPAN = object()  # a card list cut from the raw line (ChunkBuilder.add_line)
+_SPAN_TBL = bytes(b if b in b'[],"' else ord("?") for b in range(256))
+_ORJSON = None
+
+
+def _orjson_loads():
+    global _ORJSON
+    if _ORJSON is None:
+        import orjson
+
+        _ORJSON = orjson.loads
+    return _ORJSON
+
+
+_TEMPLATES: dict = {}
+
+
+def _deck_template(k: int) -> bytes:
+    t = _TEMPLATES.get(("d", k))
+    if t is None:
+        t = _TEMPLATES[("d", k)] = b"[" + b",".join([b'"??"'] * k) + b"]"
+    return t
+
+
+def _nested_template(shape: tuple) -> bytes:
+    t = _TEMPLATES.get(shape)
+    if t is None:
+        t = _TEMPLATES[shape] = b"[" + b",".join(b"[" + b",".join([b'"??"'] * k) + b"]" for k in shape) + b"]"
+    return t
+
+
+def _span_positions(template: bytes) -> np.ndarray:
+    """Index of the first character of each card in a canonical span."""
+    key = ("pos", template)
+    p = _TEMPLATES.get(key)
+    if p is None:
+        arr = np.frombuffer(template, np.uint8)
+        q = np.flatnonzero(arr == ord("?"))
+        p = _TEMPLATES[key] = q[::2].copy()
+    return p
+
+
+_SHAPES: dict = {}
+
+
+def _hand_shape(R: Rules, n: int, dealer: int, rs: int) -> tuple:
+    """Per seat, the number of cards the rules deal (the expected layout of `hands`); `rs` the ruleset's id."""
+    key = ("h", rs, n, dealer)
+    v = _SHAPES.get(key)
+    if v is None:
+        from ..rules import layout
+
+        v = _SHAPES[key] = tuple(layout(R, n, dealer).hand_sizes)
+    return v
+
+
+def _trick_shape(R: Rules, n: int, runs, rs: int) -> tuple | None:
+    """The tricks of a complete play: their number and sizes under the rules (None: not on the fast path)."""
+    if R.game == "all_fours":
+        r = len(runs) if type(runs) is list else 0
+        rule = R.after_run
+        size = 6 if (r == 0 or rule == "discard_to_six" or (rule == "keep_if_nine_else_discard" and r >= 2)) \
+            else 6 + 3 * r
+        key = ("ta", n, size)
+        v = _SHAPES.get(key)
+        if v is None:
+            v = _SHAPES[key] = (n,) * size
+        return v
+    key = ("ts", rs, n)
+    v = _SHAPES.get(key)
+    if v is None:
+        from ..rules import layout
+
+        L = layout(R, n, n - 1)
+        sizes = [n] * L.n_tricks
+        if L.extra_card_seat is not None:
+            sizes[-1] = n + 1
+        v = _SHAPES[key] = tuple(sizes)
+    return v
+
+
 class ChunkBuilder:
-    """Collects records (parsed JSON objects or slow-path Records) into a `Chunk`."""
+    """Collects records (parsed JSON objects or slow-path Records) into a `Chunk`: one tuple per record, the card
+    lists of a whole chunk joined and decoded at once."""
 
     def __init__(self, reg: Registry, fi: int, path: str, keep_all: bool = False):
         self.reg, self.fi, self.path, self.keep_all = reg, fi, path, keep_all
         self.rows = 0
-        self.line: list[int] = []
-        self.status: list[int] = []
         self.slow: dict[int, Record] = {}
-        self.raw_of: dict[int, Any] = {}  # row -> (obj or raw line) to demote on an unknown card string
+        self.raw_of: dict[int, Any] = {}  # row -> its line (bytes) or Deal, to demote on an unknown card string
         self.raw_line: dict[int, bytes] = {}  # slow row -> its line as read (kept for convert)
-        self.game: list[int] = []
-        self.rset: list[int] = []
-        self.lineup: list[int] = []
-        self.sides: list[int] = []
-        self.nplayers: list[int] = []
-        self.dealer: list[int] = []
-        self.cutter: list[int] = []
-        self.gid: list[int] = []
         self._gid: dict[str, int] = {}
         self.gid_vals: list[str] = []
-        self.deal_no: list[int] = []
-        self.beg: list[int] = []
-        self.bunched: list[bool] = []
-        self.tu: list[str] = []
-        self.shown: list[str] = []
-        self.shown_has: list[bool] = []
-        self.f_deck = _FieldBuf()
-        self.f_hands = _FieldBuf(lens=True)
-        self.f_runs = _FieldBuf()
-        self.f_disc = _FieldBuf(lens=True)
-        self.f_tricks = _FieldBuf(lens=True)
-        self.rp: list = []
-        self.rt: list = []
-        self.rw: list[int] = []
-        self.rec_has: list[bool] = []
+        self._rules: dict = {}  # (game, rules) without options -> ruleset id
+        self._sides: dict = {}  # (JSON of sides, n) -> sides id (-1 none, -2 invalid)
+        # per row: (line, status, game, rset, lineup, sides, n, dealer, cutter, gid, deal_no, beg, bunched, rec_has,
+        #           rw)
+        self.meta: list[tuple] = []
+        self.cards: list[tuple] = []  # per row: (turn_up, shown, deck, hands, runs, discards, tricks) strings
+        self.shape: list[tuple] = []  # per row: (deck n, hand lens, run cards n, discard lens, trick lens)
+        self.recd: list[tuple] = []  # per row: (points, totals)
         self.maxs = 1
-        self.table: list = []
-        self.time: list = []
-        self.pack: list = []
-        self.extra: list = []
+        self.extra_cols: list[tuple] = []  # keep_all: (table, time, pack, extra JSON)
+
+    _EMPTY_CARDS = ("??", "", None, None, None, None, None)
+    _EMPTY_SHAPE = (-1, None, -1, None, None)
 
     # ------------------------------------------------------------ rows
-    def _placeholder(self) -> None:
-        self.game.append(0)
-        self.rset.append(-1)
-        self.lineup.append(-1)
-        self.sides.append(-1)
-        self.nplayers.append(0)
-        self.dealer.append(0)
-        self.cutter.append(-1)
-        self.gid.append(-1)
-        self.deal_no.append(0)
-        self.beg.append(0)
-        self.bunched.append(False)
-        self.tu.append("??")
-        self.shown.append("")
-        self.shown_has.append(False)
-        for f in (self.f_deck, self.f_hands, self.f_runs, self.f_disc, self.f_tricks):
-            f.absent()
-        self.rp.append(None)
-        self.rt.append(None)
-        self.rw.append(-1)
-        self.rec_has.append(False)
-        if self.keep_all:
-            self.table.append(None)
-            self.time.append(None)
-            self.pack.append(None)
-            self.extra.append(None)
-
     def add_record(self, rec: Record) -> None:
         """A row for the slow path: a bad record, or a valid one the columns do not hold."""
         self.slow[self.rows] = rec
-        self.line.append(rec.line or 0)
-        self.status.append(2 if rec.deal is None else 1)
-        self._placeholder()
+        self.meta.append((rec.line or 0, 2 if rec.deal is None else 1, 0, -1, -1, -1, 0, 0, -1, -1, 0, 0, False,
+                          False, -1))
+        self.cards.append(self._EMPTY_CARDS)
+        self.shape.append(self._EMPTY_SHAPE)
+        self.recd.append((None, None))
+        if self.keep_all:
+            self.extra_cols.append((None, None, None, None))
         self.rows += 1
 
     def add_deal(self, deal: Deal) -> None:
@@ -353,83 +412,164 @@ class ChunkBuilder:
 
     def add_obj(self, obj: Any, line: int, keep: Any = None) -> bool:
         """Append a parsed JSON object as a column row if it is certainly valid and fits; False otherwise
-        (nothing appended: the caller validates it the slow way)."""
+        (nothing appended: the caller validates it the slow way). `keep`: the line (bytes) or Deal it came from,
+        kept to judge the row the slow way should a card string turn out not to be a card (the object itself is
+        not kept: a chunk of live JSON objects makes the garbage collector crawl)."""
         try:
             return self._add_obj(obj, line, keep)
         except (TypeError, AttributeError):
             return False
 
-    def _add_obj(self, obj: Any, line: int, keep: Any) -> bool:
+    def add_line(self, raw: bytes, line: int) -> bool:
+        """The fast path for a canonically written line: the card lists (`deck`, `hands`, `tricks`) are cut out of
+        the raw bytes as spans, only the rest is parsed, and the spans are checked against the exact canonical
+        layout the rules give (`["As","Kd"],[...]`) before they are decoded, a chunk at a time, by numpy. Any doubt
+        (spaces, another layout, a key written twice, a span that does not match) returns False: the caller parses
+        the line the ordinary way."""
+        if self.keep_all:
+            return False
+        ph = raw.find(b'"hands":[[')
+        pt = raw.find(b'"tricks":[[')
+        if ph < 0 or pt < 0 or raw.count(b'"hands":') != 1 or raw.count(b'"tricks":') != 1:
+            return False
+        eh = raw.find(b"]]", ph)
+        et = raw.find(b"]]", pt)
+        spans = [(ph + 8, eh + 2, "h"), (pt + 9, et + 2, "t")]
+        pd = raw.find(b'"deck":["')
+        if pd >= 0:
+            if raw.count(b'"deck":') != 1:
+                return False
+            ed = raw.find(b'"]', pd)
+            spans.append((pd + 7, ed + 2, "d"))
+        spans.sort()
+        pieces = []
+        got = {}
+        prev = 0
+        for a, e, k in spans:
+            if a < prev or e <= a:
+                return False
+            pieces.append(raw[prev:a])
+            got[k] = raw[a:e]
+            prev = e
+        pieces.append(raw[e:])
+        try:
+            obj = _orjson_loads()(b"0".join(pieces))
+        except Exception:
+            return False
         if type(obj) is not dict:
             return False
-        get = obj.get
-        if get("format") != FORMAT:
+        for k, key in (("h", "hands"), ("t", "tricks"), ("d", "deck")):
+            if k in got:
+                v = obj.get(key)
+                if type(v) is not int or v != 0:
+                    return False
+                obj[key] = None
+        try:
+            return self._add_obj(obj, line, raw, got)
+        except (TypeError, AttributeError):
+            return False
+
+    def _add_obj(self, obj: Any, line: int, keep: Any, pre: dict | None = None) -> bool:
+        if type(obj) is not dict:
+            return False
+        (format_, game_raw, rules_raw, opts, table, gid, deal_no, time, players, sides, dealer, cutter, pack, deck,
+         hands, tu, shown, beg_raw, runs, discards, tricks, claims, bunched, rec) = map(obj.get, FIELD_ORDER)
+        if format_ != FORMAT:
             return False
         reg = self.reg
-        opts = get("options")
-        if opts is not None and type(opts) is not dict:
+        if opts is None:
+            rkey = (game_raw, rules_raw)
+            rs = self._rules.get(rkey)
+            if rs is None:
+                rs = self._rules[rkey] = reg.fast_rules(game_raw, rules_raw, None)
+        elif type(opts) is not dict:
             return False
-        rs = reg.fast_rules(get("game"), get("rules"), opts)
+        else:
+            rs = reg.fast_rules(game_raw, rules_raw, opts)
         if rs < 0:
             return False
         R = reg.rulesets[rs]
-        table, gid, deal_no = get("table"), get("game_id"), get("deal_no")
         if type(table) is not str or type(gid) is not str or type(deal_no) is not int or not 1 <= deal_no < 2 ** 62:
             return False
-        time, pack = get("time"), get("pack")
         if (time is not None and type(time) is not str) or (pack is not None and type(pack) is not str):
             return False
-        players = get("players")
         if type(players) is not list:
             return False
         n = len(players)
         if not R.min_players <= n <= R.max_players:
             return False
-        lu = reg.lineup_id(players)
+        lu = reg._lu.get(tuple(players))
+        if lu is None:
+            lu = reg.lineup_id(players)
         if lu < 0:
             return False
-        sd = reg.sides_id(get("sides"), n)
-        if sd == -2:
-            return False
-        ns = len(reg.sides[sd]) if sd >= 0 else n
-        dealer, cutter = get("dealer"), get("cutter")
+        if sides is None:
+            sd = -1
+            ns = n
+        else:
+            sd = reg.sides_id(sides, n)
+            if sd < 0:
+                return False
+            ns = len(reg.sides[sd])
         if type(dealer) is not int or not 0 <= dealer < n:
             return False
-        if cutter is not None and (type(cutter) is not int or not 0 <= cutter < n):
+        if cutter is None:
+            cutter = -1
+        elif type(cutter) is not int or not 0 <= cutter < n:
             return False
-        if get("claims") is not None:
+        if claims is not None:
             return False  # claims: the slow path
-        tu, shown = get("turn_up"), get("shown")
-        if type(tu) is not str or len(tu) != 2 or (shown is not None and (type(shown) is not str or len(shown) != 2)):
+        if type(tu) is not str or len(tu) != 2 or not tu.isascii():
             return False
-        beg = BEG_CODE.get(get("beg"), -1)
+        if shown is None:
+            shown = ""
+        elif type(shown) is not str or len(shown) != 2 or not shown.isascii():
+            return False
+        beg = BEG_CODE.get(beg_raw, -1)
         if beg < 0:
             return False
-        bunched = get("bunched")
         if bunched is None:
             bunched = False
         elif type(bunched) is not bool:
             return False
-        # card lists: lists of 2-character ASCII strings
-        deck, hands, runs, discards, tricks = get("deck"), get("hands"), get("runs"), get("discards"), get("tricks")
+        # card lists: lists of 2-character ASCII strings (joined with '|': every item must come out as 2 + 1)
+        if pre is not None:  # spans cut from the line: hands and tricks present
+            hands = tricks = _SPAN
+            if "d" in pre:
+                deck = _SPAN
         if hands is None and tricks is None:
             return False
-        if deck is not None:
+        s_deck = s_hands = s_runs = s_disc = s_tricks = None
+        nd = nr = -1
+        hl = dl = tl = None
+        join = "|".join
+        if deck is _SPAN:
+            span = pre["d"]
+            nd = (len(span) + 1) // 5
+            if span.translate(_SPAN_TBL) != _deck_template(nd):
+                return False
+            s_deck = span
+        elif deck is not None:
             if type(deck) is not list:
                 return False
-            s_deck = "|".join(deck)
-            if len(s_deck) != 3 * len(deck) - 1 and deck:
-                return False
-        if hands is not None:
-            if type(hands) is not list or len(hands) != n:
-                return False
-            hl = []
-            for h in hands:
-                if type(h) is not list or not h:
+            nd = len(deck)
+            if nd:
+                s_deck = join(deck)
+                if len(s_deck) != 3 * nd - 1 or not s_deck.isascii():
                     return False
-                hl.append(len(h))
-            s_hands = "|".join(["|".join(h) for h in hands])
-            if len(s_hands) != 3 * sum(hl) - 1:
+        if hands is _SPAN:
+            hl = _hand_shape(R, n, dealer, rs)
+            if pre["h"].translate(_SPAN_TBL) != _nested_template(hl):
+                return False
+            s_hands = pre["h"]
+        elif hands is not None:
+            if type(hands) is not list or len(hands) != n or set(map(type, hands)) != _LISTS:
+                return False
+            hl = tuple(map(len, hands))
+            if 0 in hl or max(hl) > 255:
+                return False
+            s_hands = join(map(join, hands))
+            if len(s_hands) != 3 * sum(hl) - 1 or not s_hands.isascii():
                 return False
         if runs is not None:
             if type(runs) is not list:
@@ -446,37 +586,39 @@ class ChunkBuilder:
                         return False
                     parts += h
                 parts.append(rtu)
-            s_runs = "|".join(parts)
-            if len(s_runs) != 3 * len(parts) - 1 and parts:
-                return False
-        if discards is not None:
-            if type(discards) is not list or len(discards) != n:
-                return False
-            dl = []
-            for h in discards:
-                if type(h) is not list or not h:
+            nr = len(parts)
+            if nr:
+                s_runs = join(parts)
+                if len(s_runs) != 3 * nr - 1 or not s_runs.isascii():
                     return False
-                dl.append(len(h))
-            s_disc = "|".join(["|".join(h) for h in discards])
-            if len(s_disc) != 3 * sum(dl) - 1:
+        if discards is not None:
+            if type(discards) is not list or len(discards) != n or set(map(type, discards)) != _LISTS:
                 return False
-        if tricks is not None:
+            dl = tuple(map(len, discards))
+            if 0 in dl or max(dl) > 255:
+                return False
+            s_disc = join(map(join, discards))
+            if len(s_disc) != 3 * sum(dl) - 1 or not s_disc.isascii():
+                return False
+        if tricks is _SPAN:
+            tl = _trick_shape(R, n, runs, rs)
+            if tl is None or pre["t"].translate(_SPAN_TBL) != _nested_template(tl):
+                return False
+            s_tricks = pre["t"]
+        elif tricks is not None:
             if type(tricks) is not list:
                 return False
-            tl = []
-            for t in tricks:
-                if type(t) is not list or not t:
+            if tricks:
+                if set(map(type, tricks)) != _LISTS:
                     return False
-                tl.append(len(t))
-            s_tricks = "|".join(["|".join(t) for t in tricks])
-            if len(s_tricks) != 3 * sum(tl) - 1 and tl:
-                return False
-        if max(hl if hands is not None else [0]) > 255 or (tricks is not None and max(tl or [0]) > 255) or \
-                (discards is not None and max(dl) > 255):
-            return False
-        rec = get("recorded")
-        if rec is not None and type(rec) is not dict:
-            return False
+                tl = tuple(map(len, tricks))
+                if 0 in tl or max(tl) > 255:
+                    return False
+                s_tricks = join(map(join, tricks))
+                if len(s_tricks) != 3 * sum(tl) - 1 or not s_tricks.isascii():
+                    return False
+            else:
+                tl = ()
         rp = rt = None
         rw = -1
         if rec is not None:
@@ -485,129 +627,96 @@ class ChunkBuilder:
             rp, rt, w = rec.get("points"), rec.get("totals"), rec.get("winner")
             for v in (rp, rt):
                 if v is not None:
-                    if type(v) is not list or len(v) != ns:
+                    if type(v) is not list or len(v) != ns or set(map(type, v)) != _INTS or \
+                            min(v) <= -INT32 or max(v) >= INT32:
                         return False
-                    for x in v:
-                        if type(x) is not int or not -INT32 < x < INT32:
-                            return False
             if w is not None:
                 if type(w) is not int or not 0 <= w < ns:
                     return False
                 rw = w
-        all_str = (tu + (shown or "") + (s_deck if deck is not None else "") + (s_hands if hands is not None else "")
-                   + (s_runs if runs is not None else "") + (s_disc if discards is not None else "")
-                   + (s_tricks if tricks is not None else ""))
-        if not all_str.isascii():
-            return False
         # ---- accepted: append the row
         row = self.rows
         self.rows += 1
         self.raw_of[row] = keep if keep is not None else obj
-        self.line.append(line)
-        self.status.append(0)
-        self.game.append(GAME_CODE[R.game])
-        self.rset.append(rs)
-        self.lineup.append(lu)
-        self.sides.append(sd)
-        self.nplayers.append(n)
-        self.dealer.append(dealer)
-        self.cutter.append(-1 if cutter is None else cutter)
         code = self._gid.get(gid)
         if code is None:
             code = self._gid[gid] = len(self.gid_vals)
             self.gid_vals.append(gid)
-        self.gid.append(code)
-        self.deal_no.append(deal_no)
-        self.beg.append(beg)
-        self.bunched.append(bunched)
-        self.tu.append(tu)
-        self.shown.append(shown or "")
-        self.shown_has.append(shown is not None)
-        if deck is not None:
-            self.f_deck.add(s_deck, len(deck))
-        else:
-            self.f_deck.absent()
-        if hands is not None:
-            self.f_hands.add(s_hands, sum(hl), hl)
-        else:
-            self.f_hands.absent()
-        if runs is not None:
-            self.f_runs.add(s_runs, len(parts))
-        else:
-            self.f_runs.absent()
-        if discards is not None:
-            self.f_disc.add(s_disc, sum(dl), dl)
-        else:
-            self.f_disc.absent()
-        if tricks is not None:
-            self.f_tricks.add(s_tricks, sum(tl), tl)
-        else:
-            self.f_tricks.absent()
-        self.rp.append(rp)
-        self.rt.append(rt)
-        self.rw.append(rw)
-        self.rec_has.append(rec is not None)
+        self.meta.append((line, 0, _GAME_OF[R.game], rs, lu, sd, n, dealer, cutter, code, deal_no, beg, bunched,
+                          rec is not None, rw))
+        self.cards.append((tu, shown, s_deck, s_hands, s_runs, s_disc, s_tricks))
+        self.shape.append((nd, hl, nr, dl, tl))
+        self.recd.append((rp, rt))
         if ns > self.maxs:
             self.maxs = ns
         if self.keep_all:
-            self.table.append(table)
-            self.time.append(time)
-            self.pack.append(pack)
             extra = {k: v for k, v in obj.items() if k not in KNOWN_FIELDS}
             if extra:
                 import orjson
 
-                self.extra.append(orjson.dumps(extra).decode())
+                extra_s = orjson.dumps(extra).decode()
             else:
-                self.extra.append(None)
+                extra_s = None
+            self.extra_cols.append((table, time, pack, extra_s))
         return True
 
     # ------------------------------------------------------------ finish
     def finish(self) -> Chunk:
         n = self.rows
-        tu = codes_of("".join(self.tu)) if n else np.zeros(0, np.uint8)
+        from itertools import chain
+
+        M = np.fromiter(chain.from_iterable(self.meta), np.int64, 15 * n).reshape(n, 15).T
+        (line, status, game, rset, lineup, sides, nplayers, dealer, cutter, gid, deal_no, beg, bunched, rec_has,
+         rw) = M
+        if n:
+            tu_s, shown_s, deck_s, hands_s, runs_s, disc_s, tricks_s = zip(*self.cards)
+            nd, hl, nr, dl, tl = zip(*self.shape)
+            rps, rts = zip(*self.recd)
+        else:
+            tu_s = shown_s = deck_s = hands_s = runs_s = disc_s = tricks_s = ()
+            nd = hl = nr = dl = tl = rps = rts = ()
+        tu = codes_of("".join(tu_s)) if n else np.zeros(0, np.uint8)
         shown = np.full(n, NOCARD, np.uint8)
-        sh_rows = np.flatnonzero(np.asarray(self.shown_has, bool)) if n else np.zeros(0, np.int64)
-        if sh_rows.size:
-            shown[sh_rows] = codes_of("".join(self.shown))
-        deck, hands, runs, disc, tricks = (f.finish() for f in (self.f_deck, self.f_hands, self.f_runs, self.f_disc,
-                                                              self.f_tricks))
+        sh = "".join(shown_s)
+        if sh:
+            has_shown = np.fromiter(map(len, shown_s), np.int64, n) == 2
+            shown[has_shown] = codes_of(sh)
+        else:
+            has_shown = np.zeros(n, bool)
+        self._has_shown = has_shown
         S = self.maxs
-        rp = np.zeros((n, S), np.int32)
-        rt = np.zeros((n, S), np.int32)
-        rp_has = np.zeros(n, bool)
-        rt_has = np.zeros(n, bool)
-        for i, v in enumerate(self.rp):
-            if v is not None:
-                rp[i, :len(v)] = v
-                rp_has[i] = True
-        for i, v in enumerate(self.rt):
-            if v is not None:
-                rt[i, :len(v)] = v
-                rt_has[i] = True
-        status = np.asarray(self.status, np.uint8)
+        rp, rp_has = _dense(rps, n, S)
+        rt, rt_has = _dense(rts, n, S)
         ch = Chunk(
-            n=n, fi=self.fi, path=self.path, line=np.asarray(self.line, np.int64), status=status, slow=self.slow,
-            game=np.asarray(self.game, np.uint8), rset=np.asarray(self.rset, np.int32),
-            lineup=np.asarray(self.lineup, np.int32), sides=np.asarray(self.sides, np.int32),
-            nplayers=np.asarray(self.nplayers, np.int8), dealer=np.asarray(self.dealer, np.int16),
-            cutter=np.asarray(self.cutter, np.int16), gid=np.asarray(self.gid, np.int64),
-            deal_no=np.asarray(self.deal_no, np.int64), beg=np.asarray(self.beg, np.int8),
-            bunched=np.asarray(self.bunched, bool), turn_up=tu, shown=shown,
-            deck=deck[0], hands=hands[0], hand_lens=hands[1], runs=runs[0], discards=disc[0], disc_lens=disc[1],
-            tricks=tricks[0], trick_lens=tricks[1], rp=rp, rp_has=rp_has, rt=rt, rt_has=rt_has,
-            rw=np.asarray(self.rw, np.int16), rec_has=np.asarray(self.rec_has, bool), gid_vals=self.gid_vals,
+            n=n, fi=self.fi, path=self.path, line=line.copy(), status=status.astype(np.uint8),
+            slow=self.slow, game=game.astype(np.uint8), rset=rset.astype(np.int32),
+            lineup=lineup.astype(np.int32), sides=sides.astype(np.int32),
+            nplayers=nplayers.astype(np.int8), dealer=dealer.astype(np.int16),
+            cutter=cutter.astype(np.int16), gid=gid.copy(),
+            deal_no=deal_no.copy(), beg=beg.astype(np.int8),
+            bunched=bunched.astype(bool), turn_up=tu, shown=shown,
+            deck=_ragged_n(deck_s, nd),
+            hands=_ragged_of(hands_s, hl),
+            hand_lens=_lens_of(hl),
+            runs=_ragged_n(runs_s, nr),
+            discards=_ragged_of(disc_s, dl),
+            disc_lens=_lens_of(dl),
+            tricks=_ragged_of(tricks_s, tl),
+            trick_lens=_lens_of(tl),
+            rp=rp, rp_has=rp_has, rt=rt, rt_has=rt_has,
+            rw=rw.astype(np.int16), rec_has=rec_has.astype(bool), gid_vals=self.gid_vals,
             raw_line=self.raw_line,
-            table=self.table if self.keep_all else None, time=self.time if self.keep_all else None,
-            pack=self.pack if self.keep_all else None, extra=self.extra if self.keep_all else None,
         )
+        if self.keep_all:
+            cols = list(zip(*self.extra_cols)) if n else [(), (), (), ()]
+            ch.table, ch.time, ch.pack, ch.extra = (list(c) for c in cols)
         self._demote_unknown(ch)
         return ch
 
     def _demote_unknown(self, ch: Chunk) -> None:
         """Rows holding a string that is not a card go to the slow path (the reference reports unknown_card)."""
         bad = (ch.turn_up == NOCARD) & (ch.status == 0)
-        bad |= (ch.shown == NOCARD) & np.asarray(self.shown_has, bool) if ch.n else bad
+        bad |= self._has_shown & (ch.shown == NOCARD)
         for rg in (ch.deck, ch.hands, ch.runs, ch.discards, ch.tricks):
             hit = rg.data == NOCARD
             if hit.any():
@@ -617,6 +726,108 @@ class ChunkBuilder:
             demote(ch, int(i), self.raw_of[int(i)])
 
 
+def _dense(lists, n: int, S: int) -> tuple[np.ndarray, np.ndarray]:
+    """Recorded points or totals: [n, S] int32 and the presence mask."""
+    out = np.zeros((n, S), np.int32)
+    has = np.array([v is not None for v in lists], bool) if n else np.zeros(0, bool)
+    if not has.any():
+        return out, has
+    from itertools import chain
+
+    full = [v for v in lists if v is not None]
+    if set(map(len, full)) == {S}:
+        out[has] = np.fromiter(chain.from_iterable(full), np.int64, S * len(full)).reshape(-1, S)
+        return out, has
+    for i, v in enumerate(lists):
+        if v is not None:
+            out[i, :len(v)] = v
+    return out, has
+
+
+def _decode(strs, shapes) -> np.ndarray:
+    """Card codes of a field, rows in order: '|'-joined strings (str) and canonical spans cut from the line
+    (bytes, with their shape: a tuple of part sizes, or the card count of a deck)."""
+    str_rows = [i for i, x in enumerate(strs) if type(x) is str and x]
+    span_rows = [i for i, x in enumerate(strs) if type(x) is bytes]
+    if not span_rows:
+        return codes_of_sep("|".join([x for x in strs if x]))
+    if not str_rows:
+        parts = {}
+        for i in span_rows:
+            parts.setdefault(shapes[i], []).append(i)
+        if len(parts) == 1:
+            (shape, rows), = parts.items()
+            return _decode_spans([strs[i] for i in rows], shape).reshape(-1)
+    # mixed: each kind decoded apart, then put back in row order
+    counts = np.array([_count(shapes[i], strs[i]) for i in range(len(strs))], np.int64)
+    off = np.zeros(len(strs) + 1, np.int64)
+    np.cumsum(counts, out=off[1:])
+    out = np.empty(int(off[-1]), np.uint8)
+    if str_rows:
+        codes = codes_of_sep("|".join([strs[i] for i in str_rows]))
+        r = np.array(str_rows)
+        out[_dest(off, r, counts[r])] = codes
+    groups: dict = {}
+    for i in span_rows:
+        groups.setdefault(shapes[i], []).append(i)
+    for shape, rows in groups.items():
+        codes = _decode_spans([strs[i] for i in rows], shape).reshape(-1)
+        r = np.array(rows)
+        out[_dest(off, r, counts[r])] = codes
+    return out
+
+
+def _count(shape, x) -> int:
+    if not x:
+        return 0
+    return shape if isinstance(shape, int) else sum(shape)
+
+
+def _dest(off: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    start = np.zeros(len(rows), np.int64)
+    np.cumsum(counts[:-1], out=start[1:])
+    return np.repeat(off[rows] - start, counts) + np.arange(int(counts.sum()))
+
+
+def _decode_spans(spans: list, shape) -> np.ndarray:
+    """[rows, cards] codes of spans that all have the same canonical shape."""
+    template = _deck_template(shape) if isinstance(shape, int) else _nested_template(shape)
+    pos = _span_positions(template)
+    arr = np.frombuffer(b"".join(spans), np.uint8).reshape(len(spans), len(template))
+    a = arr[:, pos].astype(np.uint16)
+    b = arr[:, pos + 1]
+    return card_lut()[(a << 8) | b]
+
+
+def _ragged_n(strs, counts) -> Ragged:
+    """A ragged card field (a deck, or run cards) from per-row strings or spans and card counts (-1: absent)."""
+    data = _decode(strs, counts)
+    c = np.array(counts, np.int64)
+    return Ragged.from_lists(np.maximum(c, 0), data, c >= 0)
+
+
+def _ragged_of(strs, lens) -> Ragged:
+    """A ragged card field from per-row strings or spans and per-row tuples of part lengths (None: absent)."""
+    data = _decode(strs, lens)
+    sums = {}
+    counts = [sums[t] if t in sums else sums.setdefault(t, sum(t) if t else 0) for t in lens]
+    return Ragged.from_lists(counts, data, [t is not None for t in lens])
+
+
+def _lens_of(lens) -> Ragged:
+    """Per-row tuples of lengths (None: absent) as a ragged uint8 field."""
+    from itertools import chain
+
+    n = len(lens)
+    first = lens[0] if n else None
+    if n and first is not None and lens.count(first) == n:  # every row the same shape
+        flat = np.tile(np.array(first, np.uint8), n)
+        return Ragged.from_lists(np.full(n, len(first), np.int64), flat, np.ones(n, bool))
+    counts = [len(x) if x is not None else 0 for x in lens]
+    flat = np.fromiter(chain.from_iterable(x for x in lens if x), np.uint8)
+    return Ragged.from_lists(counts, flat, [x is not None for x in lens])
+
+
 def demote(ch: Chunk, i: int, raw: Any) -> None:
     """Turn column row i into a slow row (its record validated from the object or Deal it came from)."""
     from ..dealog import record_from_obj
@@ -624,44 +835,14 @@ def demote(ch: Chunk, i: int, raw: Any) -> None:
     src = f"{ch.path}:{int(ch.line[i])}"
     if isinstance(raw, Deal):
         rec = Record(raw.source, raw.file_index, raw.line, deal=raw)
+    elif isinstance(raw, (bytes, bytearray)):  # the line as read
+        from ..dealog import _loads, _parse_line
+
+        rec = next(iter(_parse_line(bytes(raw), ch.path, ch.fi, int(ch.line[i]), _loads())))
     else:
         rec = record_from_obj(raw, src, ch.fi, int(ch.line[i]))
     ch.slow[i] = rec
     ch.status[i] = 1 if rec.deal is not None else 2
-
-
-class _FieldBuf:
-    """Card strings of one ragged field, with per-part lengths when `lens`."""
-
-    def __init__(self, lens: bool = False):
-        self.strs: list[str] = []
-        self.counts: list[int] = []
-        self.has: list[bool] = []
-        self.with_lens = lens
-        self.lens: list[int] = []
-        self.lens_counts: list[int] = []
-
-    def add(self, s: str, count: int, lens: list[int] | None = None) -> None:
-        self.strs.append(s)
-        self.counts.append(count)
-        self.has.append(True)
-        if self.with_lens:
-            self.lens += lens
-            self.lens_counts.append(len(lens))
-
-    def absent(self) -> None:
-        self.counts.append(0)
-        self.has.append(False)
-        if self.with_lens:
-            self.lens_counts.append(0)
-
-    def finish(self) -> tuple[Ragged, Ragged | None]:
-        data = codes_of_sep("|".join([s for s in self.strs if s]))
-        rg = Ragged.from_lists(self.counts, data, self.has)
-        if not self.with_lens:
-            return rg, None
-        lens = Ragged.from_lists(self.lens_counts, np.asarray(self.lens, np.uint8), self.has)
-        return rg, lens
 
 
 # ---------------------------------------------------------------- back to records

@@ -21,6 +21,7 @@ import numpy as np
 from ..dealog import Deal, Record, _parse_line, record_from_obj, validate
 from ..errors import InputError
 from ..findings import Finding
+from .cols import GAMES as GAMES_
 from .cols import Chunk, ChunkBuilder, Registry, row_to_obj, uniq
 
 CHUNK_ROWS = 32768
@@ -41,10 +42,139 @@ def iter_chunks(paths: list[str], reg: Registry, keep_all: bool = False, rows: i
 
             yield from iter_parquet_chunks(path, fi, reg, keep_all=keep_all, rows=rows)
             continue
+        if _parallel_ok(path):
+            yield from _parallel_jsonl(path, fi, reg, keep_all, rows, raw_lines)
+        else:
+            yield from _jsonl_chunks(path, fi, reg, keep_all, rows, raw_lines)
+
+
+# ---------------------------------------------------------------- JSON Lines in parallel
+
+PARALLEL_MIN_BYTES = 64 << 20  # plain JSONL files at least this large are parsed by worker processes
+SEGMENT_BYTES = 32 << 20
+WORKERS = 2
+
+
+def _parallel_ok(path: str) -> bool:
+    try:
+        if os.path.isdir(path) or os.path.getsize(path) < PARALLEL_MIN_BYTES or WORKERS < 2:
+            return False
+        with open(path, "rb") as f:
+            return f.read(2) != GZIP_MAGIC
+    except OSError:
+        return False
+
+
+GZIP_MAGIC = bytes([0x1F, 0x8B])
+NL = bytes([10])
+
+
+def _segments(path: str, size: int) -> list[tuple[int, int]]:
+    """Byte ranges of the file that start at the beginning of a line."""
+    total = os.path.getsize(path)
+    cuts = [0]
+    with open(path, "rb") as f:
+        while cuts[-1] + size < total:
+            f.seek(cuts[-1] + size)
+            rest = f.readline()
+            c = f.tell()
+            if not rest or c >= total:
+                break
+            cuts.append(c)
+    cuts.append(total)
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _parse_segment(args):
+    """Worker: one byte range of a JSONL file as chunks, with line numbers counted from the range's start and
+    ids from a registry of its own (the parent renumbers both)."""
+    path, fi, start, end, keep_all, rows, raw_lines = args
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(end - start)
+    lines = data.split(NL)
+    if lines and lines[-1] == b"":
+        lines.pop()  # the range's final newline
+    reg = Registry()
+    chunks = list(_lines_chunks(lines, 1, path, fi, reg, keep_all, rows, raw_lines))
+    for ch in chunks:  # a Deal's Rules holds a mappingproxy (not picklable): the parent resolves it again
+        for rec in ch.slow.values():
+            if rec.deal is not None:
+                rec.deal.ruleset = None
+                rec.raw = None
+    n_lines = data.count(NL) + (0 if (not data or data.endswith(NL)) else 1)
+    tables = (reg.rs_info, reg.lineups, reg.sides, reg.sides_n)
+    return chunks, tables, n_lines
+
+
+def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, raw_lines: bool):
+    """A large plain JSONL file: byte ranges parsed by worker processes (the 2 cores), chunks in file order."""
+    import multiprocessing as mp
+
+    segs = _segments(path, SEGMENT_BYTES)
+    jobs = [(path, fi, a, b, keep_all, rows, raw_lines) for a, b in segs]
+    try:
+        pool = mp.get_context("fork").Pool(WORKERS)
+    except (OSError, ValueError):
         yield from _jsonl_chunks(path, fi, reg, keep_all, rows, raw_lines)
+        return
+    offset = 0
+    try:
+        for chunks, tables, n_lines in pool.imap(_parse_segment, jobs):
+            maps = _id_maps(tables, reg)
+            for ch in chunks:
+                _renumber(ch, maps, offset, reg)
+                yield ch
+            offset += n_lines
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def _id_maps(tables, reg: Registry):
+    rs_info, lineups, sides, sides_n = tables
+    rs = np.array([reg.ruleset_id(GAMES_[g], preset, opts) for g, preset, opts in rs_info] + [-1], np.int32)
+    lu = np.array([reg.lineup_id(p) for p in lineups] + [-1], np.int32)
+    sd = np.array([reg.sides_id(x, k) for x, k in zip(sides, sides_n)] + [-1], np.int32)
+    return rs, lu, sd
+
+
+def _renumber(ch: Chunk, maps, offset: int, reg: Registry) -> None:
+    """A worker's chunk in the parent's terms: its ruleset, line-up and sides ids, and line numbers."""
+    rs, lu, sd = maps
+    ch.rset = rs[ch.rset]  # -1 (slow rows) picks the final -1
+    ch.lineup = lu[ch.lineup]
+    ch.sides = sd[ch.sides]
+    for rec in ch.slow.values():
+        d = rec.deal
+        if d is not None and d.ruleset is None:
+            d.ruleset = reg.rulesets[reg.ruleset_id(d.game, d.rules, d.options)]
+    if offset:
+        ch.line = ch.line + offset
+        for i, rec in ch.slow.items():
+            if rec.line is not None:
+                rec.line += offset
+                rec.source = f"{ch.path}:{rec.line}"
+                if rec.deal is not None:
+                    rec.deal.line = rec.line
+                    rec.deal.source = rec.source
 
 
 def _jsonl_chunks(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, raw_lines: bool):
+    """JSON Lines as chunks. The garbage collector is paused while a chunk is built: the rows are tuples of
+    numbers and strings (no cycles), and a collector pass over a growing chunk costs more than parsing it."""
+    import gc
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield from _jsonl_chunks_gc(path, fi, reg, keep_all, rows, raw_lines)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _jsonl_chunks_gc(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, raw_lines: bool):
     import orjson
 
     loads = orjson.loads
@@ -65,21 +195,7 @@ def _jsonl_chunks(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, 
             f.seek(0)
             stream = gzip.GzipFile(fileobj=f) if head == b"\x1f\x8b" else f
             for lineno, raw in enumerate(stream, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    obj = loads(raw)
-                except Exception:
-                    for rec in _parse_line(raw, path, fi, lineno, loads):
-                        _add_slow(b, rec, reg)
-                        if raw_lines:
-                            b.raw_line[b.rows - 1] = raw
-                    obj = None
-                else:
-                    if not b.add_obj(obj, lineno):
-                        _add_slow(b, record_from_obj(obj, f"{path}:{lineno}", fi, lineno), reg)
-                        if raw_lines:
-                            b.raw_line[b.rows - 1] = raw
+                _feed(b, raw, lineno, path, fi, reg, raw_lines, loads)
                 if b.rows >= rows:
                     yield b.finish()
                     b = ChunkBuilder(reg, fi, path, keep_all)
@@ -90,6 +206,50 @@ def _jsonl_chunks(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, 
         _add_slow(b, Record(source=f"{path}:{lineno + 1}", file_index=fi, line=lineno + 1, error=msg), reg)
     if b.rows:
         yield b.finish()
+
+
+def _feed(b: ChunkBuilder, raw: bytes, lineno: int, path: str, fi: int, reg: Registry, raw_lines: bool,
+          loads) -> None:
+    """One line into the chunk being built: as columns when it can, else as a slow row (valid or bad)."""
+    if not raw.strip():
+        return
+    if b.add_line(raw, lineno):
+        return
+    try:
+        obj = loads(raw)
+    except Exception:
+        for rec in _parse_line(raw, path, fi, lineno, loads):
+            _add_slow(b, rec, reg)
+            if raw_lines:
+                b.raw_line[b.rows - 1] = raw
+        return
+    if not b.add_obj(obj, lineno, keep=raw):
+        _add_slow(b, record_from_obj(obj, f"{path}:{lineno}", fi, lineno), reg)
+        if raw_lines:
+            b.raw_line[b.rows - 1] = raw
+
+
+def _lines_chunks(lines: list[bytes], first: int, path: str, fi: int, reg: Registry, keep_all: bool, rows: int,
+                  raw_lines: bool):
+    """Lines already read (numbered from `first`) as chunks; the garbage collector paused as in _jsonl_chunks."""
+    import gc
+
+    import orjson
+
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        b = ChunkBuilder(reg, fi, path, keep_all)
+        for k, raw in enumerate(lines):
+            _feed(b, raw, first + k, path, fi, reg, raw_lines, orjson.loads)
+            if b.rows >= rows:
+                yield b.finish()
+                b = ChunkBuilder(reg, fi, path, keep_all)
+        if b.rows:
+            yield b.finish()
+    finally:
+        if was:
+            gc.enable()
 
 
 def _add_slow(b: ChunkBuilder, rec: Record, reg: Registry) -> None:

@@ -41,7 +41,7 @@ LEN_COLS = {"hands": "hand_lens", "discards": "discard_lens", "tricks": "trick_l
 REQUIRED = ("raw", "game", "rules", "options", "table", "game_id", "deal_no", "players", "sides", "dealer", "cutter",
             "deck", "hands", "hand_lens", "turn_up", "shown", "beg", "runs", "discards", "discard_lens", "tricks",
             "trick_lens", "bunched", "recorded", "rec_points", "rec_totals", "rec_winner")
-REPLAY_COLS = tuple(c for c in REQUIRED if c not in ("table",))
+REPLAY_COLS = REQUIRED  # (a row that breaks the schema is rebuilt from all of them for its message)
 
 
 def schema():

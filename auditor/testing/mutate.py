@@ -61,6 +61,18 @@ def swap_hand_cards(rng, rec):
     return rec
 
 
+def wrong_hand_size(rng, rec):
+    """Move a card from one seat's hand to another's (both seats now hold the wrong number)."""
+    rec = copy.deepcopy(rec)
+    hands = rec.get("hands")
+    if not hands or len(hands) < 2:
+        return rec
+    a, b = rng.choice(len(hands), 2, replace=False)
+    if hands[a]:
+        hands[b].append(hands[a].pop(int(rng.integers(len(hands[a])))))
+    return rec
+
+
 def out_of_turn(rng, rec):
     """Swap two cards of one trick: each is played at the other's turn."""
     rec = copy.deepcopy(rec)
@@ -377,7 +389,7 @@ def cosmetic(rng, rec):
 
 
 RECORD_MUTATORS: dict[str, Callable] = {
-    "swap_hand_cards": swap_hand_cards, "out_of_turn": out_of_turn, "swap_across_tricks": swap_across_tricks,
+    "swap_hand_cards": swap_hand_cards, "wrong_hand_size": wrong_hand_size, "out_of_turn": out_of_turn, "swap_across_tricks": swap_across_tricks,
     "revoke": revoke, "wrong_points": wrong_points, "bad_deck": bad_deck, "unknown_card": unknown_card,
     "outside_pack": outside_pack, "duplicate_card": duplicate_card, "lenient": lenient,
     "bad_trick_shape": bad_trick_shape, "wrong_turn_up": wrong_turn_up, "hand_order": hand_order,

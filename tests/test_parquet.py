@@ -1,0 +1,194 @@
+"""deal-log/1 in Parquet: the layout, lossless both ways, streamed reading, and the replay from Parquet."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import orjson
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from auditor import parquet  # noqa: E402
+from auditor.dealog import _Bad, read_records, validate  # noqa: E402
+from auditor.fast.convert import convert_file  # noqa: E402
+from auditor.fast.pipeline import replay_paths  # noqa: E402
+from auditor.replay.run import replay_records  # noqa: E402
+from auditor.testing.generate import PLAYER_COUNTS, Style, random_log  # noqa: E402
+from auditor.testing.mutate import mutate_log, to_jsonl  # noqa: E402
+
+
+def _mixed_log(seed: int, games: int = 3) -> list:
+    rng = np.random.default_rng(seed)
+    lines = []
+    for (game, preset), counts in PLAYER_COUNTS.items():
+        for n in counts:
+            recs = random_log(rng, games, game=game, preset=preset, n=n, id_prefix=f"{game}-{preset}-{n}-",
+                              style=Style(revoke_rate=0.03, claim_revokes=0.5, extra_field=True, with_time=True))
+            lines += mutate_log(rng, recs, rate=0.4)
+    return lines
+
+
+def _canonical_lines(data: bytes) -> list[bytes]:
+    """What a lossless conversion must give back: canonical records, other lines byte for byte, no blanks."""
+    out = []
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            out.append(orjson.dumps(validate(orjson.loads(raw)).to_canonical()))
+        except (_Bad, orjson.JSONDecodeError):
+            out.append(raw)
+    return out
+
+
+def _norm(doc: dict, name: str) -> dict:
+    return json.loads(json.dumps(doc).replace(name, "LOG"))
+
+
+def test_layout_and_metadata(tmp_path):
+    src = tmp_path / "a.jsonl"
+    src.write_bytes(to_jsonl(random_log(np.random.default_rng(1), 2, n=4, sides=[[0, 2], [1, 3]])))
+    out = tmp_path / "a.parquet"
+    convert_file(str(src), str(out))
+    pf = pq.ParquetFile(out)
+    meta = pf.schema_arrow.metadata
+    assert meta[b"deal-log"] == b"deal-log/1" and meta[b"auditor.layout"] == b"1"
+    t = pf.read()
+    assert t.schema.field("hands").type == pa.binary()
+    assert t.schema.field("turn_up").type == pa.uint8()
+    assert pa.types.is_dictionary(t.schema.field("game_id").type)
+    row = t.slice(0, 1).to_pylist()[0]
+    first = orjson.loads(src.read_bytes().split(b"\n")[0])
+    from auditor.cards import parse_card
+
+    assert list(row["hands"]) == [parse_card(c) for h in first["hands"] for c in h]
+    assert list(row["hand_lens"]) == [len(h) for h in first["hands"]]
+    assert list(row["trick_lens"]) == [len(t) for t in first["tricks"]]
+    assert row["raw"] is None and row["rec_points"] == first["recorded"]["points"]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_round_trip_is_lossless(tmp_path, seed):
+    """JSONL -> Parquet -> JSONL gives the canonical records and every bad line byte for byte; Parquet ->
+    JSONL -> Parquet -> JSONL is stable; so is .jsonl.gz."""
+    data = to_jsonl(_mixed_log(seed)) + b"\n\n" + b"\xff\xfe not utf-8\n" + b'{"format": "deal-log/1"'
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(data)
+    p1, j1, p2, g2, j3, p3 = (tmp_path / x for x in ("1.parquet", "1.jsonl", "2.parquet", "2.jsonl.gz", "3.jsonl",
+                                                     "3.parquet"))
+    r = convert_file(str(src), str(p1))
+    assert not r.lost and r.raw > 0
+    convert_file(str(p1), str(j1))
+    want = _canonical_lines(data)
+    got = j1.read_bytes().split(b"\n")
+    assert got[-1] == b"" and got[:-1] == want
+    convert_file(str(j1), str(p2))
+    convert_file(str(p2), str(g2))
+    convert_file(str(g2), str(j3))
+    assert j3.read_bytes() == j1.read_bytes()
+    convert_file(str(j3), str(p3))  # from canonical JSONL the Parquet rows are the same
+    assert pq.read_table(p2).to_pylist() == pq.read_table(p3).to_pylist()
+
+
+def test_unknown_fields_survive(tmp_path):
+    recs = random_log(np.random.default_rng(3), 2, n=4, style=Style(extra_field=True, with_time=True))
+    recs[0]["zz_note"] = "é ☃"
+    recs[1]["pack"] = "blue"
+    recs[1]["cutter"] = 2
+    src, mid, back = tmp_path / "a.jsonl", tmp_path / "a.parquet", tmp_path / "b.jsonl"
+    src.write_bytes(to_jsonl(recs))
+    convert_file(str(src), str(mid))
+    convert_file(str(mid), str(back))
+    objs = [orjson.loads(x) for x in back.read_bytes().splitlines()]
+    assert objs[0]["zz_note"] == "é ☃" and objs[0]["room_note"] == recs[0]["room_note"]
+    assert objs[1]["pack"] == "blue" and objs[1]["cutter"] == 2 and objs[1]["time"] == recs[1]["time"]
+    assert objs == [validate(r).to_canonical() for r in recs]
+
+
+def test_replay_from_parquet_equals_replay_from_jsonl(tmp_path):
+    """Same records, same findings and games (sources say file:row); the reference reader of Parquet rows and
+    the column pipeline agree."""
+    lines = _mixed_log(4)
+    src, pqt = tmp_path / "log.jsonl", tmp_path / "log.parquet"
+    src.write_bytes(to_jsonl(lines))
+    convert_file(str(src), str(pqt))
+    ref_jsonl = replay_records(read_records([str(src)]), "reference").to_json()
+    ref_pq = replay_records(read_records([str(pqt)]), "reference").to_json()
+    fast_pq = replay_paths([str(pqt)]).to_json()
+    assert fast_pq == ref_pq
+    assert _norm(ref_pq, str(pqt)) == _norm(ref_jsonl, str(src))
+    assert any(f["source"] == f"{pqt}:1" or f["source"].startswith(f"{pqt}:") for f in fast_pq["findings"])
+
+
+def test_rows_are_numbered_from_one_across_batches(tmp_path):
+    lines = _mixed_log(5, games=2)
+    src, pqt = tmp_path / "log.jsonl", tmp_path / "log.parquet"
+    src.write_bytes(to_jsonl(lines))
+    convert_file(str(src), str(pqt), rows=20)  # many row groups
+    assert pq.ParquetFile(pqt).metadata.num_row_groups > 3
+    recs = list(read_records([str(pqt)]))
+    assert [r.line for r in recs] == list(range(1, len(lines) + 1))
+    reg_docs = [replay_paths([str(pqt)]).to_json()]
+    import auditor.parquet as P
+
+    chunks = list(P.iter_parquet_chunks(str(pqt), 0, __import__("auditor.fast.cols", fromlist=["Registry"]).Registry(),
+                                        rows=7))
+    assert max(c.n for c in chunks) <= 7 and sum(c.n for c in chunks) == len(lines)
+    assert reg_docs[0]["deals"] == len(lines)
+
+
+def test_foreign_rows_that_break_the_schema_are_bad_records(tmp_path):
+    """A Parquet file written by someone else in this layout, with values the columns allow but deal-log/1
+    does not: the reader reports each as the JSONL reader would."""
+    src, pqt = tmp_path / "a.jsonl", tmp_path / "a.parquet"
+    src.write_bytes(to_jsonl(random_log(np.random.default_rng(6), 1, n=4)))
+    convert_file(str(src), str(pqt))
+    t = pq.read_table(pqt)
+    n = t.num_rows
+    dealer = pa.array([9] + [0] * (n - 1), pa.int8())  # a seat out of range in the first row
+    t2 = t.set_column(t.schema.get_field_index("dealer"), "dealer", dealer)
+    bad = tmp_path / "bad.parquet"
+    pq.write_table(t2, bad)
+    recs = list(read_records([str(bad)]))
+    assert recs[0].deal is None and "dealer" in recs[0].error and recs[0].source == f"{bad}:1"
+    doc = replay_paths([str(bad)]).to_json()
+    assert doc == replay_records(read_records([str(bad)]), "reference").to_json()
+    assert doc["findings"][0]["code"] == "bad_record" and doc["findings"][0]["source"] == f"{bad}:1"
+
+
+def test_not_a_deal_log_parquet_file(tmp_path):
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"x": [1, 2, 3]}), other)
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"not parquet at all")
+    for path in (other, junk):
+        recs = list(read_records([str(path)]))
+        assert len(recs) == 1 and recs[0].deal is None and recs[0].line is None
+        doc = replay_paths([str(path)]).to_json()
+        assert doc["deals"] == 1 and doc["findings"][0]["code"] == "bad_record"
+        assert doc["findings"][0]["source"] == str(path)
+
+
+def test_reading_is_streamed(tmp_path):
+    """The reader asks pyarrow for record batches, never the whole table."""
+    src, pqt = tmp_path / "a.jsonl", tmp_path / "a.parquet"
+    src.write_bytes(to_jsonl(random_log(np.random.default_rng(8), 30, n=4)))
+    convert_file(str(src), str(pqt), rows=16)
+    seen = []
+    orig = pq.ParquetFile.iter_batches
+
+    def spy(self, *a, **k):
+        for b in orig(self, *a, **k):
+            seen.append(b.num_rows)
+            yield b
+
+    pq.ParquetFile.iter_batches = spy
+    try:
+        list(parquet.iter_parquet_chunks(str(pqt), 0, __import__("auditor.fast.cols", fromlist=["x"]).Registry(),
+                                         rows=10))
+    finally:
+        pq.ParquetFile.iter_batches = orig
+    assert seen and max(seen) <= 10 and sum(seen) == pq.ParquetFile(pqt).metadata.num_rows

@@ -290,6 +290,18 @@ _SPAN_TBL = bytes(b if b in b'[],"' else ord("?") for b in range(256))
 _ORJSON = None
 
 
+_ORJSON_DUMPS = None
+
+
+def _orjson_dumps():
+    global _ORJSON_DUMPS
+    if _ORJSON_DUMPS is None:
+        import orjson
+
+        _ORJSON_DUMPS = orjson.dumps
+    return _ORJSON_DUMPS
+
+
 def _orjson_loads():
     global _ORJSON
     if _ORJSON is None:
@@ -379,7 +391,9 @@ class ChunkBuilder:
         self._gid: dict[str, int] = {}
         self.gid_vals: list[str] = []
         self._rules: dict = {}  # (game, rules) without options -> ruleset id
-        self._sides: dict = {}  # (JSON of sides, n) -> sides id (-1 none, -2 invalid)
+        self._sides: dict = {}  # (n, JSON of sides) -> (sides id, number of sides)
+        self._hshape: dict = {}  # ruleset, n, dealer -> (hand sizes, canonical span)
+        self._tshape: dict = {}  # ruleset, n, runs -> (trick sizes, canonical span)
         # per row: (line, status, game, rset, lineup, sides, n, dealer, cutter, gid, deal_no, beg, bunched, rec_has,
         #           rw)
         self.meta: list[tuple] = []
@@ -430,40 +444,40 @@ class ChunkBuilder:
             return False
         ph = raw.find(b'"hands":[[')
         pt = raw.find(b'"tricks":[[')
-        if ph < 0 or pt < 0 or raw.count(b'"hands":') != 1 or raw.count(b'"tricks":') != 1:
+        if ph < 0 or pt < 0:
             return False
         eh = raw.find(b"]]", ph)
         et = raw.find(b"]]", pt)
-        spans = [(ph + 8, eh + 2, "h"), (pt + 9, et + 2, "t")]
         pd = raw.find(b'"deck":["')
-        if pd >= 0:
-            if raw.count(b'"deck":') != 1:
-                return False
-            ed = raw.find(b'"]', pd)
-            spans.append((pd + 7, ed + 2, "d"))
-        spans.sort()
-        pieces = []
         got = {}
-        prev = 0
-        for a, e, k in spans:
-            if a < prev or e <= a:
+        if pd < 0:
+            if ph < pt:
+                if not ph + 8 < eh + 2 <= pt:
+                    return False
+                red = raw[:ph + 8] + b"0" + raw[eh + 2:pt + 9] + b"0" + raw[et + 2:]
+            else:
+                if not pt + 9 < et + 2 <= ph:
+                    return False
+                red = raw[:pt + 9] + b"0" + raw[et + 2:ph + 8] + b"0" + raw[eh + 2:]
+        else:
+            ed = raw.find(b'"]', pd)
+            spans = sorted(((ph + 8, eh + 2, "h"), (pt + 9, et + 2, "t"), (pd + 7, ed + 2, "d")))
+            (a1, e1, _), (a2, e2, _), (a3, e3, _) = spans
+            if not (a1 < e1 <= a2 < e2 <= a3 < e3):
                 return False
-            pieces.append(raw[prev:a])
-            got[k] = raw[a:e]
-            prev = e
-        pieces.append(raw[e:])
+            red = raw[:a1] + b"0" + raw[e1:a2] + b"0" + raw[e2:a3] + b"0" + raw[e3:]
+            got["d"] = raw[pd + 7:ed + 2]
+            # the key once in the whole line (spans of canonical cards hold no key): the one cut out is top-level
+            if red.count(b'"deck":') != 1:
+                return False
+        if red.count(b'"hands":') != 1 or red.count(b'"tricks":') != 1:
+            return False
+        got["h"] = raw[ph + 8:eh + 2]
+        got["t"] = raw[pt + 9:et + 2]
         try:
-            obj = _orjson_loads()(b"0".join(pieces))
+            obj = _orjson_loads()(red)
         except Exception:
             return False
-        if type(obj) is not dict:
-            return False
-        for k, key in (("h", "hands"), ("t", "tricks"), ("d", "deck")):
-            if k in got:
-                v = obj.get(key)
-                if type(v) is not int or v != 0:
-                    return False
-                obj[key] = None
         try:
             return self._add_obj(obj, line, raw, got)
         except (TypeError, AttributeError):
@@ -507,10 +521,14 @@ class ChunkBuilder:
             sd = -1
             ns = n
         else:
-            sd = reg.sides_id(sides, n)
+            sk = (n, _orjson_dumps()(sides))
+            hit = self._sides.get(sk)
+            if hit is None:
+                sd = reg.sides_id(sides, n)
+                hit = self._sides[sk] = (sd, len(reg.sides[sd]) if sd >= 0 else 0)
+            sd, ns = hit
             if sd < 0:
                 return False
-            ns = len(reg.sides[sd])
         if type(dealer) is not int or not 0 <= dealer < n:
             return False
         if cutter is None:
@@ -533,9 +551,13 @@ class ChunkBuilder:
         elif type(bunched) is not bool:
             return False
         # card lists: lists of 2-character ASCII strings (joined with '|': every item must come out as 2 + 1)
-        if pre is not None:  # spans cut from the line: hands and tricks present
+        if pre is not None:  # spans cut from the line (hands, tricks, maybe deck), each replaced by a 0
+            if hands != 0 or tricks != 0 or type(hands) is not int or type(tricks) is not int:
+                return False
             hands = tricks = _SPAN
             if "d" in pre:
+                if type(deck) is not int or deck != 0:
+                    return False
                 deck = _SPAN
         if hands is None and tricks is None:
             return False
@@ -558,8 +580,13 @@ class ChunkBuilder:
                 if len(s_deck) != 3 * nd - 1 or not s_deck.isascii():
                     return False
         if hands is _SPAN:
-            hl = _hand_shape(R, n, dealer, rs)
-            if pre["h"].translate(_SPAN_TBL) != _nested_template(hl):
+            hk = (rs << 8) | (n << 4) | dealer
+            hit = self._hshape.get(hk)
+            if hit is None:
+                hl = _hand_shape(R, n, dealer, rs)
+                hit = self._hshape[hk] = (hl, _nested_template(hl))
+            hl, tmpl = hit
+            if pre["h"].translate(_SPAN_TBL) != tmpl:
                 return False
             s_hands = pre["h"]
         elif hands is not None:
@@ -601,8 +628,13 @@ class ChunkBuilder:
             if len(s_disc) != 3 * sum(dl) - 1 or not s_disc.isascii():
                 return False
         if tricks is _SPAN:
-            tl = _trick_shape(R, n, runs, rs)
-            if tl is None or pre["t"].translate(_SPAN_TBL) != _nested_template(tl):
+            tk = (rs << 8) | (n << 4) | (len(runs) if type(runs) is list and len(runs) < 16 else 15)
+            hit = self._tshape.get(tk)
+            if hit is None:
+                tl = _trick_shape(R, n, runs, rs)
+                hit = self._tshape[tk] = (tl, _nested_template(tl) if tl is not None else None)
+            tl, tmpl = hit
+            if tl is None or pre["t"].translate(_SPAN_TBL) != tmpl:
                 return False
             s_tricks = pre["t"]
         elif tricks is not None:
@@ -625,10 +657,17 @@ class ChunkBuilder:
             if type(rec) is not dict:
                 return False
             rp, rt, w = rec.get("points"), rec.get("totals"), rec.get("winner")
-            for v in (rp, rt):
-                if v is not None:
-                    if type(v) is not list or len(v) != ns or set(map(type, v)) != _INTS or \
-                            min(v) <= -INT32 or max(v) >= INT32:
+            if rp is not None:
+                if type(rp) is not list or len(rp) != ns:
+                    return False
+                for x in rp:
+                    if type(x) is not int or not -INT32 < x < INT32:
+                        return False
+            if rt is not None:
+                if type(rt) is not list or len(rt) != ns:
+                    return False
+                for x in rt:
+                    if type(x) is not int or not -INT32 < x < INT32:
                         return False
             if w is not None:
                 if type(w) is not int or not 0 <= w < ns:

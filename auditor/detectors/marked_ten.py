@@ -990,6 +990,9 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         early = A.d_early[sel] == 1
         controls["early"] = _ctl(main.test(sel[early], phi=phi))
         controls["late"] = _ctl(main.test(sel[~early], phi=phi))
+        # a sure read shows from the first trick; reading the legal signals builds up as the play goes on
+        ze, zl = controls["early"]["z"], controls["late"]["z"]
+        controls["early_minus_late"] = {"z": (ze - zl) / math.sqrt(2), "note": "z(early) - z(late), over sqrt(2)"}
         for t in ("queen", "plain_ten", "placebo"):
             ts: TargetScores | None = scores["targets"].get(t)
             tsel = ts.by_player.get(pl) if ts is not None else None

@@ -180,3 +180,21 @@ def test_differential_large(tmp_path, seed):
     path.write_bytes(to_jsonl(lines))
     doc, _, _ = _compare(path)
     assert doc["deals"] > 3000
+
+
+def test_damaged_and_odd_files(tmp_path):
+    """A byte-order mark, a truncated .jsonl.gz and a corrupt one: the same records and bad_record as the
+    reference reader (every complete line kept)."""
+    import gzip
+
+    data = to_jsonl(random_log(np.random.default_rng(41), 6, n=4))
+    z = gzip.compress(data)
+    files = {"bom.jsonl": b"\xef\xbb\xbf" + data, "cut.jsonl.gz": z[: len(z) * 2 // 3],
+             "bad.jsonl.gz": z[:100] + b"\x00garbage" + z[108:]}
+    for name, content in files.items():
+        path = tmp_path / name
+        path.write_bytes(content)
+        ref = replay_records(read_records([str(path)]), "reference").to_json()
+        assert pipeline.replay_paths([str(path)]).to_json() == ref, name
+        if name != "bom.jsonl":
+            assert ref["findings"][-1]["message"].startswith("unreadable after line")

@@ -10,7 +10,6 @@ gives for the same input.
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -66,6 +65,7 @@ def _parallel_ok(path: str) -> bool:
 
 
 GZIP_MAGIC = bytes([0x1F, 0x8B])
+BOM = bytes([0xEF, 0xBB, 0xBF])
 NL = bytes([10])
 
 
@@ -177,31 +177,20 @@ def _jsonl_chunks(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, 
 def _jsonl_chunks_gc(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, raw_lines: bool):
     import orjson
 
+    from ..dealog import STREAM_ERRORS, open_lines
+
     loads = orjson.loads
     b = ChunkBuilder(reg, fi, path, keep_all)
-    raws: list[bytes] = []
     lineno = 0
     try:
-        if os.path.isdir(path):
-            raise InputError("is a directory, not a log file", path)
-        try:
-            f = open(path, "rb")
-        except FileNotFoundError:
-            raise InputError("no such file", path) from None
-        except OSError as e:
-            raise InputError(f"cannot open: {e.strerror}", path) from None
-        with f:
-            head = f.read(2)
-            f.seek(0)
-            stream = gzip.GzipFile(fileobj=f) if head == b"\x1f\x8b" else f
-            for lineno, raw in enumerate(stream, 1):
-                _feed(b, raw, lineno, path, fi, reg, raw_lines, loads)
-                if b.rows >= rows:
-                    yield b.finish()
-                    b = ChunkBuilder(reg, fi, path, keep_all)
+        for lineno, raw in enumerate(open_lines(path), 1):  # the reader's own line splitting (and gzip handling)
+            _feed(b, raw, lineno, path, fi, reg, raw_lines, loads)
+            if b.rows >= rows:
+                yield b.finish()
+                b = ChunkBuilder(reg, fi, path, keep_all)
     except InputError as e:
         _add_slow(b, Record(source=path, file_index=fi, line=None, error=str(e).removeprefix(f"{path}: ")), reg)
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
+    except STREAM_ERRORS as e:
         msg = f"unreadable after line {lineno}: {e}"
         _add_slow(b, Record(source=f"{path}:{lineno + 1}", file_index=fi, line=lineno + 1, error=msg), reg)
     if b.rows:
@@ -211,6 +200,8 @@ def _jsonl_chunks_gc(path: str, fi: int, reg: Registry, keep_all: bool, rows: in
 def _feed(b: ChunkBuilder, raw: bytes, lineno: int, path: str, fi: int, reg: Registry, raw_lines: bool,
           loads) -> None:
     """One line into the chunk being built: as columns when it can, else as a slow row (valid or bad)."""
+    if lineno == 1 and raw.startswith(BOM):
+        raw = raw[3:]  # a UTF-8 byte-order mark (dealog._parse_line skips it too)
     if not raw.strip():
         return
     if b.add_line(raw, lineno):

@@ -286,6 +286,7 @@ _GAME_OF = GAME_CODE
 
 
 _SPAN = object()  # a card list cut from the raw line (ChunkBuilder.add_line)
+_BYTES_ONLY = {bytes}
 _SPAN_TBL = bytes(b if b in b'[],"' else ord("?") for b in range(256))
 _ORJSON = None
 
@@ -393,6 +394,7 @@ class ChunkBuilder:
         self._rules: dict = {}  # (game, rules) without options -> ruleset id
         self._sides: dict = {}  # (n, JSON of sides) -> (sides id, number of sides)
         self._hshape: dict = {}  # ruleset, n, dealer -> (hand sizes, canonical span)
+        self._dtmpl: dict = {}  # deck length -> canonical span
         self._tshape: dict = {}  # ruleset, n, runs -> (trick sizes, canonical span)
         # per row: (line, status, game, rset, lineup, sides, n, dealer, cutter, gid, deal_no, beg, bunched, rec_has,
         #           rw)
@@ -461,11 +463,14 @@ class ChunkBuilder:
                 red = raw[:pt + 9] + b"0" + raw[et + 2:ph + 8] + b"0" + raw[eh + 2:]
         else:
             ed = raw.find(b'"]', pd)
-            spans = sorted(((ph + 8, eh + 2, "h"), (pt + 9, et + 2, "t"), (pd + 7, ed + 2, "d")))
-            (a1, e1, _), (a2, e2, _), (a3, e3, _) = spans
+            if pd < ph < pt:  # the canonical order
+                a1, e1, a2, e2, a3, e3 = pd + 7, ed + 2, ph + 8, eh + 2, pt + 9, et + 2
+            else:
+                (a1, e1, _), (a2, e2, _), (a3, e3, _) = sorted(((ph + 8, eh + 2, 0), (pt + 9, et + 2, 1),
+                                                                 (pd + 7, ed + 2, 2)))
             if not (a1 < e1 <= a2 < e2 <= a3 < e3):
                 return False
-            red = raw[:a1] + b"0" + raw[e1:a2] + b"0" + raw[e2:a3] + b"0" + raw[e3:]
+            red = b"0".join((raw[:a1], raw[e1:a2], raw[e2:a3], raw[e3:]))
             got["d"] = raw[pd + 7:ed + 2]
             # the key once in the whole line (spans of canonical cards hold no key): the one cut out is top-level
             if red.count(b'"deck":') != 1:
@@ -568,7 +573,10 @@ class ChunkBuilder:
         if deck is _SPAN:
             span = pre["d"]
             nd = (len(span) + 1) // 5
-            if span.translate(_SPAN_TBL) != _deck_template(nd):
+            tmpl = self._dtmpl.get(nd)
+            if tmpl is None:
+                tmpl = self._dtmpl[nd] = _deck_template(nd)
+            if span.translate(_SPAN_TBL) != tmpl:
                 return False
             s_deck = span
         elif deck is not None:
@@ -786,6 +794,10 @@ def _dense(lists, n: int, S: int) -> tuple[np.ndarray, np.ndarray]:
 def _decode(strs, shapes) -> np.ndarray:
     """Card codes of a field, rows in order: '|'-joined strings (str) and canonical spans cut from the line
     (bytes, with their shape: a tuple of part sizes, or the card count of a deck)."""
+    n = len(strs)
+    kinds = set(map(type, strs))
+    if kinds == _BYTES_ONLY and shapes.count(shapes[0]) == n:  # every row a span of one shape: one block
+        return _decode_spans(list(strs), shapes[0]).reshape(-1)
     str_rows = [i for i, x in enumerate(strs) if type(x) is str and x]
     span_rows = [i for i, x in enumerate(strs) if type(x) is bytes]
     if not span_rows:

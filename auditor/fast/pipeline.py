@@ -198,13 +198,15 @@ def _jsonl_chunks_gc(path: str, fi: int, reg: Registry, keep_all: bool, rows: in
 
 
 def _feed(b: ChunkBuilder, raw: bytes, lineno: int, path: str, fi: int, reg: Registry, raw_lines: bool,
-          loads) -> None:
-    """One line into the chunk being built: as columns when it can, else as a slow row (valid or bad)."""
+          loads, tried: bool = False) -> None:
+    """One line into the chunk being built: as columns when it can, else as a slow row (valid or bad).
+    `tried`: the caller already tried `add_line` on it."""
     if lineno == 1 and raw.startswith(BOM):
         raw = raw[3:]  # a UTF-8 byte-order mark (dealog._parse_line skips it too)
+        tried = False
     if not raw.strip():
         return
-    if b.add_line(raw, lineno):
+    if not tried and b.add_line(raw, lineno):
         return
     try:
         obj = loads(raw)
@@ -231,11 +233,17 @@ def _lines_chunks(lines: list[bytes], first: int, path: str, fi: int, reg: Regis
     gc.disable()
     try:
         b = ChunkBuilder(reg, fi, path, keep_all)
-        for k, raw in enumerate(lines):
-            _feed(b, raw, first + k, path, fi, reg, raw_lines, orjson.loads)
+        add_line = b.add_line
+        loads = orjson.loads
+        for k, raw in enumerate(lines, first):
+            if k == 1:  # the byte-order-mark check in _feed
+                _feed(b, raw, k, path, fi, reg, raw_lines, loads)
+            elif not add_line(raw, k):
+                _feed(b, raw, k, path, fi, reg, raw_lines, loads, tried=True)
             if b.rows >= rows:
                 yield b.finish()
                 b = ChunkBuilder(reg, fi, path, keep_all)
+                add_line = b.add_line
         if b.rows:
             yield b.finish()
     finally:

@@ -3,6 +3,8 @@
     python bench/bench_audit.py                       # 1,000,000 deals (tiled from a simulated 20,000-deal season)
     python bench/bench_audit.py --deals 100000 --json
 
+Each run is checked, not only timed: exit 0 or 1, no traceback, and a JSON document that counts every deal.
+
 The log: the demo club season (`club_season_spec`, seeded) simulated once at `--base` deals, then tiled to `--deals`
 by copying it with renamed tables and games (`#k` suffixes), so every copy is a distinct table and game while the
 players stay the same club (families keep their size; per-subject work grows with deals, as in a real club over
@@ -55,18 +57,26 @@ def tile(base: Path, out: Path, deals: int) -> int:
     return written
 
 
-def run(cmd: list[str]) -> dict:
-    """Run a command with stdout discarded; its wall time, peak RSS and exit code."""
+def run(cmd: list[str], out: Path, deals: int) -> dict:
+    """Run a command with stdout to `out`; its wall time, CPU time, peak RSS, exit code, and whether it did the
+    job (exit 0 or 1, no traceback, a JSON document on stdout that counts every deal)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    with open(out, "wb") as fh, open(out.with_suffix(".err"), "wb") as eh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=eh)
+        _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+    err = out.with_suffix(".err").read_text(encoding="utf-8", errors="replace")
     code = os.waitstatus_to_exitcode(status)
     proc.returncode = code
+    ok = code in (0, 1) and "Traceback" not in err
+    if ok:
+        try:
+            ok = json.loads(out.read_bytes()).get("deals") == deals
+        except ValueError:
+            ok = False
     return {"cmd": " ".join(cmd[2:]), "seconds": round(wall, 2), "cpu_seconds": round(usage.ru_utime + usage.ru_stime,
                                                                                            2),
-            "max_rss_mb": round(usage.ru_maxrss / 1024, 1), "exit": code, "stderr_tail": err[-400:]}
+            "max_rss_mb": round(usage.ru_maxrss / 1024, 1), "exit": code, "ok": ok, "stderr_tail": err[-400:]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", default="/tmp/auditor-bench")
     ap.add_argument("--json", action="store_true", help="print the numbers as JSON")
     ap.add_argument("--skip-replay", action="store_true", help="time the audit only")
+    ap.add_argument("--skip-audit", action="store_true", help="time the replay only")
     a = ap.parse_args(argv)
     work = Path(a.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -98,14 +109,16 @@ def main(argv: list[str] | None = None) -> int:
                              "platform": platform.platform()}}
     if not a.skip_replay:
         print("replay ...", file=sys.stderr)
-        res["replay"] = run(py + ["replay", "--engine", a.engine, "--json", str(log)])
-    print("audit ...", file=sys.stderr)
-    res["audit"] = run(py + ["audit", "--engine", a.engine, "--json", str(log)])
-    if "replay" in res:
+        res["replay"] = run(py + ["replay", "--engine", a.engine, "--json", str(log)], work / "replay.out.json",
+                            a.deals)
+    if not a.skip_audit:
+        print("audit ...", file=sys.stderr)
+        res["audit"] = run(py + ["audit", "--engine", a.engine, "--json", str(log)], work / "audit.out.json", a.deals)
+    if "replay" in res and "audit" in res:
         res["ratio"] = round(res["audit"]["seconds"] / max(res["replay"]["seconds"], 1e-9), 2)
         res["target"] = "audit <= 3 x replay"
-        res["meets_target"] = res["ratio"] <= 3.0
-    bad = [k for k in ("replay", "audit") if k in res and res[k]["exit"] not in (0, 1)]
+        res["meets_target"] = res["ratio"] <= 3.0 and res["replay"]["ok"] and res["audit"]["ok"]
+    bad = [k for k in ("replay", "audit") if k in res and not res[k]["ok"]]
     if a.json:
         print(json.dumps(res, indent=2))
     else:
@@ -114,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
             if k in res:
                 r = res[k]
                 print(f"  {k:>6}: {r['seconds']:9.1f} s wall, {r['cpu_seconds']:9.1f} s cpu, "
-                      f"{r['max_rss_mb']:8.0f} MB peak, exit {r['exit']}")
+                      f"{r['max_rss_mb']:8.0f} MB peak, exit {r['exit']}{'' if r['ok'] else ' FAILED'}")
         if "ratio" in res:
             print(f"  audit / replay = {res['ratio']:.2f} (target ≤ 3: {'met' if res['meets_target'] else 'NOT met'})")
     for k in bad:

@@ -141,9 +141,7 @@ def test_truncated_gzip(tmp_path, engine):
 
 @pytest.mark.parametrize("engine", [
     "reference",
-    pytest.param("batch", marks=pytest.mark.xfail(
-        reason="auditor/fast/pipeline.py reads gzip with gzip.GzipFile: a damaged deflate stream raises "
-               "zlib.error there (dealog.open_lines handles it)", strict=False)),
+    "batch",
 ])
 def test_corrupt_gzip_no_traceback(tmp_path, engine):
     data = bytearray(gzip.compress((REPLAY_FIXTURES / "bad_input.jsonl").read_bytes()))

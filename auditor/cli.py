@@ -331,48 +331,6 @@ def investigate(
 
 
 @app.command()
-def investigate(
-    paths: list[str] = typer.Argument(..., help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
-    player: str = typer.Option(..., "--player", help="the player id as written in the logs"),
-    out: Optional[str] = typer.Option(None, "--out", help="also write the investigation as HTML (.html)"),
-    fdr: float = typer.Option(0.05, "--fdr", help="false-discovery rate of every test family (0 < fdr < 1)"),
-    seed: int = typer.Option(0, "--seed", help="seed of every Monte-Carlo step (use the audit's seed)"),
-    top: int = typer.Option(10, "--top", help="deals listed per test"),
-    engine: str = typer.Option("reference", "--engine", help="replay engine: reference or batch"),
-) -> None:
-    """Everything about one player: each test with its controls, the deals behind each score, the timeline.
-
-    Exit 1 when the player is flagged, 0 when not, 2 for an unknown player or a bad option, 3 when no input can be
-    read."""
-    if not 0.0 < fdr < 1.0:
-        _err(f"auditor: --fdr must be between 0 and 1, got {fdr}")
-        raise typer.Exit(2)
-    if seed < 0 or top < 1:
-        _err(f"auditor: --seed must be >= 0 and --top >= 1, got {seed} and {top}")
-        raise typer.Exit(2)
-    if engine not in ("batch", "reference"):
-        _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
-        raise typer.Exit(2)
-    if out is not None and not out.lower().endswith((".html", ".htm")):
-        _err(f"auditor: --out {out!r}: the investigation is written as HTML (.html)")
-        raise typer.Exit(2)
-    _check_paths(paths)
-    from .errors import UsageError
-    from .investigate import investigate_records, print_investigation, write_investigation
-
-    try:
-        view, _ = investigate_records(_progress_reader(paths, sys.stderr.isatty()), player, fdr=fdr, seed=seed,
-                                      engine=engine, k=top)
-        if out is not None:
-            write_investigation(view, out)
-    except UsageError as e:
-        _err(f"auditor: {e}")
-        raise typer.Exit(2)
-    print_investigation(view)
-    raise typer.Exit(1 if view["n_flagged"] else 0)
-
-
-@app.command()
 def simulate(
     out: str = typer.Option(..., "--out", help="the deal log to write: .jsonl, .jsonl.gz or .parquet"),
     preset: Optional[str] = typer.Option(None, "--preset", help="club-season: the demo season (mixed tables, "

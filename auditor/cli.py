@@ -160,8 +160,8 @@ def audit(
     json_out: bool = typer.Option(False, "--json", help="print the audit JSON document of outputs.md on stdout"),
     fdr: float = typer.Option(0.05, "--fdr", help="false-discovery rate of every test family (0 < fdr < 1)"),
     seed: int = typer.Option(0, "--seed", help="seed of every Monte-Carlo step (recorded in the output)"),
-    out: Optional[str] = typer.Option(None, "--out", help="also write the document: .json (or .html / .md report)"),
-    engine: str = typer.Option("reference", "--engine", help="replay engine: reference or batch"),
+    out: Optional[str] = typer.Option(None, "--out", help="also write the report: .html, .md or .json"),
+    engine: str = typer.Option("batch", "--engine", help="replay engine: batch (fast) or reference (per card)"),
 ) -> None:
     """Replay the logs and run every fairness test; flags are Benjamini-Hochberg discoveries per test family."""
     if not 0.0 < fdr < 1.0:
@@ -181,47 +181,19 @@ def audit(
     report = audit_records(_progress_reader(paths, show), fdr=fdr, seed=seed, engine=engine)
     doc = report.to_json()
     if out is not None:
+        from .report.html import write_report
+
         try:
-            if out.lower().endswith(".json"):
-                import json
-
-                with open(out, "w", encoding="utf-8") as fh:
-                    json.dump(doc, fh, indent=2, ensure_ascii=False)
-                    fh.write("\n")
-            else:
-                from .report.html import write_report
-
-                write_report(doc, out)
+            write_report(doc, out)  # .html, .md or .json by the suffix
         except UsageError as e:
             _err(f"auditor: {e}")
-            raise typer.Exit(2)
-        except OSError as e:
-            _err(f"auditor: cannot write {out!r}: {e.strerror or e}")
             raise typer.Exit(2)
     if json_out:
         _dump_json(doc)
     else:
-        from rich.console import Console
-        from rich.table import Table
+        from .report.terminal import print_audit
 
-        con = Console()
-        con.print(f"[bold]{doc['deals']}[/] records, [bold]{doc['games']}[/] games, "
-                  f"[bold]{len(doc['replay']['findings'])}[/] replay findings, seed {seed}")
-        t = Table(title=f"Test families (FDR {fdr:g}, Benjamini-Hochberg)")
-        for col in ("test", "subjects", "flagged", "watch"):
-            t.add_column(col)
-        for f in doc["families"]:
-            t.add_row(f["test"], str(f["tests"]), str(f["flagged"]), str(f["watch"]))
-        con.print(t)
-        if doc["flags"]:
-            ft = Table(title="Flags (most significant first)")
-            for col in ("test", "subject", "n", "observed", "expected", "p", "q"):
-                ft.add_column(col)
-            for e in doc["flags"]:
-                ft.add_row(e["test"], e["subject"], str(e["n"]), f"{e['observed']:.4g}", f"{e['expected']:.4g}",
-                           f"{e['pvalue']:.2g}", f"{e['qvalue']:.2g}")
-            con.print(ft)
-        con.print("Fixed-sample tests: re-running them on a growing log raises the real false-accusation rate.")
+        print_audit(doc)  # the same view as the HTML and Markdown; every log string escaped for rich markup
     raise typer.Exit(1 if doc["flags"] else 0)
 
 
@@ -296,7 +268,7 @@ def investigate(
     fdr: float = typer.Option(0.05, "--fdr", help="false-discovery rate of every test family (0 < fdr < 1)"),
     seed: int = typer.Option(0, "--seed", help="seed of every Monte-Carlo step (use the audit's seed)"),
     top: int = typer.Option(10, "--top", help="deals listed per test"),
-    engine: str = typer.Option("reference", "--engine", help="replay engine: reference or batch"),
+    engine: str = typer.Option("batch", "--engine", help="replay engine: batch (fast) or reference (per card)"),
 ) -> None:
     """Everything about one player: each test with its controls, the deals behind each score, the timeline.
 

@@ -240,3 +240,44 @@ def test_shuffle_residue_is_calibrated_at_human_tables():
     ps = np.array(ps)  # 240 dealers
     for a in (0.01, 0.05, 0.1):
         assert (ps <= a).mean() <= a + 3 * np.sqrt(a * (1 - a) / len(ps))
+
+
+@pytest.mark.parametrize("preset,n,deals", [("scotch_whist/foster", 4, 60), ("all_fours/foster", 3, 40),
+                                            ("scotch_whist/russian", 5, 30)])
+def test_deal_uniformity_count_form_matches_dealing_deal_by_deal(preset, n, deals):
+    """The null tables drawn as counts per occupancy state have the distribution of tables dealt deal by deal:
+    every cell's mean and variance, and the X² statistic's distribution (two-sample KS), agree at fixed seeds."""
+    from scipy import stats as st
+
+    from auditor.detectors import deal_uniformity as du
+    from auditor.facts import config
+    from auditor.rules import PRESETS
+
+    game, name = preset.split("/")
+    cfg = config(PRESETS[(game, name)], n)
+    B = 6000
+    a = du._simulate_per_deal(cfg, deals, B, np.random.default_rng(1)).astype(float)
+    by_cfg = {cfg: (np.zeros(deals), None)}
+    old_factor = du.COUNT_FORM_FACTOR
+    du.COUNT_FORM_FACTOR = 10**9  # force the count form
+    try:
+        b = du._simulate_tables(by_cfg, B, np.random.default_rng(2)).reshape(B, -1).astype(float)
+    finally:
+        du.COUNT_FORM_FACTOR = old_factor
+    assert (a.sum(axis=1) == b.sum(axis=1)).all()  # every honour in the pack lands somewhere, once
+    live = a.var(axis=0) + b.var(axis=0) > 0
+    z = np.abs(a.mean(axis=0) - b.mean(axis=0))[live] / np.sqrt((a.var(axis=0) + b.var(axis=0))[live] / B)
+    assert z.max() < 4.5
+    ratio = b.var(axis=0)[live] / a.var(axis=0)[live]
+    assert np.all(np.abs(ratio - 1) < 0.15)
+    e = a.mean(axis=0)
+    m = e > 0
+    xa = (((a - e) ** 2)[:, m] / e[m]).sum(axis=1)
+    xb = (((b - e) ** 2)[:, m] / e[m]).sum(axis=1)
+    assert st.ks_2samp(xa, xb).pvalue > 0.001
+    # and a misfit is caught by the same comparison: four honours a season moved from one cell to another
+    shifted = b.copy()
+    shifted[:, int(np.nonzero(m)[0][-1])] -= 4
+    shifted[:, int(np.nonzero(m)[0][0])] += 4
+    xs = (((shifted - e) ** 2)[:, m] / e[m]).sum(axis=1)
+    assert st.ks_2samp(xa, xs).pvalue < 0.001

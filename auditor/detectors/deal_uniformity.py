@@ -20,6 +20,7 @@ dealer with every other cutter — a dealer high with one cutter only is the int
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Sequence
 
 import numpy as np
@@ -122,32 +123,144 @@ def _x2(obs: np.ndarray, exp_: np.ndarray) -> float:
     return float((((obs - exp_) ** 2)[m] / exp_[m]).sum())
 
 
-def _simulate_tables(by_cfg: dict[Config, tuple], B: int, rng: np.random.Generator) -> np.ndarray:
-    """[B, N_CLASSES, 6] tables of B seasons of the same deals dealt from uniform shuffles."""
+@lru_cache(maxsize=256)
+def _null_plan(cfg: Config) -> tuple[np.ndarray, tuple[tuple[int, tuple[int, ...]], ...], np.ndarray]:
+    """The per-deal null of one configuration, grouped by what the turn-up decides: (probabilities of the
+    turn-up types, the types as (table column of the turned honour or -1, table columns of the trump honours in
+    the pack and not turned), deck slots other than the turn-up's per location class)."""
+    ranks = honour_ranks(cfg.game)
+    cols = _cols(cfg)
+    pack = cards_of(cfg.pack)
+    types: dict[tuple[int, tuple[int, ...]], int] = {}
+    for c in pack:
+        suit, rank = divmod(int(c), 13)
+        turned = next((cols[j] for j, r in enumerate(ranks) if r == rank), -1)
+        rest = tuple(cols[j] for j, r in enumerate(ranks)
+                     if r != rank and (cfg.pack >> (suit * 13 + r)) & 1)
+        key = (turned, rest)
+        types[key] = types.get(key, 0) + 1
+    keys = tuple(sorted(types))
+    probs = np.array([types[k] for k in keys], dtype=float) / len(pack)
+    slots = np.bincount([c for k, c in enumerate(cfg.slot_class) if k != cfg.turnup_index], minlength=N_CLASSES)
+    return probs, keys, slots
+
+
+def _multinomial(n: np.ndarray, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Multinomial counts [B, S, C] of n [B, S] trials with probabilities p [S, C] (rows sum to 1), drawn as a
+    chain of binomials (one vectorised call per category: far cheaper than numpy's per-row multinomial)."""
+    out = np.zeros(n.shape + (p.shape[1],), dtype=np.int64)
+    left = n.astype(np.int64)
+    mass = np.ones(p.shape[0])
+    for c in range(p.shape[1] - 1):
+        q = np.clip(np.divide(p[:, c], mass, out=np.zeros_like(mass), where=mass > 0), 0.0, 1.0)
+        m = rng.binomial(left, q[None, :])
+        out[:, :, c] = m
+        left = left - m
+        mass = mass - p[:, c]
+    out[:, :, -1] = left
+    return out
+
+
+@lru_cache(maxsize=256)
+def _stages(slots: tuple[int, ...], k: int) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], ...]:
+    """Placing k honours one at a time into distinct slots (slots[C] per live class C): per stage j, the
+    probabilities [S_j, C] of the next honour's class from each occupancy state, and how the (state, class) pairs
+    feed the next stage's states (flat indices sorted by target state, and the start of each target's run)."""
+    s = np.array(slots, dtype=float)
+    total = float(s.sum())
+    states = [(0,) * len(slots)]
+    out = []
+    for j in range(k):
+        occ = np.array(states, dtype=float)
+        p = np.clip((s[None, :] - occ) / (total - j), 0.0, 1.0)
+        index: dict[tuple[int, ...], int] = {}
+        flat, target = [], []
+        if j < k - 1:
+            for si, st in enumerate(states):
+                for c in range(len(slots)):
+                    if p[si, c] > 0:
+                        key = st[:c] + (st[c] + 1,) + st[c + 1:]
+                        target.append(index.setdefault(key, len(index)))
+                        flat.append(si * len(slots) + c)
+        flat_a = np.array(flat, dtype=np.int64)
+        target_a = np.array(target, dtype=np.int64)
+        order = np.argsort(target_a, kind="stable")
+        starts = np.searchsorted(target_a[order], np.arange(len(index)))
+        out.append((p, flat_a[order], starts))
+        states = list(index)
+    return tuple(out)
+
+
+def _simulate_per_deal(cfg: Config, D: int, B: int, rng: np.random.Generator) -> np.ndarray:
+    """[B, N_CLASSES * 6] tables of B seasons of D deals of `cfg`, dealt deal by deal from uniform shuffles (cheaper
+    than the count form for few deals at many seats)."""
     out = np.zeros((B, N_CLASSES * 6), dtype=np.int64)
-    for cfg, (keys, _loc) in by_cfg.items():
-        D = len(keys)
-        ranks = np.array(honour_ranks(cfg.game))
-        H = len(ranks)
-        pack = np.array(cards_of(cfg.pack), dtype=np.int64)
-        P = len(pack)
-        other = np.array([c for k, c in enumerate(cfg.slot_class) if k != cfg.turnup_index], dtype=np.int64)
-        tu = pack[rng.integers(P, size=(B, D))]
-        pos = rng.integers(P - 1, size=(B, D, H))
-        while True:  # distinct positions for the honours (rejection; few rows collide)
-            srt = np.sort(pos, axis=2)
-            bad = (np.diff(srt, axis=2) == 0).any(axis=2)
-            if not bad.any():
-                break
-            pos[bad] = rng.integers(P - 1, size=(int(bad.sum()), H))
-        cls = other[pos]
-        cls = np.where((tu % 13)[:, :, None] == ranks[None, None, :], TURNUP, cls)
-        in_pack = np.array([[(cfg.pack >> (s * 13 + r)) & 1 for r in ranks] for s in range(4)], dtype=bool)
-        present = in_pack[tu // 13]  # [B, D, H]
-        cell = cls * 6 + np.array(_cols(cfg))[None, None, :]
-        flat = (np.arange(B)[:, None, None] * (N_CLASSES * 6) + cell)[present]
-        out += np.bincount(flat, minlength=B * N_CLASSES * 6).reshape(B, N_CLASSES * 6)
-    return out.reshape(B, N_CLASSES, 6)
+    ranks = np.array(honour_ranks(cfg.game))
+    H = len(ranks)
+    pack = np.array(cards_of(cfg.pack), dtype=np.int64)
+    P = len(pack)
+    other = np.array([c for k, c in enumerate(cfg.slot_class) if k != cfg.turnup_index], dtype=np.int64)
+    tu = pack[rng.integers(P, size=(B, D))]
+    pos = rng.integers(P - 1, size=(B, D, H))
+    while True:  # distinct positions for the honours (rejection; few rows collide)
+        srt = np.sort(pos, axis=2)
+        bad = (np.diff(srt, axis=2) == 0).any(axis=2)
+        if not bad.any():
+            break
+        pos[bad] = rng.integers(P - 1, size=(int(bad.sum()), H))
+    cls = other[pos]
+    cls = np.where((tu % 13)[:, :, None] == ranks[None, None, :], TURNUP, cls)
+    in_pack = np.array([[(cfg.pack >> (s * 13 + r)) & 1 for r in ranks] for s in range(4)], dtype=bool)
+    present = in_pack[tu // 13]  # [B, D, H]
+    cell = cls * 6 + np.array(_cols(cfg))[None, None, :]
+    flat = (np.arange(B)[:, None, None] * (N_CLASSES * 6) + cell)[present]
+    out += np.bincount(flat, minlength=B * N_CLASSES * 6).reshape(B, N_CLASSES * 6)
+    return out
+
+
+@lru_cache(maxsize=256)
+def _count_cost(cfg: Config) -> int:
+    """Binomial draws per simulated season of the count form for `cfg` (independent of the number of deals)."""
+    _probs, types, slots = _null_plan(cfg)
+    live = tuple(int(x) for x in slots[np.nonzero(slots)[0]])
+    return sum(p.size for _t, rest in types for p, _f, _s in _stages(live, len(rest)))
+
+
+COUNT_FORM_FACTOR = 6  # a binomial draw of the count form costs about 1/6 of one honour placed per deal
+
+
+def _simulate_tables(by_cfg: dict[Config, tuple], B: int, rng: np.random.Generator) -> np.ndarray:
+    """[B, N_CLASSES, 6] tables of B seasons of the same deals dealt from uniform shuffles.
+
+    Exact in distribution and independent of the number of deals: a season's table is a sum of independent
+    per-deal tables, so it is drawn as counts. Per configuration, the deals split over the turn-up types
+    (multinomial: which honour, if any, is turned, and which trump honours the pack holds); within a type the
+    other honours go to distinct deck slots, uniformly. Placing them one rank at a time, the next honour's class
+    depends only on how many earlier honours sit in each class (the occupancy), so the deals are tracked as
+    counts per occupancy state and each rank's column is a multinomial per state with probabilities
+    (slots[C] - occupied[C]) / (slots left). A configuration with few deals and many states (many seats) is
+    dealt deal by deal instead (`_simulate_per_deal`): the same distribution, whichever is cheaper."""
+    out = np.zeros((B, N_CLASSES, 6), dtype=np.int64)
+    for cfg, arrays in by_cfg.items():
+        D = len(arrays[0])
+        if D == 0:
+            continue
+        if _count_cost(cfg) > COUNT_FORM_FACTOR * D * len(honour_ranks(cfg.game)):
+            out += _simulate_per_deal(cfg, D, B, rng).reshape(B, N_CLASSES, 6)
+            continue
+        probs, types, slots = _null_plan(cfg)
+        live = np.nonzero(slots)[0]  # classes with deck slots
+        split = rng.multinomial(D, probs, size=B)  # [B, T]
+        for t, (turned, rest) in enumerate(types):
+            n = split[:, t:t + 1]  # [B, S] deals per occupancy state
+            if turned >= 0:
+                out[:, TURNUP, turned] += n[:, 0]
+            for j, (p, flat, starts) in enumerate(_stages(tuple(int(x) for x in slots[live]), len(rest))):
+                m = _multinomial(n, p, rng)  # [B, S, C]
+                out[:, live, rest[j]] += m.sum(axis=1)
+                if len(starts):
+                    n = np.add.reduceat(m.reshape(B, -1)[:, flat], starts, axis=1)
+    return out
 
 
 def sequential_mc_pvalue(stat: float, simulate, rng: np.random.Generator, h: int = MC_H,

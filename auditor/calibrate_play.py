@@ -63,20 +63,21 @@ def marked_spec(q: float = 0.0, n_players: int = 60, deals_each: int = 400, huma
                       log_decisions=log_decisions, season="cal", **kw)
 
 
-def collusion_spec(q: float = 0.0, n_tables: int = 3, deals_each: int = 500):
+def collusion_spec(q: float = 0.0, n_tables: int = 3, deals_each: int = 500, human: bool = False):
     from .simulate import CheaterSpec, SeasonSpec, TableSpec
 
-    tables = [TableSpec(f"sw5-{i}", 5) for i in range(n_tables)]
+    tables = [TableSpec(f"sw5-{i}", 5, human_shuffle=human) for i in range(n_tables)]
     cheaters = [CheaterSpec(CHEATER, "colluder", q, partner=PARTNER),
                 CheaterSpec(PARTNER, "colluder", q, partner=CHEATER)] if q > 0 else []
     return SeasonSpec(tables=tables, n_deals=deals_each * n_tables, players=5 * n_tables, cheaters=cheaters,
                       deck=False, time=False, season="cal")
 
 
-def revoke_spec(q: float = 0.0, n_players: int = 20, deals_each: int = 1000):
+def revoke_spec(q: float = 0.0, n_players: int = 20, deals_each: int = 1000, human: bool = False):
     from .simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships
 
-    tables = [TableSpec(f"sw4-{i}", 4, sides=partnerships(4, "pairs")) for i in range(n_players // 4)]
+    tables = [TableSpec(f"sw4-{i}", 4, sides=partnerships(4, "pairs"), human_shuffle=human)
+              for i in range(n_players // 4)]
     cheaters = [CheaterSpec(CHEATER, "revoker", q)] if q > 0 else []
     return SeasonSpec(tables=tables, n_deals=deals_each * n_players // 4, players=n_players, cheaters=cheaters,
                       deck=False, time=False, season="cal")
@@ -202,11 +203,13 @@ def marked_season(seed: int, i: int, q: float, human: bool = False, fdr: float =
     return out
 
 
-def collusion_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: int = 500) -> dict:
+def collusion_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: int = 500,
+                     human: bool = False) -> dict:
     from .simulate import simulate_season
 
     t0 = time.perf_counter()
-    sim = simulate_season(collusion_spec(q, deals_each=deals_each), _rng(seed, f"collusion-{q}", i))
+    sim = simulate_season(collusion_spec(q, deals_each=deals_each, human=human),
+                          _rng(seed, f"collusion-{q}" + ("-human" if human else ""), i))
     tests = _detect("collusion", _replay(sim.records), fdr)
     pair = {f"{CHEATER}+{PARTNER}", f"{PARTNER}+{CHEATER}"}
     played = sum(CHEATER in r["players"] for r in sim.records)
@@ -218,11 +221,13 @@ def collusion_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each:
             "seconds": round(time.perf_counter() - t0, 2)}
 
 
-def revoke_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: int = 1000) -> dict:
+def revoke_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: int = 1000,
+                  human: bool = False) -> dict:
     from .simulate import simulate_season
 
     t0 = time.perf_counter()
-    sim = simulate_season(revoke_spec(q, deals_each=deals_each), _rng(seed, f"revoke-{q}", i))
+    sim = simulate_season(revoke_spec(q, deals_each=deals_each, human=human),
+                          _rng(seed, f"revoke-{q}" + ("-human" if human else ""), i))
     tests = _detect("revoke_pattern", _replay(sim.records), fdr)
     played = sum(CHEATER in r["players"] for r in sim.records)
     deliberate = sum(len(c.get("revokes", [])) for c in sim.key["cheaters"])
@@ -325,9 +330,9 @@ def summarise_flags(seasons: list[dict], key: str) -> dict:
 
 
 SIZES_FAST = {"marked_honest": 2, "marked_human": 1, "marked_power": 2, "marked_small": 0, "collusion": 3,
-              "revoke": 2}
+              "revoke": 2, "human_other": 1}
 SIZES_FULL = {"marked_honest": 100, "marked_human": 20, "marked_power": 50, "marked_small": 40, "collusion": 50,
-              "revoke": 50}
+              "revoke": 50, "human_other": 20}  # human_other: honest collusion and revoke seasons, hand shuffles
 SMALL_DEALS = 150  # `marked_small`: the power seasons again with about 150 deals played each
 
 
@@ -363,6 +368,9 @@ def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None,
     for i in range(n["revoke"]):
         tasks.append(("revoke_honest", seed, i, 0.0, {"fdr": fdr}))
         tasks.append(("revoke_power", seed, i, REVOKER_Q, {"fdr": fdr}))
+    for i in range(n.get("human_other", 0)):
+        tasks.append(("collusion_human", seed, i, 0.0, {"fdr": fdr, "human": True}))
+        tasks.append(("revoke_human", seed, i, 0.0, {"fdr": fdr, "human": True}))
     t0 = time.perf_counter()
     done: dict[str, list[dict]] = {}
     say(f"{len(tasks)} simulated seasons on {workers} worker(s)")
@@ -393,6 +401,9 @@ def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None,
     if "revoke_honest" in done:
         out["studies"]["revoke_honest"] = summarise_flags(done["revoke_honest"], "revoke")
         out["studies"]["revoke_power"] = summarise_flags(done["revoke_power"], "revoke") | {"q": REVOKER_Q}
+    for key in ("collusion_human", "revoke_human"):
+        if key in done:
+            out["studies"][key] = summarise_flags(done[key], key.split("_")[0])
     out["seconds"] = round(time.perf_counter() - t0, 1)
     out["seconds_per_season"] = {k: float(np.mean([s["seconds"] for s in v])) for k, v in done.items()}
     out["targets"] = targets(out)
@@ -486,7 +497,8 @@ def format_report(res: dict) -> str:
         lines.append("  controls at the same level: " + ", ".join(
             f"{k[2:-15]} {p[k]:.0%}" for k in p if k.endswith("_power_at_level") and k.startswith("p_")
             and p[k] is not None))
-    for key in ("collusion_honest", "collusion_power", "revoke_honest", "revoke_power"):
+    for key in ("collusion_honest", "collusion_power", "collusion_human", "revoke_honest", "revoke_power",
+                "revoke_human"):
         s = st.get(key)
         if s:
             lines.append(f"{key}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"

@@ -58,7 +58,6 @@ def test_verdict_names_the_planted_dealing_cheaters_and_no_honest_player(runs):
         1 for f in doc["flags"] if not f["detail"].get("timeline"))
 
 
-@pytest.mark.xfail(strict=False, reason="marked_ten does not yet flag the demo's marked-Ten player (issue 6)")
 def test_the_marked_ten_cheater_is_flagged_too(runs):
     doc = json.loads(runs[0]["json"])
     key = json.loads(KEY.read_text(encoding="utf-8"))

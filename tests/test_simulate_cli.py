@@ -110,7 +110,7 @@ def test_parquet_output_holds_the_same_records(tmp_path):
 
 def test_demo_fixture_is_what_the_documented_command_makes(tmp_path):
     log, key = tmp_path / "season.jsonl.gz", tmp_path / "season.key.json"
-    r = _run("--preset", "club-season", "--deals", 4000, "--seed", 2027, "--out", log, "--key", key)
+    r = _run("--preset", "club-season", "--deals", 8000, "--seed", 2027, "--out", log, "--key", key)
     assert r.exit_code == 0, r.output
     assert log.read_bytes() == (DEMO / "season.jsonl.gz").read_bytes()
     assert key.read_bytes() == (DEMO / "season.key.json").read_bytes()
@@ -120,7 +120,7 @@ def test_demo_fixture_is_what_the_documented_command_makes(tmp_path):
 def test_demo_fixture_replays_with_only_its_planted_revokes():
     recs = list(read_records([str(DEMO / "season.jsonl.gz")]))
     key = json.loads((DEMO / "season.key.json").read_text())
-    assert 2000 <= len(recs) <= 4100 and key["deals"] == len(recs)
+    assert 8000 <= len(recs) <= 8100 and key["deals"] == len(recs)
     rep = replay_records(recs)
     assert {f.code for f in rep.findings} == {"revoke"}
     assert len(rep.findings) == len(key["revokes"])

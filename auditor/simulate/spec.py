@@ -200,7 +200,7 @@ def club_season_spec(n_deals: int = 20000, *, deck: bool = True, time: bool = Tr
     cheaters = [
         CheaterSpec("kate", "jack_stacker", 0.5),
         CheaterSpec("otto", "turnup_jack", 0.4),
-        CheaterSpec("walt", "marked_ten", 0.8),
+        CheaterSpec("walt", "marked_ten", 1.0),
         CheaterSpec("rosa", "colluder", 0.8, partner="gus"),
         CheaterSpec("gus", "colluder", 0.8, partner="rosa"),
         CheaterSpec("ray", "revoker", 0.5),

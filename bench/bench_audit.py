@@ -8,7 +8,9 @@ Each run is checked, not only timed: exit 0 or 1, no traceback, and a JSON docum
 The log: the demo club season (`club_season_spec`, seeded) simulated once at `--base` deals, then tiled to `--deals`
 by copying it with renamed tables and games (`#k` suffixes), so every copy is a distinct table and game while the
 players stay the same club (families keep their size; per-subject work grows with deals, as in a real club over
-years). Both commands run as the user runs them (`python -m auditor ... --json`, output discarded) in fresh
+years). The copies repeat the same deals, which is real evidence of non-uniform dealing: past a few copies every
+dealer's `deal_uniformity` p-value runs to its Monte-Carlo cap and frequency tests flag many subjects, so the tiled
+log times the audit of a log full of strong findings (a worst case), not of a typical club. Both commands run as the user runs them (`python -m auditor ... --json`, output discarded) in fresh
 processes, one after the other; wall time and peak memory (RSS) come from the child's own resource usage.
 Files are cached in `--workdir` between runs. Numbers depend on the machine; the note records where they ran.
 """

@@ -45,6 +45,18 @@ def _dump_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
+def _write_json(obj, path: str) -> None:
+    """Write `obj` as indented JSON to `path`; a path that cannot be written is a usage error (exit 2)."""
+    import json
+
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(obj, fh, indent=2)
+    except OSError as e:
+        _err(f"auditor: cannot write {path!r}: {e.strerror or e}")
+        raise typer.Exit(2)
+
+
 def _progress_reader(paths: list[str], show: bool):
     from .dealog import read_records
 
@@ -211,10 +223,14 @@ def calibrate(
     fdr: float = typer.Option(0.05, "--fdr", help="false-discovery rate of every family"),
     plot: Optional[str] = typer.Option("power_curve.png", "--plot",
                                        help="power-curve image (.png or .svg); '' for none"),
+    play: bool = typer.Option(False, "--play", help="also run the play-knowledge study (as calibrate-play)"),
     json_out: bool = typer.Option(False, "--json", help="print the numbers as JSON on stdout"),
     out: Optional[str] = typer.Option(None, "--out", help="also write the numbers as JSON to this file"),
 ) -> None:
-    """Simulate honest and cheating seasons: false positives, realised FDR, power v. the exact oracle test."""
+    """Simulate honest and cheating seasons: false positives, realised FDR, power v. the exact oracle test.
+
+    With --play, also the play-knowledge tests (marked_ten, collusion, revoke_pattern) against the likelihood-ratio
+    yardstick; their numbers go under "play"."""
     if not 0.0 < fdr < 1.0:
         _err(f"auditor: --fdr must be between 0 and 1, got {fdr}")
         raise typer.Exit(2)
@@ -235,6 +251,11 @@ def calibrate(
     from . import calibrate as cal
 
     res = cal.calibrate(seed=seed, fdr=fdr, progress=lambda m: _err(f"calibrate: {m}"), **sizes)
+    if play:
+        from .calibrate_play import calibrate_play as run_play
+
+        res["play"] = run_play(seed=seed, fast=fast, sizes={}, fdr=fdr, workers=1,
+                               progress=lambda m: _err(f"calibrate-play: {m}"))
     if plot:
         try:
             res["plot"] = cal.plot_power_curve(res, plot)
@@ -244,20 +265,17 @@ def calibrate(
             _err(f"auditor: cannot write {plot!r}: {e.strerror or e}")
             raise typer.Exit(2)
     if out:
-        import json
-
-        try:
-            with open(out, "w", encoding="utf-8") as fh:
-                json.dump(res, fh, indent=2)
-        except OSError as e:
-            _err(f"auditor: cannot write {out!r}: {e.strerror or e}")
-            raise typer.Exit(2)
+        _write_json(res, out)
     if json_out:
         _dump_json(res)
     else:
         cal.print_report(res)
         if res.get("plot"):
             sys.stdout.write(f"power curve: {res['plot']}\n")
+        if play:
+            from .calibrate_play import format_report
+
+            sys.stdout.write(format_report(res["play"]) + "\n")
 
 
 @app.command()
@@ -391,14 +409,7 @@ def calibrate_play(
     res = run_play(seed=seed, fast=fast, sizes={k: v for k, v in given.items() if v is not None}, fdr=fdr,
                    workers=workers, progress=lambda m: _err(f"calibrate-play: {m}"))
     if out:
-        import json
-
-        try:
-            with open(out, "w", encoding="utf-8") as fh:
-                json.dump(res, fh, indent=2)
-        except OSError as e:
-            _err(f"auditor: cannot write {out!r}: {e.strerror or e}")
-            raise typer.Exit(2)
+        _write_json(res, out)
     if json_out:
         _dump_json(res)
     else:

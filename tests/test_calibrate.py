@@ -72,3 +72,14 @@ def test_full_study_meets_the_targets():
                         shuffle_seasons=0)
     for desc, met, measured in cal.targets(res):
         assert met, (desc, measured)
+
+
+@pytest.mark.slow
+def test_calibrate_with_play_reports_both_studies():
+    r = runner.invoke(app, ["calibrate", "--fast", "--play", "--plot", "", "--json", "--honest-seasons", "2",
+                                "--power-seasons", "2", "--curve-seasons", "1", "--uniformity-seasons", "0",
+                                "--shuffle-seasons", "0"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout[r.stdout.index("{"):])
+    assert "play" in doc and doc["play"]["seed"] == 0
+    assert any("marked" in k for k in doc["play"]["studies"])

@@ -19,6 +19,8 @@ import html
 import math
 from typing import Any, Iterable, Sequence
 
+from .sentences import _finite as _fin  # one reading of "a finite number" for text and charts
+
 W, H = 680, 410
 ML, MR, MT, MB = 64, 24, 54, 52
 
@@ -45,16 +47,6 @@ def esc(text: Any) -> str:
 
 def _f(x: float) -> str:
     return f"{x:.1f}"
-
-
-def _fin(x: Any) -> float | None:
-    if isinstance(x, bool) or x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:

@@ -184,13 +184,20 @@ def _replay(st: _Deal) -> None:
     trump_str = runs[-1]["turn_up"] if (af and runs) else d.turn_up
     trump = suit_of(code_of[trump_str]) if code_of.get(trump_str) is not None else None
     tricks = [[code_of[x] for x in t] for t in tricks_raw]
-    seat_walk = walk_seats(L, d.game, R.switches.get("set_leader", "last_trick_winner"), tricks, trump,
-                           _tricks_per_set(st))
+    walked: list = []
+
+    def seat_walk() -> list[list[int] | None]:
+        """Who played each card, following the leads: needed only to place a bad card found in the tricks or to
+        derive hands from the play, so it is computed on first use (the play itself walks the tricks again)."""
+        if not walked:
+            walked.append(walk_seats(L, d.game, R.switches.get("set_leader", "last_trick_winner"), tricks, trump,
+                                     _tricks_per_set(st)))
+        return walked[0]
 
     def place_seat(kind: str, seat: int | None, trick: int | None) -> int | None:
         if kind != "trick":
             return seat
-        seats = seat_walk[trick - 1]
+        seats = seat_walk()[trick - 1]
         return seats[seat] if seats is not None and seat < len(seats) else None
 
     unknown_seen: set[str] = set()
@@ -287,7 +294,7 @@ def _replay(st: _Deal) -> None:
     if structural:
         return
     if d.hands is None:
-        derived, known = _derive_hands(st, tricks, seat_walk)
+        derived, known = _derive_hands(st, tricks, seat_walk())
         res.hands = [0] * n
         for s in range(n):
             for part in derived[s]:

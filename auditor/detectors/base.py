@@ -194,3 +194,26 @@ def funnel(t: Trials) -> dict:
     return {"n": len(t), "observed": t.observed, "expected": round(t.expected, 4),
             "limits": {"95": [d.lower_limit(0.025), d.upper_limit(0.025)],
                        "99.8": [d.lower_limit(0.001), d.upper_limit(0.001)]}}
+
+
+class TrialsDetector:
+    """The shared skeleton of the exact dealing tests (`dealer_jack`, `turnup_jack`): per-subject `Trials` streams
+    counted from the dealing facts by the module's `count_facts`, merged by concatenation (exact across tables)."""
+
+    name = ""
+
+    def __init__(self, fdr: float = 0.05, details: bool = True):
+        self.fdr = fdr
+        self.details = details
+
+    @staticmethod
+    def count_facts(facts) -> dict:
+        raise NotImplementedError
+
+    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts=None) -> dict:
+        from ..facts import facts_from_results
+
+        return self.count_facts(facts if facts is not None else facts_from_results(results))
+
+    def merge(self, parts: Sequence[dict]) -> dict:
+        return merge_streams(parts)

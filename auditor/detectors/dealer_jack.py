@@ -9,15 +9,14 @@ player who is simply lucky with trumps is high on the controls too.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
 
 import numpy as np
 
 from ..cards import RJ
-from ..facts import MAX_SEATS, DealingFacts, facts_from_results, held_prob
+from ..facts import MAX_SEATS, DealingFacts, held_prob
 from ..stats import exact
 from ..stats.family import TestResult
-from .base import Trials, control, funnel, merge_streams, pb_result, split_trials
+from .base import Trials, TrialsDetector, control, funnel, pb_result, split_trials
 
 RA, RT = 12, 8
 METHOD = "exact poisson-binomial, one-sided"
@@ -73,19 +72,9 @@ def _seat_probs_sub(facts: DealingFacts, idx: np.ndarray, rank: int) -> np.ndarr
     return table[facts.cfg[idx]]
 
 
-class DealerJack:
+class DealerJack(TrialsDetector):
     name = "dealer_jack"
-
-    def __init__(self, fdr: float = 0.05, details: bool = True):
-        self.fdr = fdr
-        self.details = details
-
-    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None,
-              facts: DealingFacts | None = None) -> dict:
-        return count_facts(facts if facts is not None else facts_from_results(results))
-
-    def merge(self, parts: Sequence[dict]) -> dict:
-        return merge_streams(parts)
+    count_facts = staticmethod(count_facts)
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
         subjects = sorted(s for s, st in counts.items() if len(st.get("deal", Trials.empty())))

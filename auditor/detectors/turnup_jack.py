@@ -8,14 +8,13 @@ Controls (in no family): the first turn-ups and the run turn-ups separately.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
 
 import numpy as np
 
-from ..facts import DealingFacts, facts_from_results
+from ..facts import DealingFacts
 from ..stats import exact
 from ..stats.family import TestResult
-from .base import Trials, control, merge_streams, pb_result, split_trials
+from .base import Trials, TrialsDetector, control, pb_result, split_trials
 
 METHOD = "exact poisson-binomial, one-sided (null given the cards already out)"
 
@@ -34,19 +33,9 @@ def count_facts(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
     return out
 
 
-class TurnupJack:
+class TurnupJack(TrialsDetector):
     name = "turnup_jack"
-
-    def __init__(self, fdr: float = 0.05, details: bool = True):
-        self.fdr = fdr
-        self.details = details
-
-    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None,
-              facts: DealingFacts | None = None) -> dict:
-        return count_facts(facts if facts is not None else facts_from_results(results))
-
-    def merge(self, parts: Sequence[dict]) -> dict:
-        return merge_streams(parts)
+    count_facts = staticmethod(count_facts)
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
         subjects = sorted(s for s, st in counts.items() if len(st.get("first", Trials.empty())))

@@ -664,7 +664,6 @@ def _cat(parts: list, S: int | None = None, lens: list[int] | None = None, fill:
 
 
 def _chain(acc: _Acc, reg: Registry):
-    from ..replay.chain import GameSummary
     from .chain import COLLISION, DealArrays, chain_arrays
 
     if acc.n == 0:

@@ -268,7 +268,6 @@ def _replay(st: _Deal) -> None:
                            "a run gives 3", None, s)
                     break
     structural |= bool(bad_size)
-    in_play_extra: list[int] = [0] * n  # All Fours: run cards kept, minus discards
     if af:
         structural |= _af_begging(st, code_of)
     res.cards_ok = not structural

@@ -457,7 +457,6 @@ class DealerCutter:
                 n = sum(int((cut == c).sum()) for _k, _h, cut in counts[dealer].values())
                 if n >= self.min_deals:
                     pairs.append((dealer, c))
-        level = exact.per_test_level(self.fdr, len(pairs))
         out = []
         for dealer, cutter in pairs:
             by_cfg = counts[dealer]

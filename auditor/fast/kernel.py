@@ -718,7 +718,6 @@ def play_tricks(g: _Group, rows, eldest, tricks, sizes, tps, holds, reset, trump
                 cb[o] += tricks[k, p] * ((sk[p] == o) & ~is_second)
             second += tricks[k, p] * is_second
         cbs[k] = cb
-    valid = tricks != NOCARD
     bits = BIT[cbs]
     if extra_k:
         bits[extra_k[0], 0] |= BIT[second]

@@ -44,7 +44,6 @@ def _play(rng: np.random.Generator, rel_hands: np.ndarray, trump: np.ndarray, n:
     N, _, H = rel_hands.shape
     T = H
     suit = (rel_hands // 13).astype(np.int8)
-    rank = (rel_hands % 13).astype(np.int8)
     played = np.zeros((N, n, H), bool)
     tricks = np.zeros((N, T, n), np.uint8)
     seats = np.zeros((N, T, n), np.int8)

@@ -289,19 +289,23 @@ class Replayed:
         return {"deals": self.deals, "games": self.games, "findings": [f.to_json() for f in self.findings],
                 "games_summary": [g.to_json() for g in self.games_summary]}
 
-    def to_json_bytes(self) -> bytes:
-        """The document as `json.dumps(self.to_json(), indent=2, ensure_ascii=False)` writes it, built without
-        a Python object per game."""
+    def _head_bytes(self) -> bytes:
+        """The document with an empty `games_summary`, indented as `json.dumps(..., indent=2)` writes it."""
         head = {"deals": self.deals, "games": self.games, "findings": [f.to_json() for f in self.findings],
                 "games_summary": []}
         try:
             import orjson
 
-            text = orjson.dumps(head, option=orjson.OPT_INDENT_2)
+            return orjson.dumps(head, option=orjson.OPT_INDENT_2)
         except (ImportError, TypeError):
             import json
 
-            text = json.dumps(head, indent=2, ensure_ascii=False).encode()
+            return json.dumps(head, indent=2, ensure_ascii=False).encode()
+
+    def to_json_bytes(self) -> bytes:
+        """The document as `json.dumps(self.to_json(), indent=2, ensure_ascii=False)` writes it, built without
+        a Python object per game."""
+        text = self._head_bytes()
         if not len(self.games_summary):
             return text
         tail = b"[]\n}"
@@ -310,16 +314,7 @@ class Replayed:
 
     def write_json(self, out) -> None:
         """Write the document (as `to_json_bytes`) to a binary stream, without joining it into one bytes."""
-        head = {"deals": self.deals, "games": self.games, "findings": [f.to_json() for f in self.findings],
-                "games_summary": []}
-        try:
-            import orjson
-
-            text = orjson.dumps(head, option=orjson.OPT_INDENT_2)
-        except (ImportError, TypeError):
-            import json
-
-            text = json.dumps(head, indent=2, ensure_ascii=False).encode()
+        text = self._head_bytes()
         if not len(self.games_summary):
             out.write(text)
             return

@@ -70,6 +70,14 @@ def _tick_label(v: float) -> str:
     return f"{v:.3g}"
 
 
+def _widen(lo: float, hi: float) -> float:
+    """`hi`, or a larger value when the range is empty; the step grows with |lo| so that lo + step > lo even
+    where adding 1 is lost to rounding (lo = -1e16)."""
+    if hi > lo:
+        return hi
+    return lo + max(1.0, abs(lo) * 1e-9)
+
+
 class Plot:
     """A linear x/y chart area with axes; elements are appended as SVG strings."""
 
@@ -78,10 +86,7 @@ class Plot:
         self.title, self.xlabel, self.ylabel, self.desc = title, xlabel, ylabel, desc
         x0, x1 = xlim
         y0, y1 = ylim
-        if not x1 > x0:
-            x1 = x0 + 1
-        if not y1 > y0:
-            y1 = y0 + 1
+        x1, y1 = _widen(x0, x1), _widen(y0, y1)
         self.x0, self.x1, self.y0, self.y1 = x0, x1, y0, y1
         self.body: list[str] = []
         self.legend: list[tuple[str, str]] = []

@@ -1,0 +1,449 @@
+"""The replayed deals as columns: what every detector reads, one row per replayed deal, no Python object per deal.
+
+`AuditColumns` is the hand-over between the replay and the detectors (read -> validate -> replay -> **columns** ->
+detectors). It is built two ways that must agree field for field (tests/test_columns.py):
+
+- `from_results(results)`: from the reference engine's `DealResult`s (the executable spec; small inputs, tests,
+  and the records the batch kernel leaves to the reference engine);
+- the batch pipeline (`auditor.fast.audit_cols`): straight from the kernel's arrays, chunk by chunk.
+
+Rows are in input order (`order` = file index << 32 | line, ascending). Seats are absolute (as in the log). Cards
+are ints 0..51 (`auditor.cards`), 255 (`NOCARD`) for "no card" in uint8 arrays, -1 in int16 arrays. Every array
+has the deals on the first axis.
+
+Fields, with the `DealResult` / `Deal` attribute each one mirrors:
+
+    strings     paths (Deal.file_index -> path), tables, game_ids, players, packs; rulesets (Rules objects)
+    file_index  int32   Deal.file_index              line      int64  Deal.line (None -> 0)
+    order       int64   file_index << 32 | line
+    table       int32   index into tables             game      int32  index into game_ids
+    deal_no     int32   Deal.deal_no                  pack      int32  index into packs, -1 when Deal.pack is None
+    rset        int16   index into rulesets           n         int8   len(Deal.players)
+    dealer      int8    Deal.dealer                   cutter    int8   Deal.cutter_seat
+    n_sides     int8    Deal.n_sides
+    seat_player int32 [D, 8]  player index of each seat, -1 past n
+    side_of     int8  [D, 8]  Deal.side_of, -1 past n
+    turn_up     int16   the parsed turn-up, -1 when it does not parse
+    shown       int16   the parsed shown card, -1 when none or it does not parse
+    trump       int8    DealResult.trump, -1 when None
+    hands       uint64 [D, 8]  DealResult.hands as bitmasks (0 past n, and everywhere when None)
+    has_hands   bool    DealResult.hands is not None
+    rec_hands   bool    Deal.hands is not None
+    hands_dup   bool    some recorded hand lists a card twice
+    deck        uint8 [D, 52]  the dealt order of the pack, as `shuffle_residue` reads it: the logged deck, else
+                        the order the recorded hands imply (NOCARD where unknown); `deck_len` -1 when neither
+    deck_len    int8
+    play_card   uint8 [D, P]  DealResult.plays: card, seat, trick (0-based) of each replayed play, in play order
+    play_seat   int8  [D, P]  (NOCARD / -1 padding past n_plays)
+    play_trick  int8  [D, P]
+    n_plays     int16
+    winners     int8  [D, T]  DealResult.winners (-1 padding), n_winners = len(winners)
+    n_winners   int8
+    rev_row, rev_trick, rev_seat   DealResult.revokes flattened: row, trick (1-based), seat; in row order, each
+                        row's revokes in their DealResult order
+    scored      bool    DealResult.scored
+    points      int16 [D, S]  DealResult.points (0 padding; all 0 when not scored); S = max n_sides
+    not_in_hand bool    some finding of the deal is `card_not_in_hand`
+    log_tricks  dict row -> list[list[int]] | None: the recorded tricks parsed (`shuffle_residue`'s `_tricks_of`),
+                        only for rows where they are not simply the plays grouped by trick (see `tricks_of`)
+    runs        dict row -> Deal.runs (All Fours deals that ran the cards; few)
+
+`sources(i)` gives the "path:line" of row i as `Deal.source` + line does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Sequence
+
+import numpy as np
+
+from .cards import parse_card
+
+NOCARD = 255
+MAX_SEATS = 8
+MAX_DECK = 52
+
+# per-row array fields: name -> (dtype, trailing shape or None, fill)
+_ROW_FIELDS: dict[str, tuple] = {
+    "file_index": (np.int32, None, 0),
+    "line": (np.int64, None, 0),
+    "order": (np.int64, None, 0),
+    "table": (np.int32, None, 0),
+    "game": (np.int32, None, 0),
+    "deal_no": (np.int32, None, 0),
+    "pack": (np.int32, None, -1),
+    "rset": (np.int16, None, 0),
+    "n": (np.int8, None, 0),
+    "dealer": (np.int8, None, 0),
+    "cutter": (np.int8, None, 0),
+    "n_sides": (np.int8, None, 0),
+    "seat_player": (np.int32, MAX_SEATS, -1),
+    "side_of": (np.int8, MAX_SEATS, -1),
+    "turn_up": (np.int16, None, -1),
+    "shown": (np.int16, None, -1),
+    "trump": (np.int8, None, -1),
+    "hands": (np.uint64, MAX_SEATS, 0),
+    "has_hands": (bool, None, False),
+    "rec_hands": (bool, None, False),
+    "hands_dup": (bool, None, False),
+    "deck": (np.uint8, MAX_DECK, NOCARD),
+    "deck_len": (np.int8, None, -1),
+    "play_card": (np.uint8, "P", NOCARD),
+    "play_seat": (np.int8, "P", -1),
+    "play_trick": (np.int8, "P", -1),
+    "n_plays": (np.int16, None, 0),
+    "winners": (np.int8, "T", -1),
+    "n_winners": (np.int8, None, 0),
+    "scored": (bool, None, False),
+    "points": (np.int16, "S", 0),
+    "not_in_hand": (bool, None, False),
+}
+
+
+@dataclass
+class AuditColumns:
+    paths: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    game_ids: list[str] = field(default_factory=list)
+    players: list[str] = field(default_factory=list)
+    packs: list[str] = field(default_factory=list)
+    rulesets: list = field(default_factory=list)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    rev_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    rev_trick: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))
+    rev_seat: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    log_tricks: dict[int, list | None] = field(default_factory=dict)
+    runs: dict[int, list] = field(default_factory=dict)
+    source_of: dict[int, str] = field(default_factory=dict)  # rows whose Deal.source is not "path:line"
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        arrays = self.__dict__.get("arrays")
+        if arrays is not None and name in arrays:
+            return arrays[name]
+        raise AttributeError(name)
+
+    def __len__(self) -> int:
+        a = self.arrays.get("order")
+        return 0 if a is None else len(a)
+
+    # ------------------------------------------------------------ derived views
+    def source(self, i: int) -> str:
+        if i in self.source_of:
+            return self.source_of[i]
+        return f"{self.paths[int(self.file_index[i])]}:{int(self.line[i])}"
+
+    def revokes_of(self, i: int) -> list[tuple[int, int]]:
+        """DealResult.revokes of row i."""
+        a, b = np.searchsorted(self.rev_row, [i, i + 1])
+        return [(int(k), int(s)) for k, s in zip(self.rev_trick[a:b], self.rev_seat[a:b])]
+
+    def plays_of(self, i: int) -> list[tuple[int, int, int]]:
+        """DealResult.plays of row i."""
+        m = int(self.n_plays[i])
+        return [(int(k), int(s), int(c)) for k, s, c in
+                zip(self.play_trick[i, :m], self.play_seat[i, :m], self.play_card[i, :m])]
+
+    def tricks_of(self, i: int) -> list[list[int]] | None:
+        """The recorded tricks of row i, parsed (None when absent or some card does not parse)."""
+        if i in self.log_tricks:
+            return self.log_tricks[i]
+        out: list[list[int]] = []
+        for k, _, c in self.plays_of(i):
+            while len(out) <= k:
+                out.append([])
+            out[k].append(c)
+        return out or None
+
+    def rules(self, i: int):
+        return self.rulesets[int(self.rset[i])]
+
+    def take(self, rows: np.ndarray) -> "AuditColumns":
+        """The rows `rows` (ascending) as a new AuditColumns (string tables shared)."""
+        rows = np.asarray(rows, np.int64)
+        pos = {int(r): j for j, r in enumerate(rows)}
+        keep = np.isin(self.rev_row, rows)
+        return AuditColumns(
+            paths=self.paths, tables=self.tables, game_ids=self.game_ids, players=self.players, packs=self.packs,
+            rulesets=self.rulesets, arrays={k: v[rows] for k, v in self.arrays.items()},
+            rev_row=np.searchsorted(rows, self.rev_row[keep]).astype(np.int64), rev_trick=self.rev_trick[keep],
+            rev_seat=self.rev_seat[keep],
+            log_tricks={pos[r]: v for r, v in self.log_tricks.items() if r in pos},
+            source_of={pos[r]: v for r, v in self.source_of.items() if r in pos},
+            runs={pos[r]: v for r, v in self.runs.items() if r in pos})
+
+    def equal(self, other: "AuditColumns") -> list[str]:
+        """The fields where two AuditColumns differ (string tables compared through the indices)."""
+        diffs = []
+        if len(self) != len(other):
+            return [f"rows {len(self)} != {len(other)}"]
+        for name, a in self.arrays.items():
+            b = other.arrays.get(name)
+            if b is None:
+                diffs.append(f"{name} missing")
+                continue
+            w = min(a.shape[1], b.shape[1]) if a.ndim == 2 else None
+            if a.ndim == 2:
+                aa, bb = a[:, :w], b[:, :w]
+                extra = [x[:, w:] for x in (a, b) if x.shape[1] > w]
+                fill = _ROW_FIELDS[name][2]
+                if any((e != fill).any() for e in extra):
+                    diffs.append(f"{name}: values past the common width")
+            else:
+                aa, bb = a, b
+            if name in ("table", "game", "pack", "seat_player", "rset"):
+                aa = _names(self, name, aa)
+                bb = _names(other, name, bb)
+            if not np.array_equal(aa, bb):
+                bad = np.flatnonzero((aa != bb).reshape(len(aa), -1).any(1))
+                diffs.append(f"{name}: rows {bad[:5].tolist()}")
+        for name in ("rev_row", "rev_trick", "rev_seat"):
+            if not np.array_equal(getattr(self, name), getattr(other, name)):
+                diffs.append(name)
+        for i in range(len(self)):
+            if self.tricks_of(i) != other.tricks_of(i):
+                diffs.append(f"tricks_of({i})")
+                break
+        if {k: v for k, v in self.runs.items()} != {k: v for k, v in other.runs.items()}:
+            diffs.append("runs")
+        if [self.source(i) for i in range(len(self))] != [other.source(i) for i in range(len(other))]:
+            diffs.append("sources")
+        return diffs
+
+    @staticmethod
+    def concat(parts: Sequence["AuditColumns"]) -> "AuditColumns":
+        """Rows of every part in turn, string tables unified. Parts keep their own row order."""
+        out = AuditColumns()
+        idx: dict[str, dict] = {k: {} for k in ("tables", "game_ids", "players", "packs")}
+        rs_idx: dict = {}
+
+        def remap(part: AuditColumns, key: str) -> np.ndarray:
+            d = idx[key]
+            lst = getattr(out, key)
+            m = np.empty(len(getattr(part, key)) + 1, np.int64)
+            for j, s in enumerate(getattr(part, key)):
+                if s not in d:
+                    d[s] = len(lst)
+                    lst.append(s)
+                m[j] = d[s]
+            m[-1] = -1  # index -1 stays -1
+            return m
+
+        arrays: dict[str, list] = {k: [] for k in _ROW_FIELDS}
+        widths = {"P": 1, "T": 1, "S": 1}
+        for p in parts:
+            for k, (_, shape, _) in _ROW_FIELDS.items():
+                if isinstance(shape, str) and k in p.arrays:
+                    widths[shape] = max(widths[shape], p.arrays[k].shape[1])
+        base = 0
+        rev = ([], [], [])
+        for p in parts:
+            if not len(p):
+                continue
+            maps = {k: remap(p, k) for k in idx}
+            for j, path in enumerate(p.paths):  # file indices are the input's: the same in every part
+                while len(out.paths) <= j:
+                    out.paths.append("")
+                if path:
+                    out.paths[j] = path
+            rsm = np.empty(len(p.rulesets), np.int64)
+            for j, R in enumerate(p.rulesets):
+                if R not in rs_idx:
+                    rs_idx[R] = len(out.rulesets)
+                    out.rulesets.append(R)
+                rsm[j] = rs_idx[R]
+            for k, (dt, shape, fill) in _ROW_FIELDS.items():
+                a = p.arrays[k]
+                if isinstance(shape, str) and a.shape[1] < widths[shape]:
+                    pad = np.full((len(a), widths[shape] - a.shape[1]), fill, dt)
+                    a = np.concatenate([a, pad], 1)
+                if k == "table":
+                    a = maps["tables"][a].astype(dt)
+                elif k == "game":
+                    a = maps["game_ids"][a].astype(dt)
+                elif k == "pack":
+                    a = maps["packs"][a].astype(dt)
+                elif k == "seat_player":
+                    a = maps["players"][a].astype(dt)
+                elif k == "rset":
+                    a = rsm[a].astype(dt)
+                arrays[k].append(a)
+            rev[0].append(p.rev_row + base)
+            rev[1].append(p.rev_trick)
+            rev[2].append(p.rev_seat)
+            out.log_tricks.update({i + base: v for i, v in p.log_tricks.items()})
+            out.runs.update({i + base: v for i, v in p.runs.items()})
+            out.source_of.update({i + base: v for i, v in p.source_of.items()})
+            base += len(p)
+        out.arrays = {k: (np.concatenate(v) if v else _empty(k, widths)) for k, v in arrays.items()}
+        if base:
+            out.rev_row = np.concatenate(rev[0]).astype(np.int64)
+            out.rev_trick = np.concatenate(rev[1]).astype(np.int16)
+            out.rev_seat = np.concatenate(rev[2]).astype(np.int8)
+        out.arrays["order"] = (out.arrays["file_index"].astype(np.int64) << 32) | out.arrays["line"]
+        return out
+
+
+def _names(c: AuditColumns, name: str, a: np.ndarray) -> np.ndarray:
+    lst = {"table": c.tables, "game": c.game_ids, "pack": c.packs, "seat_player": c.players,
+           "rset": c.rulesets}[name]
+    table = np.array([repr(x) for x in lst] + [""], dtype=object)
+    return table[a]
+
+
+def _empty(k: str, widths: dict) -> np.ndarray:
+    dt, shape, _ = _ROW_FIELDS[k]
+    if shape is None:
+        return np.zeros(0, dt)
+    w = widths[shape] if isinstance(shape, str) else shape
+    return np.zeros((0, w), dt)
+
+
+def blank(D: int, widths: dict[str, int]) -> dict[str, np.ndarray]:
+    """Arrays for D rows filled with each field's fill value."""
+    out = {}
+    for k, (dt, shape, fill) in _ROW_FIELDS.items():
+        if shape is None:
+            out[k] = np.full(D, fill, dt)
+        else:
+            w = widths[shape] if isinstance(shape, str) else shape
+            out[k] = np.full((D, w), fill, dt)
+    return out
+
+
+# ---------------------------------------------------------------- from DealResults (the spec)
+
+
+def deck_of(deal, L) -> list[int] | None:
+    """The dealt order of the pack: the logged deck, else the one the recorded hands (in order received) imply;
+    -1 where unknown. None when neither gives it."""
+    if deal.deck is not None:
+        cards = [parse_card(x) for x in deal.deck]
+        if any(c is None for c in cards) or len(cards) != L.deck_len:
+            return None
+        return cards
+    if deal.hands is None or not L.deck_checkable:
+        return None
+    hands = [[parse_card(x) for x in h] for h in deal.hands]
+    if any(c is None for h in hands for c in h):
+        return None
+    out = [-1] * L.deck_len
+    for k, (seat, slot) in enumerate(zip(L.deal_seat, L.deal_slot)):
+        if seat is not None:
+            if slot >= len(hands[seat]):
+                return None
+            out[k] = hands[seat][slot]
+    tu = parse_card(deal.turn_up)
+    if tu is not None and out[L.turnup_index] == -1:
+        out[L.turnup_index] = tu
+    return out
+
+
+def parsed_tricks(deal) -> list[list[int]] | None:
+    """The recorded tricks parsed; None when absent, empty, or some card does not parse."""
+    if not deal.tricks:
+        return None
+    out = []
+    for t in deal.tricks:
+        cs = [parse_card(x) for x in t]
+        if any(c is None for c in cs):
+            return None
+        out.append(cs)
+    return out
+
+
+def from_results(results: Sequence) -> AuditColumns:
+    """The columns of the reference engine's results (in the order given; the audit passes input order)."""
+    from .rules import layout
+
+    c = AuditColumns()
+    D = len(results)
+    P = max([len(r.plays) for r in results] + [1])
+    T = max([len(r.winners) for r in results] + [1])
+    S = max([r.deal.n_sides for r in results] + [1])
+    a = blank(D, {"P": P, "T": T, "S": S})
+    ids: dict[str, dict] = {k: {} for k in ("tables", "game_ids", "players", "packs", "rulesets")}
+
+    def idx(key: str, v) -> int:
+        d = ids[key]
+        if v not in d:
+            d[v] = len(d)
+            getattr(c, key).append(v)
+        return d[v]
+
+    rev = ([], [], [])
+    for i, r in enumerate(results):
+        d = r.deal
+        if d.line is not None and d.source.endswith(f":{d.line}"):
+            path = d.source[:-len(f":{d.line}")]
+        else:
+            path = d.source
+            c.source_of[i] = d.source
+        a["file_index"][i] = d.file_index
+        while len(c.paths) <= d.file_index:
+            c.paths.append("")
+        c.paths[d.file_index] = path
+        a["line"][i] = d.line or 0
+        a["table"][i] = idx("tables", d.table)
+        a["game"][i] = idx("game_ids", d.game_id)
+        a["deal_no"][i] = d.deal_no
+        a["pack"][i] = -1 if d.pack is None else idx("packs", d.pack)
+        a["rset"][i] = idx("rulesets", d.ruleset)
+        n = d.n
+        a["n"][i] = n
+        a["dealer"][i] = d.dealer
+        a["cutter"][i] = d.cutter_seat
+        a["n_sides"][i] = d.n_sides
+        a["seat_player"][i, :n] = [idx("players", p) for p in d.players]
+        a["side_of"][i, :n] = d.side_of
+        tu = parse_card(d.turn_up)
+        a["turn_up"][i] = -1 if tu is None else tu
+        sh = parse_card(d.shown) if d.shown is not None else None
+        a["shown"][i] = -1 if sh is None else sh
+        a["trump"][i] = -1 if r.trump is None else r.trump
+        if r.hands is not None:
+            a["has_hands"][i] = True
+            a["hands"][i, :len(r.hands)] = [np.uint64(h) for h in r.hands]
+        if d.hands is not None:
+            a["rec_hands"][i] = True
+            a["hands_dup"][i] = any(len(h) != len(set(h)) for h in d.hands)
+        try:
+            L = layout(d.ruleset, n, d.dealer)
+        except Exception:
+            L = None
+        deck = deck_of(d, L) if L is not None else None
+        if deck is not None:
+            a["deck_len"][i] = len(deck)
+            a["deck"][i, :len(deck)] = [NOCARD if x < 0 else x for x in deck]
+        for j, (k, s, cd) in enumerate(r.plays):
+            a["play_trick"][i, j] = k
+            a["play_seat"][i, j] = s
+            a["play_card"][i, j] = cd
+        a["n_plays"][i] = len(r.plays)
+        a["winners"][i, :len(r.winners)] = r.winners
+        a["n_winners"][i] = len(r.winners)
+        for k, s in r.revokes:
+            rev[0].append(i)
+            rev[1].append(k)
+            rev[2].append(s)
+        a["scored"][i] = r.scored
+        pts = r.points
+        if pts is not None:
+            a["points"][i, :len(pts)] = pts
+        a["not_in_hand"][i] = any(f.code == "card_not_in_hand" for f in r.findings)
+        if d.runs:
+            c.runs[i] = d.runs
+        lt = parsed_tricks(d)
+        c.arrays = a  # tricks_of reads plays_of through the arrays
+        if lt != c.tricks_of(i):
+            c.log_tricks[i] = lt
+    a["order"] = (a["file_index"].astype(np.int64) << 32) | a["line"]
+    c.arrays = a
+    c.rev_row = np.asarray(rev[0], np.int64)
+    c.rev_trick = np.asarray(rev[1], np.int16)
+    c.rev_seat = np.asarray(rev[2], np.int8)
+    return c
+
+
+__all__ = ["AuditColumns", "from_results", "deck_of", "parsed_tricks", "NOCARD", "MAX_SEATS"]
+_ = fields

@@ -383,7 +383,9 @@ class ChunkBuilder:
     """Collects records (parsed JSON objects or slow-path Records) into a `Chunk`: one tuple per record, the card
     lists of a whole chunk joined and decoded at once."""
 
-    def __init__(self, reg: Registry, fi: int, path: str, keep_all: bool = False):
+    def __init__(self, reg: Registry, fi: int, path: str, keep_all: bool | str = False):
+        """`keep_all`: True keeps every field for `convert` (no raw-line fast path); "meta" keeps `table`, `time`
+        and `pack` per row (the audit needs them) and keeps the fast path."""
         self.reg, self.fi, self.path, self.keep_all = reg, fi, path, keep_all
         self.rows = 0
         self.slow: dict[int, Record] = {}
@@ -442,7 +444,7 @@ class ChunkBuilder:
         layout the rules give (`["As","Kd"],[...]`) before they are decoded, a chunk at a time, by numpy. Any doubt
         (spaces, another layout, a key written twice, a span that does not match) returns False: the caller parses
         the line the ordinary way."""
-        if self.keep_all:
+        if self.keep_all is True:
             return False
         ph = raw.find(b'"hands":[[')
         pt = raw.find(b'"tricks":[[')
@@ -697,7 +699,7 @@ class ChunkBuilder:
         if ns > self.maxs:
             self.maxs = ns
         if self.keep_all:
-            extra = {k: v for k, v in obj.items() if k not in KNOWN_FIELDS}
+            extra = {k: v for k, v in obj.items() if k not in KNOWN_FIELDS} if self.keep_all is True else None
             if extra:
                 import orjson
 

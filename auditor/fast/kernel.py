@@ -62,6 +62,7 @@ class ChunkResult:
     findings: list = field(default_factory=list)  # (row, trick, pos, Finding)
     revokes: dict = field(default_factory=dict)  # row -> [(trick 1-based, seat)]
     detail: dict = field(default_factory=dict)  # row -> (hands masks, trump, plays, winners) when asked
+    cols: list = field(default_factory=list)  # detail="cols": per group (rows, eldest, masks, trump, cards, ...)
 
 
 def ragged_any(rg, rows: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -97,7 +98,9 @@ def _popcount(x: np.ndarray) -> np.ndarray:
     return np.bitwise_count(x)
 
 
-def replay_chunk(ch: Chunk, reg: Registry, detail: bool = False) -> ChunkResult:
+def replay_chunk(ch: Chunk, reg: Registry, detail: bool | str = False) -> ChunkResult:
+    """`detail`: True keeps a (masks, trump, plays, winners) tuple per handled row (`replay_batch`); "cols" keeps
+    the same per group as arrays (`ChunkResult.cols`, for the audit)."""
     n_rows = ch.n
     S = max(1, int(ch.rp.shape[1]))
     # sides per row can exceed the recorded width: use the largest
@@ -486,7 +489,13 @@ class _Group:
         # bunched deals: checked, not played, not scored
         bun = keep & bunched
         self.out.handled[rows[bun]] = True
-        if self.detail:
+        if self.detail == "cols" and bun.any():
+            tsuit = SUIT[rtu[r - 1]] if r else first_suit
+            b = np.flatnonzero(bun)
+            nb = len(b)
+            self.out.cols.append((rows[b], eldest[b], hand_mask[:, b], tsuit[b], np.zeros((0, n, nb), np.uint8),
+                                  np.zeros((0, n, nb), np.int8), np.zeros((0, nb), np.int8), [], n))
+        elif self.detail:
             tsuit = SUIT[rtu[r - 1]] if r else first_suit
             for i in np.flatnonzero(bun):
                 self.out.detail[int(rows[i])] = (self._abs_masks(hand_mask[:, i], int(eldest[i])), int(tsuit[i]),
@@ -627,6 +636,10 @@ class _Group:
         if not self.detail:
             return
         masks = np.bitwise_or.reduce(BIT[hands], axis=1)  # [n, N]
+        if self.detail == "cols":  # the audit's columns (auditor.fast.audit_cols): arrays, no object per deal
+            out.cols.append((np.asarray(rows), np.asarray(eldest), masks, np.asarray(trump), play.cards, play.seats,
+                             play.winners, list(play.sizes), n))
+            return
         cards, seats, winners = play.cards, play.seats, play.winners
         for i in range(len(rows)):
             e = int(eldest[i])

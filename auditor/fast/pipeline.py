@@ -284,6 +284,7 @@ class Replayed:
     findings: list[Finding]
     games_summary: "GameList"
     stats: dict
+    columns: object = None  # AuditColumns when asked (the audit)
 
     def to_json(self) -> dict:
         return {"deals": self.deals, "games": self.games, "findings": [f.to_json() for f in self.findings],
@@ -429,22 +430,32 @@ class GameList:
         return allv.buffers()[2].slice(int(offs[0]) + 2, int(offs[-1] - offs[0]) - 2)
 
 
-def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None) -> Replayed:
+def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None, columns: bool = False,
+                 chunks: Callable | None = None) -> Replayed:
+    """Replay every file. `columns`: also build the audit's `AuditColumns` of every replayed deal
+    (`Replayed.columns`). `chunks`: a function (paths, registry) -> chunks to read instead of the files (the
+    audit's selection)."""
     from ..replay.reference import replay_deal
     from .kernel import FALLBACK_REASONS, replay_chunk
 
     reg = Registry()
+    cb = None
+    if columns:
+        from .audit_cols import ColumnsBuilder
+
+        cb = ColumnsBuilder(reg)
     acc = _Acc()
     deal_findings: list[tuple] = []  # (fi, line, seq, Finding)
     n_read = 0
     reasons: Counter = Counter()
     kernel_deals = 0
     seq = 0
-    for ch in iter_chunks(paths, reg):
+    source = chunks(paths, reg) if chunks is not None else iter_chunks(paths, reg, keep_all="meta" if columns else False)
+    for ch in source:
         n_read += ch.n
         if progress is not None:
             progress(n_read)
-        out = replay_chunk(ch, reg)
+        out = replay_chunk(ch, reg, detail="cols" if columns else False)
         handled = (ch.status == 0) & out.handled
         kernel_deals += int(handled.sum())
         # findings of the kernel, in play order
@@ -474,6 +485,8 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
                 seq += 1
                 deal_findings.append((ch.fi, d.line or 0, seq, f))
         _accumulate(acc, ch, out, handled, ref_results, reg)
+        if cb is not None:
+            cb.add(ch, out, handled, ref_results)
     doc_findings, summaries = _chain(acc, reg)
     for j, (i, f) in enumerate(doc_findings):
         seq += 1
@@ -483,7 +496,7 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
     stats = {"engine": "batch", "records": n_read, "deals": acc.n, "kernel": kernel_deals,
              "fallback": sum(reasons.values()), "fallback_reasons": dict(sorted(reasons.items()))}
     return Replayed(deals=n_read, games=games, findings=[f for *_, f in deal_findings], games_summary=summaries,
-                    stats=stats)
+                    stats=stats, columns=cb.finish() if cb is not None else None)
 
 
 def _accumulate(acc: _Acc, ch: Chunk, out, handled: np.ndarray, ref_results: dict, reg: Registry) -> None:

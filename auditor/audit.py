@@ -34,20 +34,27 @@ NOTES = [
 
 @dataclass
 class AuditReport:
-    replay: object  # ReplayReport
+    replay: object  # ReplayReport, or the batch pipeline's Replayed
     seed: int
     fdr: float
     tests: list[TestResult]
     families: list[Family]
     dealing: dict = field(default_factory=dict)
+    selection: dict | None = None
 
     @property
     def flags(self) -> list[TestResult]:
         return most_significant_first(t for t in self.tests if t.flagged)
 
-    def to_json(self) -> dict:
-        rep = self.replay.to_json()
-        return {
+    def to_json(self, games: bool = True) -> dict:
+        """The audit document. `games=False` leaves `replay.games_summary` empty (what the reports read; a
+        million-deal log has half a million game entries, which `write_json` streams instead)."""
+        if games:
+            rep = self.replay.to_json()
+        else:
+            rep = {"deals": self.replay.deals, "games": self.replay.games,
+                   "findings": [f.to_json() for f in self.replay.findings], "games_summary": []}
+        doc = {
             "deals": rep["deals"], "games": rep["games"], "replay": rep, "seed": self.seed, "fdr": self.fdr,
             "families": [f.to_json() for f in self.families],
             "tests": [t.to_json() for t in self.tests],
@@ -55,6 +62,24 @@ class AuditReport:
             "dealing": self.dealing,
             "notes": NOTES,
         }
+        if self.selection is not None:
+            doc["selection"] = self.selection
+        return doc
+
+    def json_bytes(self) -> bytes:
+        """`json.dumps(self.to_json(), indent=2, ensure_ascii=False)` as UTF-8, with the games summary spliced in
+        from the replay's own byte writer (no Python object per game)."""
+        import json
+
+        text = json.dumps(self.to_json(games=False), indent=2, ensure_ascii=False).encode()
+        gs = self.replay.games_summary
+        if not len(gs) or not hasattr(gs, "json_entries"):
+            return json.dumps(self.to_json(), indent=2, ensure_ascii=False).encode()
+        marker = b'"games_summary": []'
+        assert text.count(marker) == 1  # a key written by us: log strings in JSON cannot hold an unescaped quote
+        entries = gs.json_entries()  # indented for the replay document (4 spaces); here it is one level deeper
+        entries = b"  " + entries.replace(b"\n", b"\n  ")
+        return text.replace(marker, b'"games_summary": [\n' + entries + b"\n    ]")
 
 
 def detector_rng(seed: int, name: str) -> np.random.Generator:
@@ -79,6 +104,43 @@ def run_detectors(results: list, fdr: float = 0.05, seed: int = DEFAULT_SEED, de
                "deals_not_auditable": int(sum(f.skipped for f in facts.values())),
                "tables": len(by_table)}
     return tested, fams, dealing
+
+
+def run_detectors_columns(cols, fdr: float = 0.05, seed: int = DEFAULT_SEED, detectors=None,
+                          details: bool = True) -> tuple[list[TestResult], list[Family], dict]:
+    """Every detector over the replayed deals as columns (`auditor.columns.AuditColumns`), counted once over the
+    whole input (the counts are the merge of per-table counts: the same numbers as `run_detectors`)."""
+    from .facts import facts_from_columns
+
+    facts = facts_from_columns(cols)
+    dets = detectors if detectors is not None else make_detectors(fdr=fdr, details=details)
+    tests: list[TestResult] = []
+    for det in dets:
+        rng = detector_rng(seed, det.name)
+        tests += det.finalize(det.count_columns(cols, rng, facts=facts), rng)
+    tested, fams = apply_families(tests, fdr)
+    dealing = {"deals_audited": int(len(facts)), "deals_not_auditable": int(facts.skipped),
+               "tables": int(len(np.unique(cols.table))) if len(cols) else 0}
+    return tested, fams, dealing
+
+
+def audit_paths(paths: list[str], fdr: float = 0.05, seed: int = DEFAULT_SEED, progress=None, selection=None,
+                detectors=None) -> AuditReport:
+    """The audit of files through the batch pipeline: the replay builds the detectors' columns chunk by chunk
+    (no Python object per deal), then every detector counts them once. `selection`: an `auditor.select.Selection`
+    (records outside it are not read into the audit; its summary goes into the document)."""
+    from .fast.pipeline import replay_paths
+
+    chunks = None
+    if selection is not None and selection.active:
+        from .select import selected_chunks
+
+        chunks = selected_chunks(selection)
+    rep = replay_paths([str(p) for p in paths], progress=progress, columns=True, chunks=chunks)
+    tests, fams, dealing = run_detectors_columns(rep.columns, fdr=fdr, seed=seed, detectors=detectors)
+    rep.columns = None  # the report does not need them any more
+    sel = selection.summary() if selection is not None and selection.active else None
+    return AuditReport(rep, seed, fdr, tests, fams, dealing, selection=sel)
 
 
 def audit_records(records: Iterable, fdr: float = 0.05, seed: int = DEFAULT_SEED, engine: str = "reference",

@@ -174,6 +174,13 @@ def audit(
     seed: int = typer.Option(0, "--seed", help="seed of every Monte-Carlo step (recorded in the output)"),
     out: Optional[str] = typer.Option(None, "--out", help="also write the report: .html, .md or .json"),
     engine: str = typer.Option("batch", "--engine", help="replay engine: batch (fast) or reference (per card)"),
+    since: Optional[str] = typer.Option(None, "--since", help="only games that started on or after this ISO date "
+                                                              "or time (e.g. 2026-11-01)"),
+    until: Optional[str] = typer.Option(None, "--until", help="only games that started on or before this ISO date "
+                                                              "(the whole day) or time"),
+    table: Optional[list[str]] = typer.Option(None, "--table", help="only this table (repeatable)"),
+    game: Optional[list[str]] = typer.Option(None, "--game", help="only this game_id, or this game: scotch_whist, "
+                                                                  "all_fours (repeatable)"),
 ) -> None:
     """Replay the logs and run every fairness test; flags are Benjamini-Hochberg discoveries per test family."""
     if not 0.0 < fdr < 1.0:
@@ -186,27 +193,69 @@ def audit(
         _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
         raise typer.Exit(2)
     _check_paths(paths)
-    from .audit import audit_records
     from .errors import UsageError
+    from .select import Selection
 
+    try:
+        sel = Selection(tables=tuple(table or ()), games=tuple(game or ()), since=since, until=until)
+    except UsageError as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(2)
     show = not json_out and sys.stderr.isatty()
-    report = audit_records(_progress_reader(paths, show), fdr=fdr, seed=seed, engine=engine)
-    doc = report.to_json()
+    if engine == "batch":
+        from .audit import audit_paths
+        from .report.terminal import replay_progress
+
+        if show:
+            with replay_progress(paths) as progress:
+                report = audit_paths(paths, fdr=fdr, seed=seed, progress=progress, selection=sel)
+        else:
+            report = audit_paths(paths, fdr=fdr, seed=seed, selection=sel)
+    else:
+        from .audit import audit_records
+
+        records = _progress_reader(paths, show)
+        if sel.active:
+            records = sel.filter(records)
+        report = audit_records(records, fdr=fdr, seed=seed, engine=engine)
+        if sel.active:
+            report.selection = sel.summary()
+    doc = report.to_json(games=False)  # what the reports read; --json streams the games summary in
     if out is not None:
         from .report.html import write_report
 
         try:
-            write_report(doc, out)  # .html, .md or .json by the suffix
+            if out.lower().endswith(".json"):
+                _write_bytes(report.json_bytes() + b"\n", out)
+            else:
+                write_report(doc, out)  # .html or .md by the suffix
         except UsageError as e:
             _err(f"auditor: {e}")
             raise typer.Exit(2)
     if json_out:
-        _dump_json(doc)
+        data = report.json_bytes() + b"\n"
+        buf = getattr(sys.stdout, "buffer", None)
+        sys.stdout.flush()
+        if buf is not None:
+            buf.write(data)
+            buf.flush()
+        else:
+            sys.stdout.write(data.decode())
     else:
         from .report.terminal import print_audit
 
         print_audit(doc)  # the same view as the HTML and Markdown; every log string escaped for rich markup
     raise typer.Exit(1 if doc["flags"] else 0)
+
+
+def _write_bytes(data: bytes, path: str) -> None:
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as e:
+        from .errors import UsageError
+
+        raise UsageError(f"cannot write {path!r}: {e.strerror or e}")
 
 
 @app.command()

@@ -48,6 +48,12 @@ def _class_names(n_max: int) -> list[str]:
 # ---------------------------------------------------------------- counting
 
 
+def canonical_cfgs(by_cfg: dict) -> dict:
+    """A subject's configurations in a fixed order (by the configuration itself, not by first appearance), so that
+    Monte-Carlo draws and sums do not depend on how the input was split before counting."""
+    return dict(sorted(by_cfg.items(), key=lambda kv: repr(kv[0])))
+
+
 def _uniformity_rows(facts: DealingFacts) -> dict[str, dict[Config, tuple[np.ndarray, np.ndarray]]]:
     """{dealer: {config: (keys, loc[k, H])}} over deals whose dealt hands are known."""
     out: dict[str, dict[Config, tuple[np.ndarray, np.ndarray]]] = {}
@@ -300,6 +306,11 @@ class DealUniformity:
               facts: DealingFacts | None = None) -> dict:
         return _uniformity_rows(facts if facts is not None else facts_from_results(results))
 
+    def count_columns(self, cols, rng: np.random.Generator | None = None, facts: DealingFacts | None = None) -> dict:
+        from ..facts import facts_from_columns
+
+        return _uniformity_rows(facts if facts is not None else facts_from_columns(cols))
+
     def merge(self, parts: Sequence[dict]) -> dict:
         return _merge_cfg(parts)
 
@@ -309,7 +320,7 @@ class DealUniformity:
         level = exact.per_test_level(self.fdr, len(subjects))
         out = []
         for s in subjects:
-            by_cfg = counts[s]
+            by_cfg = canonical_cfgs(counts[s])
             n = sum(len(v[0]) for v in by_cfg.values())
             obs, exp_ = _table(by_cfg)
             stat = _x2(obs, exp_)
@@ -444,6 +455,11 @@ class DealerCutter:
               facts: DealingFacts | None = None) -> dict:
         return _cutter_rows(facts if facts is not None else facts_from_results(results))
 
+    def count_columns(self, cols, rng: np.random.Generator | None = None, facts: DealingFacts | None = None) -> dict:
+        from ..facts import facts_from_columns
+
+        return _cutter_rows(facts if facts is not None else facts_from_columns(cols))
+
     def merge(self, parts: Sequence[dict]) -> dict:
         return _merge_cfg(parts)
 
@@ -459,7 +475,7 @@ class DealerCutter:
                     pairs.append((dealer, c))
         out = []
         for dealer, cutter in pairs:
-            by_cfg = counts[dealer]
+            by_cfg = canonical_cfgs(counts[dealer])
             sel = self._stat(by_cfg, lambda cut: cut == cutter)
             rest = self._stat(by_cfg, lambda cut: cut != cutter)
             n, obs, dist, ser = sel

@@ -703,4 +703,40 @@ def build_view(doc: dict, charts: bool = True) -> dict:
         "n_tests": fmt_num(len(tests)), "n_families": len(fam_views), "rows_shown": ROWS_SHOWN,
         "watch_shown": WATCH_SHOWN,
         "findings_shown": FINDINGS_SHOWN,
+        "selection": selection_sentence(doc.get("selection")),
     }
+
+
+NOT_SELECTED_WORDS = {"table": "at another table", "game": "of another game", "time": "started outside the dates",
+                      "no_time": "with no time to place them"}
+
+
+def selection_sentence(sel) -> str:
+    """One line on what the audit looked at when `--table`, `--game`, `--since` or `--until` narrowed it ("" when
+    nothing did)."""
+    if not isinstance(sel, dict):
+        return ""
+    parts = []
+    if sel.get("tables"):
+        parts.append("table " + ", ".join(str(t) for t in sel["tables"]))
+    if sel.get("games"):
+        parts.append("game " + ", ".join(str(g) for g in sel["games"]))
+    if sel.get("since"):
+        parts.append(f"games started from {sel['since']}")
+    if sel.get("until"):
+        parts.append(f"games started until {sel['until']}")
+    text = "Selection: " + "; ".join(parts) if parts else "Selection: everything"
+    read = _finite(sel.get("records_read"))
+    chosen = _finite(sel.get("deals_selected"))
+    if read is not None and chosen is not None:
+        text += f" ({fmt_num(chosen)} of {fmt_num(read)} records"
+        ns = sel.get("not_selected") if isinstance(sel.get("not_selected"), dict) else {}
+        left = [f"{fmt_num(k)} {NOT_SELECTED_WORDS.get(str(w), str(w))}" for w, k in sorted(ns.items())
+                if _finite(k)]
+        if left:
+            text += "; left out: " + ", ".join(left)
+        bad = _finite(sel.get("bad_records"))
+        if bad:
+            text += f"; {fmt_num(bad)} unreadable record{'s' if bad != 1 else ''} kept as findings"
+        text += ")"
+    return text

@@ -137,6 +137,8 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
     con.print(f"[{style}]{_esc(v['headline'])}.[/]")
     con.print(f"{v['deals']} deal records, {v['games']} games, {v['n_tests']} tests in {v['n_families']} "
               f"families, FDR {v['fdr']}, seed {_esc(v['seed'])}")
+    if v.get("selection"):
+        con.print(_esc(v["selection"]))
     if v["flags"]:
         t = Table(title="Flagged (q ≤ FDR)", show_lines=True)
         t.add_column("subject", style="bold red", overflow="fold")

@@ -27,19 +27,23 @@ def test_counting_cards_by_game():
 
 
 def _random_tables(seed: int, tables: int = 8, games: int = 15):
+    """Each deal with its own line of one log file, table after table (so that a merge by table must restore the
+    input order of the timelines)."""
     rng = np.random.default_rng(seed)
     out = []
+
+    def add(recs):
+        for r in recs:
+            out.append(replay_deal(validate(r, source=f"club.jsonl:{len(out) + 1}", line=len(out) + 1)))
+
     for tb in range(tables):
         players = [f"t{tb}p{i}" for i in range(5)]
         for g in range(games):
-            recs = random_game(rng, "scotch_whist", "foster", 5, game_id=f"t{tb}g{g}", players=players,
-                               table=f"t{tb}")
-            out += [replay_deal(validate(r)) for r in recs]
+            add(random_game(rng, "scotch_whist", "foster", 5, game_id=f"t{tb}g{g}", players=players,
+                            table=f"t{tb}"))
         players = [f"a{tb}p{i}" for i in range(3)]
         for g in range(games):
-            recs = random_game(rng, "all_fours", "foster", 3, game_id=f"a{tb}g{g}", players=players,
-                               table=f"a{tb}")
-            out += [replay_deal(validate(r)) for r in recs]
+            add(random_game(rng, "all_fours", "foster", 3, game_id=f"a{tb}g{g}", players=players, table=f"a{tb}"))
     return out
 
 
@@ -105,3 +109,58 @@ def test_colluding_pair_at_a_table_of_five_is_caught():
     top = min(tests, key=lambda t: t.pvalue)
     assert top.subject in ("ada+ben", "ben+ada")
     assert "giver_to_others" in top.controls
+
+
+def _check_points(tl, n):
+    """Timeline points: indexes strictly increasing from 1 (every index when n <= 200), ending at n; the null
+    variance so far never decreases."""
+    idx = [p[0] for p in tl]
+    assert idx[0] == 1 and idx[-1] == n and all(b > a for a, b in zip(idx, idx[1:]))
+    assert len(tl) == min(n, 200)
+    assert all(len(p) == 4 for p in tl)
+    assert all(b[3] >= a[3] for a, b in zip(tl, tl[1:]))
+
+
+def test_timeline_follows_each_pair_over_its_chances_in_input_order(random_tables):
+    det = Collusion()
+    counts = det.count(random_tables)
+    tests = det.finalize(counts)
+    # deal by deal, in input order: each pair's chances and gifts per cell (counted one deal at a time)
+    per_deal = []
+    for r in random_tables:
+        c = CollusionCounts()
+        count_deal(r, c)
+        if c.pairs:
+            per_deal.append(c.pairs)
+    checked = 0
+    for t in tests:
+        pair = tuple(t.subject.split("+"))
+        cells = counts.pairs[pair]
+        tl = t.detail["timeline"]
+        _check_points(tl, t.n)
+        p_of = {cell: (counts.field[cell][1] - e + 0.5) / (counts.field[cell][0] - o + 1.0)
+                for cell, (o, e) in cells.items()}
+        last = tl[-1]
+        assert last[1] == t.observed and last[2] == pytest.approx(t.expected, abs=1e-3)
+        assert last[3] == pytest.approx(sum(o * p * (1 - p) for (o, _), p in zip(cells.values(), p_of.values())),
+                                        abs=1e-3)
+        # at the end of each deal where the pair had a chance, the point is that deal's running total
+        at = {p[0]: p for p in tl}
+        n = g = 0
+        ex = 0.0
+        for pairs in per_deal:
+            for cell, (o, e) in pairs.get(pair, {}).items():
+                n, g, ex = n + o, g + e, ex + o * p_of[cell]
+            if pair in pairs and n in at:
+                assert at[n][1] == g and at[n][2] == pytest.approx(ex, abs=1e-3), (t.subject, n)
+                checked += 1
+    assert checked > 500
+
+
+def test_trail_lists_every_chance_once(random_tables):
+    c = Collusion().count(random_tables)
+    assert set(c.trail) == set(c.pairs)
+    for pair, cells in c.pairs.items():
+        for cell, (o, e) in cells.items():
+            codes = c.trail[pair][cell]
+            assert len(codes) == o and sum(k & 1 for k in codes) == e and codes == sorted(codes)

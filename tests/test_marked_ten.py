@@ -107,7 +107,8 @@ def _random_club(seed: int, tables: int = 40, games: int = 20):
         for g in range(games):
             recs = random_game(rng, "scotch_whist", "foster", 4, game_id=f"t{tb}g{g}", sides=[[0, 2], [1, 3]],
                                players=players, table=f"t{tb}")
-            out += [replay_deal(validate(r)) for r in recs]
+            out += [replay_deal(validate(r, source=f"club.jsonl:{len(out) + k + 1}", line=len(out) + k + 1))
+                    for k, r in enumerate(recs)]  # one line of one log each: the timelines' input order
     return out
 
 
@@ -148,6 +149,29 @@ def test_counts_add_exactly_across_tables(random_club):
     rng.shuffle(tables)
     parts = [det.count(by_table[t]) for t in tables]
     assert {t.subject: t.to_json() for t in det.finalize(det.merge(parts))} == a
+
+
+def test_timeline_over_the_scored_deals_in_input_order(random_club):
+    """One point per scored deal in the order of the logs (not the order the deals are handed over), ending at the
+    test's totals; its increments are the deals' sums S_d, so the deals that weigh most appear in log order."""
+    det = M.MarkedTen()
+    tests = det.finalize(det.count(list(reversed(random_club))))
+    assert tests
+    for t in tests:
+        tl = t.detail["timeline"]
+        assert [p[0] for p in tl] == list(range(1, t.n + 1))  # fewer than 200 deals each: every deal a point
+        last = tl[-1]
+        assert last[1] == pytest.approx(t.observed, abs=1e-3) and last[2] == pytest.approx(t.expected, abs=1e-3)
+        assert all(b[3] >= a[3] for a, b in zip(tl, tl[1:]))
+        # the variance so far is the test's null (widened by the guard): the last point gives back its z
+        assert (last[1] - last[2]) / np.sqrt(last[3]) == pytest.approx(t.statistic, abs=2e-3)
+        inc = np.diff([0.0] + [p[1] - p[2] for p in tl])
+        tops = sorted(t.detail["top_deals"], key=lambda d: int(d["source"].rsplit(":", 1)[1]))
+        at = -1
+        for d in tops:
+            later = [i for i in np.flatnonzero(np.abs(inc - d["contribution"]) < 5e-4) if i > at]
+            assert later, (t.subject, d)
+            at = later[0]
 
 
 def test_exclusions_are_counted_and_other_games_do_not_break_it(random_club):
@@ -199,6 +223,12 @@ def test_marked_ten_player_is_found_and_controls_stay_quiet(cheat_season):
         assert ada.controls[key]["p"] > 1e-3, key
     assert ada.controls["early"]["z"] > 2
     assert set(ada.detail["excluded"]) >= {"scored", "ten_own", "ten_played"}
+    # his timeline: a point per scored deal (at most 200), ending at his totals, far above the honest range
+    tl = ada.detail["timeline"]
+    assert len(tl) == min(ada.n, 200) and tl[0][0] == 1 and tl[-1][0] == ada.n
+    assert all(b[0] > a[0] for a, b in zip(tl, tl[1:]))
+    assert tl[-1][1] == pytest.approx(ada.observed, abs=1e-3) and tl[-1][2] == pytest.approx(ada.expected, abs=1e-3)
+    assert tl[-1][1] - tl[-1][2] > 3 * np.sqrt(tl[-1][3])
 
 
 @pytest.mark.slow

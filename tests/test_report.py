@@ -215,13 +215,49 @@ def test_charts_one_per_test_plus_qq_and_timelines(doc, html_text):
         assert len(fam["charts"]) == 2, fam["test"]  # the main chart and the family's QQ plot
     assert len(view["timelines"]) == len(doc["flags"])
     for t, f in zip(view["timelines"], doc["flags"]):
-        # a timeline for every flag whose detector recorded one (marked_ten records none: a note instead)
+        # a timeline for every flag whose detector recorded one (this synthetic document gives its marked_ten
+        # entries none, as a document from before they had one: a note instead)
         assert bool(t["svg"]) == bool(f["detail"].get("timeline")), t["subject"]
     assert any(t["svg"] for t in view["timelines"])
     n_svg = html_text.count("<svg ")
     assert n_svg == 2 * len(view["families"]) + sum(1 for t in view["timelines"] if t["svg"])
     if not all(t["svg"] for t in view["timelines"]):
         assert "These tests recorded no timeline: " in html_text
+
+
+def _band_polygon(chart: str) -> list[tuple[float, float]]:
+    import re
+
+    m = re.search(r'<polygon points="([^"]*)" fill="' + svg.BAND + '"', chart)
+    if m is None:
+        return []
+    return [tuple(float(v) for v in xy.split(",")) for xy in m.group(1).split()]
+
+
+def test_timeline_band_from_each_points_null_variance():
+    """Points [index, observed, expected, variance so far] (marked_ten, collusion, revoke_pattern) draw the honest
+    range as ±2 sd of each point's own variance, even where the test has no count-based sd (marked_ten)."""
+    entry = {"test": "marked_ten", "subject": "ada", "tier": "report", "n": 3, "observed": 6.0, "expected": 0.5}
+    three = [[1, 2.0, 0.1], [2, 4.0, 0.3], [3, 6.0, 0.5]]
+    four = [p + [v] for p, v in zip(three, (1.0, 2.0, 4.0))]
+    plain = svg.timeline(entry | {"detail": {"timeline": three}})
+    banded = svg.timeline(entry | {"detail": {"timeline": four}})
+    for chart in (plain, banded):
+        ET.fromstring(chart)
+        assert "ada: cumulative excess, marked ten" in chart
+    assert not _band_polygon(plain) and "honest range" not in plain
+    poly = _band_polygon(banded)
+    assert len(poly) == 6 and "honest range" in banded
+    upper, lower = poly[:3], poly[3:][::-1]
+    zero = [(u[1] + lo[1]) / 2 for u, lo in zip(upper, lower)]  # symmetric about the zero line
+    assert max(zero) - min(zero) <= 0.11  # coordinates are printed to 0.1 pixel
+    half = [(lo[1] - u[1]) / 2 for u, lo in zip(upper, lower)]  # 2 sd in pixels: 2, 2 sqrt 2, 4 in data units
+    assert half[0] > 20
+    assert half[1] / half[0] == pytest.approx(np.sqrt(2), rel=1e-2)
+    assert half[2] / half[0] == pytest.approx(2.0, rel=1e-2)
+    # a variance missing on any point falls back to the count-based band (none for marked_ten)
+    mixed = four[:2] + [three[2]]
+    assert not _band_polygon(svg.timeline(entry | {"detail": {"timeline": mixed}}))
 
 
 def test_funnel_colours_points_by_the_exact_limits(doc):

@@ -63,3 +63,32 @@ def test_the_marked_ten_cheater_is_flagged_too(runs):
     key = json.loads(KEY.read_text(encoding="utf-8"))
     marked = {c["player"] for c in key["cheaters"] if c["kind"] == "marked_ten"}
     assert marked and marked <= {f["subject"] for f in doc["flags"]}
+
+
+def test_every_flag_draws_its_timeline_the_marked_ten_one_too(runs):
+    """Every flag of the demo has `detail.timeline`; the HTML draws each (no "no timeline" note), among them the
+    flagged marked-Ten player's cumulative excess over his scored deals with its honest range; `investigate`
+    draws it too."""
+    from auditor.investigate import build_investigation
+    from auditor.report import sentences
+
+    doc = json.loads(runs[0]["json"])
+    html = runs[0]["html"].decode("utf-8")
+    assert doc["flags"] and all(f["detail"].get("timeline") for f in doc["flags"])
+    assert "These tests recorded no timeline" not in html
+    view = sentences.build_view(doc)
+    assert all(t["svg"] and t["svg"] in html for t in view["timelines"])
+    marked = [f for f in doc["flags"] if f["test"] == "marked_ten"]
+    assert marked
+    for f in marked:
+        tl = f["detail"]["timeline"]
+        assert all(len(p) == 4 for p in tl) and tl[-1][0] == f["n"]
+        assert tl[-1][1] == pytest.approx(f["observed"], abs=1e-3)
+        chart = next(t["svg"] for t in view["timelines"] if (t["test"], t["subject"]) == ("marked_ten", f["subject"]))
+        assert f"{f['subject']}: cumulative excess, marked ten" in chart and "honest range" in chart
+        inv = build_investigation(doc, f["subject"])
+        mt = next(t for t in inv["tests"] if t["test"] == "marked_ten")
+        assert mt["timeline"] == chart
+    for test in ("collusion", "revoke_pattern"):
+        for f in (f for f in doc["flags"] if f["test"] == test):
+            assert len(f["detail"]["timeline"][-1]) == 4 and f["detail"]["timeline"][-1][0] == f["n"]

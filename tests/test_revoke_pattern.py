@@ -84,7 +84,8 @@ def _random_club(seed: int, rate: float, tables: int = 12, games: int = 12):
         for g in range(games):
             recs = random_game(rng, "scotch_whist", "foster", 4, game_id=f"t{tb}g{g}", players=players,
                                table=f"t{tb}", sides=[[0, 2], [1, 3]], style=Style(revoke_rate=rate))
-            out += [replay_deal(validate(r)) for r in recs]
+            out += [replay_deal(validate(r, source=f"club.jsonl:{len(out) + k + 1}", line=len(out) + k + 1))
+                    for k, r in enumerate(recs)]  # one line of one log each: the timelines' input order
     return out
 
 
@@ -130,3 +131,40 @@ def test_deliberate_revoker_is_flagged_within_1000_deals():
     assert by["ada"].flagged
     assert [t.subject for t in tests if t.flagged] == ["ada"]
     assert by["ada"].controls["revoke_rate"]["revokes"] == by["ada"].n
+
+
+def test_timeline_follows_each_revoker_in_input_order(accidental):
+    det = RevokePattern()
+    counts = det.count(accidental)
+    tests = det.finalize(counts)
+    R = sum(v[1] for v in counts.cells.values())
+    G = sum(v[2] for v in counts.cells.values())
+    q = G / R
+    per_deal = []  # deal by deal, in input order: each player's revokes and gainful revokes
+    for r in accidental:
+        c = RevokeCounts()
+        count_deal(r, c)
+        got: dict[str, list[int]] = {}
+        for (pl, _), v in c.cells.items():
+            if v[1]:
+                got[pl] = [int(v[1]), int(v[2])]
+        if got:
+            per_deal.append(got)
+    checked = 0
+    for t in tests:
+        tl = t.detail["timeline"]
+        idx = [p[0] for p in tl]
+        assert idx == list(range(1, t.n + 1))  # one point per revoke (fewer than 200)
+        assert tl[-1][1] == t.observed and tl[-1][2] == pytest.approx(t.expected, abs=1e-3)
+        # the hypergeometric variance of his first k revokes among all R
+        for k, _, _, v in tl:
+            assert v == pytest.approx(k * q * (1 - q) * (R - k) / (R - 1), abs=1e-3)
+        at = {p[0]: p for p in tl}
+        n = g = 0
+        for got in per_deal:
+            if t.subject in got:
+                n, g = n + got[t.subject][0], g + got[t.subject][1]
+                assert at[n][1] == g and at[n][2] == pytest.approx(n * q, abs=1e-3)
+                checked += 1
+    assert checked >= 30
+    assert sorted(counts.trail) == sorted(t.subject for t in tests)

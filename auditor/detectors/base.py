@@ -119,15 +119,39 @@ def merge_streams(parts: Sequence[Mapping[str, Mapping[str, Trials]]]) -> dict[s
     return {s: {k: Trials.concat(v) for k, v in streams.items()} for s, streams in acc.items()}
 
 
-def timeline(obs: np.ndarray, expected: np.ndarray, points: int = TIMELINE_POINTS) -> list[list]:
-    """Cumulative [index (1-based), observed so far, expected so far] points, thinned to at most `points`."""
+def timeline(obs: np.ndarray, expected: np.ndarray, points: int = TIMELINE_POINTS,
+             variance: np.ndarray | None = None, counts: bool = True) -> list[list]:
+    """Cumulative [index (1-based), observed so far, expected so far] points, thinned to at most `points`.
+
+    `variance` (optional, already cumulative: the null variance of the observed total at each index) adds a fourth
+    element to each point, so that the report draws the honest range from the test's own null rather than from the
+    share of the expected count reached (which says nothing when the expectation is near 0 or not a count).
+    `counts`: the observed totals print as integers; otherwise (scores) rounded to 4 decimals."""
     n = len(obs)
     if n == 0:
         return []
     co = np.cumsum(obs)
     ce = np.cumsum(expected)
     idx = np.unique(np.linspace(0, n - 1, min(points, n)).round().astype(np.int64))
-    return [[int(i + 1), int(co[i]), round(float(ce[i]), 4)] for i in idx]
+    out = [[int(i + 1), int(co[i]) if counts else round(float(co[i]), 4), round(float(ce[i]), 4)] for i in idx]
+    if variance is not None:
+        for row, i in zip(out, idx):
+            row.append(round(max(float(variance[i]), 0.0), 4))
+    return out
+
+
+def deal_order(deal) -> int:
+    """The deal's place in the input, as `AuditColumns.order`: file index << 32 | line (no line: 0)."""
+    return (int(deal.file_index) << 32) | int(deal.line or 0)
+
+
+def trail_code(order: int, play: int, event: int) -> int:
+    """One play-level trial of a timeline (a `collusion` opportunity, a revoke) as one sortable int:
+    ((deal order << 6 | play index) << 1) | event, the play index being the play's place in the deal's plays (at
+    most 52). Sorting the codes sorts the trials in input order, then play order within a deal; `code & 1` is the
+    event. Deals with the same place in the input (in-memory deals without one) tie on the order and are then
+    ordered by play index: still one order for every partition of the input."""
+    return (((order << 6) | play) << 1) | event
 
 
 def control(t: Trials) -> dict:

@@ -26,6 +26,7 @@ from ..cards import rank_of, suit_of
 from ..rules import AF_PIPS, SW_HONOURS
 from ..stats import exact
 from ..stats.family import TestResult
+from .base import deal_order, timeline, trail_code
 from .play_facts import JACK, deal_exclusion, walk
 
 NAME = "collusion"
@@ -46,12 +47,24 @@ def individual(deal) -> bool:
 @dataclass
 class CollusionCounts:
     """Counts that add across partitions: per cell the field's (opportunities, events); per ordered pair and cell
-    the pair's (opportunities, events)."""
+    the pair's (opportunities, events).
+
+    `trail`, per ordered pair and cell, lists the pair's opportunities one by one as `trail_code(deal order, play
+    index, event)` (deal order = file index << 32 | line, play index = the play's place in the deal's plays), in
+    ascending order: the timeline of the pair's gifts in input order. Sorted, so that any partition of the input
+    merges to the same lists."""
 
     field: dict[tuple, list[int]] = dc_field(default_factory=dict)
     pairs: dict[tuple[str, str], dict[tuple, list[int]]] = dc_field(default_factory=dict)
     excluded_deals: dict[str, int] = dc_field(default_factory=dict)
     deals: int = 0
+    trail: dict[tuple[str, str], dict[tuple, list[int]]] = dc_field(default_factory=dict)
+
+
+def sort_trail(trail: dict) -> None:
+    for cells in trail.values():
+        for codes in cells.values():
+            codes.sort()
 
 
 def _add(dct: dict, key, opp: int, ev: int) -> None:
@@ -73,7 +86,8 @@ def count_deal(res, c: CollusionCounts) -> None:
         return
     c.deals += 1
     game = d.game
-    for st in walk(res):
+    order = deal_order(d)
+    for play, st in enumerate(walk(res)):
         if st.pos == 0 or st.two_card_turn or st.revoke:
             continue
         ws, wc = st.current_winner()
@@ -104,6 +118,7 @@ def count_deal(res, c: CollusionCounts) -> None:
         _add(c.field, cell, 1, ev)
         pair = (d.players[a], d.players[ws])
         _add(c.pairs.setdefault(pair, {}), cell, 1, ev)
+        c.trail.setdefault(pair, {}).setdefault(cell, []).append(trail_code(order, play, ev))
 
 
 class Collusion:
@@ -119,6 +134,7 @@ class Collusion:
         c = CollusionCounts()
         for res in results:
             count_deal(res, c)
+        sort_trail(c.trail)
         return c
 
     def merge(self, parts: Sequence[CollusionCounts]) -> CollusionCounts:
@@ -133,6 +149,11 @@ class Collusion:
                 dst = out.pairs.setdefault(pair, {})
                 for cell, (o, e) in cells.items():
                     _add(dst, cell, o, e)
+            for pair, cells in p.trail.items():
+                dst_t = out.trail.setdefault(pair, {})
+                for cell, codes in cells.items():
+                    dst_t.setdefault(cell, []).extend(codes)
+        sort_trail(out.trail)
         return out
 
     def finalize(self, counts: CollusionCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
@@ -152,11 +173,12 @@ class Collusion:
             groups: list[tuple[float, int]] = []
             own_groups: list[tuple[float, int]] = []
             own_ok = True
+            p_of: dict[tuple, float] = {}
             for cell in sorted(cells, key=repr):
                 o, e = cells[cell]
                 fo, fe = counts.field[cell]
                 ro, re = fo - o, fe - e  # leave the pair out
-                p = _rate(re, ro)
+                p = p_of[cell] = _rate(re, ro)
                 groups.append((p, o))
                 go, ge = giver[a][cell]
                 oo, oe = go - o, ge - e  # the giver to everyone else
@@ -181,13 +203,27 @@ class Collusion:
             if rev:
                 controls["reverse_pair"] = {"opportunities": sum(o for o, _ in rev.values()),
                                             "gifts": sum(e for _, e in rev.values())}
-            detail = {"opportunities": n_opp, "gifts": obs, "cells": len(cells)} if self.details else {}
+            detail = {"opportunities": n_opp, "gifts": obs, "cells": len(cells),
+                      "timeline": pair_timeline(counts.trail.get((a, b), {}), p_of)} if self.details else {}
             out.append(TestResult(
                 test=NAME, subject=f"{a}+{b}", n=int(n_opp), observed=float(obs), expected=float(expct),
                 statistic=float(z), pvalue=float(pval),
                 method="exact poisson-binomial, one-sided; null = the field's rate in the same situations "
                        "(leave-pair-out)", controls=controls, detail=detail))
         return out
+
+
+def pair_timeline(trail: dict[tuple, list[int]], p_of: dict[tuple, float]) -> list[list]:
+    """The pair's gifts over its opportunities in input order against the null of each (its cell's leave-pair-out
+    rate), cumulative, with the exact null variance so far (sum of p(1 - p): independent Bernoulli trials)."""
+    cells = [c for c in sorted(trail, key=repr) if trail[c]]
+    if not cells:
+        return []
+    codes = np.concatenate([np.asarray(trail[c], np.int64) for c in cells])
+    p = np.concatenate([np.full(len(trail[c]), p_of[c]) for c in cells])
+    order = np.argsort(codes, kind="stable")
+    codes, p = codes[order], p[order]
+    return timeline((codes & 1).astype(np.int64), p, variance=np.cumsum(p * (1 - p)))
 
 
 def _rate(events: int, opps: int, prior: float = 0.5) -> float:

@@ -65,6 +65,7 @@ from scipy.special import ndtr
 from ..cards import SUIT_MASK, rank_of, suit_of
 from ..rules import trump_strength
 from ..stats.family import TestResult
+from .base import timeline
 from .play_facts import ACE, QUEEN, TEN, PlayState, card_of, deal_exclusion, popcount, walk
 
 NAME = "marked_ten"
@@ -1012,7 +1013,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         detail = {"decisions": int(len(sel)), "deals": r["deals"], "variance_guard": phi,
                   "excluded": dict(sorted(counts.excluded.get(name, {}).items())),
                   "deals_excluded_in_input": dict(sorted(counts.excluded_deals.items())),
-                  "top_deals": top} if details else {}
+                  "top_deals": top, "timeline": _deal_timeline(main, sel, phi, scores)} if details else {}
         out.append(TestResult(
             test=NAME, subject=name, n=r["deals"], observed=main_t["observed"], expected=main_t["expected"],
             statistic=main_t["z"], pvalue=main_t["p"],
@@ -1020,6 +1021,67 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
                    "randomisation, saddlepoint one-sided p, deal-level variance guard",
             controls=controls, detail=detail))
     return out
+
+
+def input_rank(scores: dict) -> np.ndarray:
+    """Per deal (in key order), its place in the input: its `source` ("path:line"; simulated deals "game#deal")
+    read as (path, line), ties and unreadable sources by key order. The counts keep no file index, so files are
+    taken in the order of their paths (one file, or files named in date order: the input order)."""
+    got = scores.get("input_rank")
+    if got is None:
+        src = scores["counts"].source
+        heads, lines = _source_places(src)
+        order = scores["order"]
+        perm = np.lexsort((np.arange(len(order)), lines[order], heads[order])) if len(order) else order
+        got = np.empty(len(order), np.int64)
+        got[perm] = np.arange(len(order))
+        scores["input_rank"] = got
+    return got
+
+
+def _source_places(src: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(rank of the path among the sorted paths, line) of each "path:line" (or "name#number"); -1 as the line when
+    the source ends in neither."""
+    n = len(src)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    parts = [s.rpartition(":") for s in src]
+    tails = np.array([p[2] for p in parts])
+    ok = np.char.isdigit(tails) & np.array([bool(p[1]) for p in parts])
+    heads = [p[0] if good else s for p, s, good in zip(parts, src, ok.tolist())]
+    lines = np.full(n, -1, np.int64)
+    if ok.any():
+        lines[ok] = tails[ok].astype(np.int64)
+    for j in np.flatnonzero(~ok).tolist():  # rare: simulated deals, hand-made sources
+        head, sep, tail = src[j].rpartition("#")
+        if sep and tail.isdigit():
+            heads[j], lines[j] = head, int(tail)
+    rank_of_head = {h: k for k, h in enumerate(sorted(set(heads)))}
+    return np.array([rank_of_head[h] for h in heads], np.int64), lines
+
+
+def _deal_timeline(main: TargetScores, sel: np.ndarray, phi: float, scores: dict) -> list[list]:
+    """The primary test over the player's scored deals in input order: per deal, observed = sum of (x - c) g(true
+    place) over his decisions, expected = sum of (x - c) E g under the posterior (their difference is the deal sum
+    S_d), variance = sum of (x - c)^2 Var g; cumulated, the variance widened by the guard `phi` as the test is. The
+    last point is the test's (deals, observed, expected, variance)."""
+    A = main.A
+    mom = main.diag.get("dec_moments")
+    if mom is None:  # per decision, once for every player: g(true place) and the posterior variance of g
+        n_dec = len(A.d_deal)
+        gtrue = np.bincount(A.c_dec, weights=A.c_g * A.c_true, minlength=n_dec)
+        dev2 = np.bincount(A.c_dec, weights=main.p_soft * (A.c_g - main.G_soft[A.c_dec]) ** 2, minlength=n_dec)
+        mom = main.diag["dec_moments"] = (gtrue, dev2)
+    gtrue, dev2 = mom
+    if len(sel) == 0:
+        return []
+    w = main.w[sel]
+    deals, inv = np.unique(A.d_deal[sel], return_inverse=True)
+    obs = np.bincount(inv, weights=w * gtrue[sel], minlength=len(deals))
+    exp_ = np.bincount(inv, weights=w * main.G_soft[sel], minlength=len(deals))
+    var = np.bincount(inv, weights=w ** 2 * dev2[sel], minlength=len(deals))
+    o = np.argsort(input_rank(scores)[deals], kind="stable")
+    return timeline(obs[o], exp_[o], variance=np.cumsum(var[o]) * phi, counts=False)
 
 
 def _top_deals(main: TargetScores, sel: np.ndarray, scores: dict, k: int = 10) -> list[dict]:

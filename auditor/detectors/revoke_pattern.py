@@ -33,6 +33,7 @@ from ..cards import SUIT_MASK, rank_of, suit_of
 from ..rules import AF_PIPS, SW_HONOURS
 from ..stats import exact
 from ..stats.family import TestResult
+from .base import deal_order, timeline, trail_code
 from .collusion import counting
 from .play_facts import JACK, PlayState, deal_exclusion, walk
 
@@ -65,10 +66,13 @@ def _winner(st: PlayState, cards: list[tuple[int, int]]) -> int:
 @dataclass
 class RevokeCounts:
     """Per player and cell (game, n): opportunities, revokes, gainful revokes, summed gain (an exact fraction:
-    adds exactly across partitions)."""
+    adds exactly across partitions). `trail`: per player, his revokes one by one as `base.trail_code(deal order,
+    play index, gainful)`, ascending (input order): his timeline. Sorted, so any partition merges to the same lists.
+    """
 
     cells: dict[tuple[str, tuple], list[float]] = dc_field(default_factory=dict)
     excluded_deals: dict[str, int] = dc_field(default_factory=dict)
+    trail: dict[str, list[int]] = dc_field(default_factory=dict)
 
 
 def _add(c: RevokeCounts, player: str, cell: tuple, opp: int, rev: int, gainful: int, gain) -> None:
@@ -96,7 +100,8 @@ def count_deal(res, c: RevokeCounts) -> None:
     for k, s, card in res.plays:
         tricks.setdefault(k, []).append((s, card))
     opp_by_seat = [0] * d.n
-    for st in walk(res):
+    order = deal_order(d)
+    for play, st in enumerate(walk(res)):
         if st.pos == 0 or st.two_card_turn:
             continue
         s = st.seat
@@ -130,6 +135,7 @@ def count_deal(res, c: RevokeCounts) -> None:
         gainful = int((won and not alt_win) or
                       (d.game == "all_fours" and alt_gives and not counting(d.game, trump, st.card)))
         _add(c, d.players[s], cell, 0, 1, gainful, gain)
+        c.trail.setdefault(d.players[s], []).append(trail_code(order, play, gainful))
     for s in range(d.n):
         if opp_by_seat[s]:
             _add(c, d.players[s], cell, opp_by_seat[s], 0, 0, Fraction(0))
@@ -147,6 +153,8 @@ class RevokePattern:
         c = RevokeCounts()
         for res in results:
             count_deal(res, c)
+        for codes in c.trail.values():
+            codes.sort()
         return c
 
     def merge(self, parts: Sequence[RevokeCounts]) -> RevokeCounts:
@@ -156,6 +164,10 @@ class RevokePattern:
                 out.excluded_deals[k] = out.excluded_deals.get(k, 0) + v
             for (pl, cell), v in p.cells.items():
                 _add(out, pl, cell, *v)
+            for pl, codes in p.trail.items():
+                out.trail.setdefault(pl, []).extend(codes)
+        for codes in out.trail.values():
+            codes.sort()
         return out
 
     def finalize(self, counts: RevokeCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
@@ -203,7 +215,8 @@ class RevokePattern:
                          "unit": "counting points taken in the revoke trick vs the mean legal card"},
                 "field_gainful_share": share_f,
             }
-            detail = {"table": table, "field_revokes": rf} if self.details else {}
+            detail = {"table": table, "field_revokes": rf,
+                      "timeline": revoke_timeline(counts.trail.get(pl, []), int(R), int(G))} if self.details else {}
             out.append(TestResult(
                 test=NAME, subject=pl, n=r, observed=float(g), expected=float(expected),
                 statistic=float((g - expected) / max(np.sqrt(expected * (1 - expected / max(r, 1))), 1e-9))
@@ -212,6 +225,20 @@ class RevokePattern:
                 method="Fisher exact, one-sided: gainful share of his revokes vs the field's",
                 controls=controls, detail=detail))
         return out
+
+
+def revoke_timeline(codes: list[int], R: int, G: int) -> list[list]:
+    """The player's gainful revokes over his revokes in input order against Fisher's null: each revoke gainful with
+    the pooled share G / R (everybody's revokes, his included: the margins the test conditions on), so that the line
+    ends at the test's expected count. The variance so far is the hypergeometric one of his first k revokes drawn
+    from the R: k q (1 - q) (R - k) / (R - 1), q = G / R."""
+    if not codes or R <= 0:
+        return []
+    gain = np.sort(np.asarray(codes, np.int64)) & 1
+    q = G / R
+    k = np.arange(1, len(gain) + 1, dtype=float)
+    var = k * q * (1 - q) * (R - k) / (R - 1) if R > 1 else np.zeros(len(gain))
+    return timeline(gain, np.full(len(gain), q), variance=var)
 
 
 def _merge(groups: list[tuple[float, int]]) -> list[tuple[float, int]]:

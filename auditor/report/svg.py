@@ -444,7 +444,9 @@ def qq_plot(entries: list[dict], title: str = "p-values of the whole family agai
 # ------------------------------------------------------------------ timeline
 
 
-def _timeline_points(detail: Any) -> list[tuple[float, float, float]]:
+def _timeline_points(detail: Any) -> list[tuple[float, float, float, float | None]]:
+    """(index, observed so far, expected so far, null variance so far or None) from `detail.timeline`: lists
+    [index, observed, expected(, variance)] or dicts with those keys; points with a non-finite part are dropped."""
     if not isinstance(detail, dict):
         return []
     raw = detail.get("timeline")
@@ -453,13 +455,14 @@ def _timeline_points(detail: Any) -> list[tuple[float, float, float]]:
         for p in raw:
             if isinstance(p, (list, tuple)) and len(p) >= 3:
                 i, o, x = _fin(p[0]), _fin(p[1]), _fin(p[2])
-                if i is not None and o is not None and x is not None:
-                    out.append((i, o, x))
+                v = _fin(p[3]) if len(p) >= 4 else None
             elif isinstance(p, dict):
                 i = _fin(p.get("deal_index", p.get("index", p.get("i"))))
-                o, x = _fin(p.get("observed")), _fin(p.get("expected"))
-                if i is not None and o is not None and x is not None:
-                    out.append((i, o, x))
+                o, x, v = _fin(p.get("observed")), _fin(p.get("expected")), _fin(p.get("variance"))
+            else:
+                continue
+            if i is not None and o is not None and x is not None:
+                out.append((i, o, x, v if v is not None and v >= 0 else None))
     return out
 
 
@@ -472,7 +475,11 @@ def _thin(pts: list, k: int = 400) -> list:
 
 
 def timeline(entry: dict) -> str:
-    """Cumulative excess (observed − expected so far) over the subject's deals, with the honest ±2 sd range."""
+    """Cumulative excess (observed − expected so far) over the subject's deals, with the honest ±2 sd range.
+
+    The range is ±2 sd of the null so far: from each point's own null variance when the detector gives it (the
+    fourth element: `marked_ten`, `collusion`, `revoke_pattern`), else the subject's final null sd scaled by the
+    share of the final expected count reached (variance proportional to expected, as for Bernoulli counts)."""
     from .sentences import null_sd, test_info
 
     pts = _timeline_points(entry.get("detail"))
@@ -483,15 +490,21 @@ def timeline(entry: dict) -> str:
     info = test_info(entry.get("test", ""))
     xs = [p[0] for p in pts]
     ex = [p[1] - p[2] for p in pts]
-    sd = null_sd(entry)
-    final_exp = pts[-1][2]
     band_u, band_l = [], []
-    if sd is not None and sd > 0:
-        for i, _, x in pts:
-            share = (x / final_exp) if final_exp > 0 else (i / xs[-1] if xs[-1] else 0)
-            s = 2 * sd * math.sqrt(max(share, 0.0))
+    if all(p[3] is not None for p in pts):
+        for i, _, _, v in pts:
+            s = 2 * math.sqrt(v)
             band_u.append((i, s))
             band_l.append((i, -s))
+    else:
+        sd = null_sd(entry)
+        final_exp = pts[-1][2]
+        if sd is not None and sd > 0:
+            for i, _, x, _ in pts:
+                share = (x / final_exp) if final_exp > 0 else (i / xs[-1] if xs[-1] else 0)
+                s = 2 * sd * math.sqrt(max(share, 0.0))
+                band_u.append((i, s))
+                band_l.append((i, -s))
     ys = ex + [b[1] for b in band_u] + [b[1] for b in band_l] + [0.0]
     plot = Plot(f"{_short(subject)}: cumulative excess, {_test_label(entry.get('test', ''))}",
                 f"the subject's {info['unit_short']}, in order",

@@ -272,13 +272,43 @@ class _Builder:
         return c
 
 
+_FNV_OFFSET, _FNV_PRIME = 0xCBF29CE484222325, 0x100000001B3
+_FMIX1, _FMIX2 = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53  # the 64-bit finaliser of MurmurHash3
+_M64 = (1 << 64) - 1
+_STR_HASH: dict[str, int] = {}
+
+
+def _str_hash(text: str) -> int:
+    """64-bit FNV-1a of the UTF-8 bytes of `text` (memoised: tables, games and players repeat)."""
+    h = _STR_HASH.get(text)
+    if h is None:
+        h = _FNV_OFFSET
+        for b in text.encode("utf-8"):
+            h = ((h ^ b) * _FNV_PRIME) & _M64
+        if len(_STR_HASH) < 1 << 16:
+            _STR_HASH[text] = h
+    return h
+
+
 def _deal_key(res) -> int:
-    """A 64-bit hash of the deal's content (table, game, deal number, seats, dealer and every card played)."""
-    import hashlib
+    """A 64-bit hash of the deal's content (table, game, deal number, seats, dealer, turn-up and every card played):
+    FNV-1a over 64-bit words (the strings by their `_str_hash`, the parsed turn-up or -1, each play as trick << 16
+    | seat << 8 | card), then the Murmur finaliser. Plain integer steps, so `marked_ten_fast` computes the same key
+    over the columns."""
+    from ..cards import parse_card
 
     d = res.deal
-    text = repr((d.table, d.game_id, d.deal_no, tuple(d.players), d.dealer, d.turn_up, tuple(res.plays)))
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+    tu = parse_card(d.turn_up)
+    words = [_str_hash(d.table), _str_hash(d.game_id), d.deal_no, d.n, *map(_str_hash, d.players), d.dealer,
+             -1 if tu is None else tu, *[(k << 16) | (s << 8) | c for k, s, c in res.plays]]
+    h = _FNV_OFFSET
+    for w in words:
+        h = ((h ^ (w & _M64)) * _FNV_PRIME) & _M64
+    h ^= h >> 33
+    h = (h * _FMIX1) & _M64
+    h ^= h >> 33
+    h = (h * _FMIX2) & _M64
+    return h ^ (h >> 33)
 
 
 def _bump(dct: dict, key: str, by: int = 1) -> None:
@@ -448,6 +478,14 @@ class MarkedTen:
         for res in results:
             extract_deal(res, c, B)
         return B.finish()
+
+    def count_columns(self, cols: Any, rng: np.random.Generator | None = None, facts: Any = None
+                      ) -> MarkedTenCounts:
+        """`count` over the audit's columns (`auditor.columns.AuditColumns`): the same counts, the walk in numba
+        (`marked_ten_fast`)."""
+        from .marked_ten_fast import count_columns
+
+        return count_columns(cols)
 
     def merge(self, parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         return merge_counts(parts)

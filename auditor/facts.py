@@ -26,6 +26,7 @@ from functools import lru_cache
 from math import comb
 from typing import Sequence
 
+import numba
 import numpy as np
 
 from .cards import N_CARDS, RJ, cards_of, parse_card, rank_of, suit_of
@@ -362,6 +363,210 @@ class _Builder:
             skipped=self.skipped,
         )
 
+
+# ---------------------------------------------------------------- the same facts from the audit columns
+
+
+_JACKS = sum(1 << (s * 13 + RJ) for s in range(4))
+
+
+@numba.njit(cache=True)
+def _holders(hands, rel_of_seat, n, rows):  # pragma: no cover - compiled
+    """holder[j, card]: the relative seat dealt the card in deal rows[j] (NOWHERE if none; the hands are
+    disjoint)."""
+    out = np.full((len(rows), N_CARDS), NOWHERE, np.int8)
+    for j in range(len(rows)):
+        i = rows[j]
+        for s in range(n[i]):
+            h = hands[i, s]
+            rel = rel_of_seat[i, s]
+            for c in range(N_CARDS):
+                if (h >> np.uint64(c)) & np.uint64(1):
+                    out[j, c] = rel
+    return out
+
+
+def _jack_p_array(seen: np.ndarray) -> np.ndarray:
+    """`_jack_p` of each mask."""
+    out_jacks = np.bitwise_count(seen & np.uint64(_JACKS)).astype(np.int64)
+    return (4 - out_jacks) / (N_CARDS - np.bitwise_count(seen).astype(np.int64))
+
+
+def _first_seen_order(values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """For ints in [0, size): (distinct values in order of first appearance, each value's rank in that order) - the
+    order a dict filled by `setdefault` while walking `values` would give."""
+    first = np.full(size, len(values), np.int64)
+    np.minimum.at(first, values, np.arange(len(values)))
+    uniq = np.flatnonzero(first < len(values))
+    uniq = uniq[np.argsort(first[uniq], kind="stable")]
+    rank = np.full(size, -1, np.int64)
+    rank[uniq] = np.arange(len(uniq))
+    return uniq, rank[values]
+
+
+def _run_checks(cols, rows: np.ndarray, seen0: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The All Fours runs of deals `rows` (their cards known out so far: `seen0`) checked as `_Builder.add_result`
+    does: every run card a card, none already out, none twice, the run's turn-up a card not out. Returns the rows
+    that fail and the turn-up events (row, jack, p, run) of the others."""
+    code: dict = {}
+
+    def parse(x) -> int:
+        c = parse_card(x)
+        return -1 if c is None else c
+
+    run_row, run_j, run_tu, run_len, cards = [], [], [], [], []
+    for i in rows.tolist():
+        for j, run in enumerate(cols.runs[i] or [], 1):
+            try:
+                got = [code[x] for h in run["cards"] for x in h]
+            except (KeyError, TypeError):  # first sight of a spelling (or no string): the parser, then the cache
+                got = [parse(x) for h in run["cards"] for x in h]
+                for h in run["cards"]:
+                    for x in h:
+                        if isinstance(x, str):
+                            code[x] = parse(x)
+            run_row.append(i)
+            run_j.append(j)
+            run_tu.append(parse(run["turn_up"]))
+            run_len.append(len(got))
+            cards += got
+    R = len(run_row)
+    run_row_a = np.asarray(run_row, np.int64)
+    run_j_a = np.asarray(run_j, np.int64)
+    rt = np.asarray(run_tu, np.int64)
+    counts = np.asarray(run_len, np.int64)
+    codes = np.asarray(cards, np.int64)
+    seg = np.repeat(np.arange(R), counts)
+    bad = np.zeros(R, bool)
+    bad[seg[codes < 0]] = True
+    mask = np.zeros(R, np.uint64)
+    np.bitwise_or.at(mask, seg, np.uint64(1) << np.maximum(codes, 0).astype(np.uint64))
+    bad |= np.bitwise_count(mask).astype(np.int64) != counts  # a card twice in the run
+    bad |= rt < 0
+    rt_bit = np.uint64(1) << np.maximum(rt, 0).astype(np.uint64)
+    pos = np.searchsorted(rows, run_row_a)
+    seen = seen0.copy()
+    failed = np.zeros(len(rows), bool)
+    p = np.zeros(R)
+    for j in range(1, int(run_j_a.max(initial=0)) + 1):  # the runs of a deal in turn
+        k = np.flatnonzero(run_j_a == j)
+        s = seen[pos[k]]
+        out = s | mask[k]
+        fail = bad[k] | ((s & mask[k]) != 0) | ((out & rt_bit[k]) != 0)
+        failed[pos[k[fail]]] = True
+        p[k] = _jack_p_array(out)
+        seen[pos[k]] = out | rt_bit[k]
+    keep = ~failed[pos]
+    events = [run_row_a[keep], (rt[keep] % 13 == RJ).astype(np.int8), p[keep], run_j_a[keep].astype(np.int8)]
+    return rows[failed], events
+
+
+def facts_from_columns(cols) -> DealingFacts:
+    """`facts_from_results(results)` from `auditor.columns.from_results(results)` (or the batch pipeline's
+    columns): the same arrays, lists and `skipped`, computed as array operations. `result_index` is the row.
+
+    The checks of `_Builder.add_result` per row: one `config` per (ruleset, player count) group, the turn-up in the
+    pack, each seat's hand of the rules' size and inside the pack, the hands disjoint, no card listed twice in a
+    recorded hand, (All Fours) the turn-up in no hand, the runs' cards new and their turn-ups new."""
+    D = len(cols)
+    n = cols.n.astype(np.int64)
+    dealer = cols.dealer.astype(np.int64)
+    tu = cols.turn_up.astype(np.int64)
+    # ---- one configuration per (ruleset, player count)
+    gkey = cols.rset.astype(np.int64) * 256 + (n + 128)
+    gkeys, ginv = np.unique(gkey, return_inverse=True)
+    ginv = ginv.reshape(-1)
+    G = len(gkeys)
+    g_ok = np.zeros(G, bool)
+    g_cfg: list[Config | None] = [None] * G
+    g_pack = np.zeros(G, np.uint64)
+    g_af = np.zeros(G, bool)
+    g_sizes = np.zeros((G, MAX_SEATS), np.int64)  # cards dealt per relative seat
+    for g, k in enumerate(gkeys.tolist()):
+        rules, gn = cols.rulesets[k >> 8], (k & 0xFF) - 128
+        try:
+            cfg = config(rules, gn)
+        except Exception:  # a configuration the rules cannot lay out: not auditable for dealing
+            continue
+        g_ok[g] = True
+        g_cfg[g] = cfg
+        g_pack[g] = cfg.pack
+        g_af[g] = cfg.game == "all_fours"
+        g_sizes[g, :gn] = cfg.hand_sizes
+    ok = g_ok[ginv]
+    pack = g_pack[ginv]
+    af = g_af[ginv]
+    # ---- the turn-up is a card of the pack
+    tu_bit = np.uint64(1) << np.maximum(tu, 0).astype(np.uint64)
+    ok &= (tu >= 0) & ((pack & tu_bit) != 0)
+    # ---- the hands: sizes by the rules, inside the pack, disjoint, no card listed twice
+    seat = np.arange(MAX_SEATS)
+    in_deal = seat[None, :] < n[:, None]
+    rel_of_seat = (seat[None, :] - dealer[:, None]) % np.maximum(n, 1)[:, None]  # relative seat of each seat
+    want = np.where(in_deal, g_sizes[ginv[:, None], rel_of_seat], 0)
+    hands = cols.hands
+    fits = (np.bitwise_count(hands) == want) & ((hands & ~pack[:, None]) == 0)
+    hands_ok = cols.has_hands & (fits | ~in_deal).all(1)
+    union = np.bitwise_or.reduce(np.where(in_deal, hands, np.uint64(0)), axis=1)
+    hands_ok &= np.bitwise_count(union).astype(np.int64) == want.sum(1)
+    hands_ok &= ~(cols.rec_hands & cols.hands_dup)
+    hands_ok &= ~(af & ((union & tu_bit) != 0))
+    has_runs = np.zeros(D, bool)
+    has_runs[[i for i, runs in cols.runs.items() if runs]] = True
+    # All Fours hands derived from the play are the cards in play (hand + run cards - discards): they are the
+    # dealt hands only when nobody ran the cards
+    ok &= np.where(af, ~(cols.rec_hands & ~hands_ok), hands_ok)
+    hands_known = np.where(af, hands_ok & (cols.rec_hands | ~has_runs), True)
+    union = np.where(hands_known, union, np.uint64(0))
+    # ---- the runs (All Fours deals that ran the cards)
+    ran = np.flatnonzero(ok & af & has_runs)
+    failed, run_ev = _run_checks(cols, ran, union[ran] | tu_bit[ran])
+    ok[failed] = False
+    rows = np.flatnonzero(ok)
+    A = len(rows)
+    # ---- per kept row
+    n_k, dealer_k = n[rows], dealer[rows]
+    in_k = in_deal[rows]
+    abs_seat = (dealer_k[:, None] + seat[None, :]) % np.maximum(n_k, 1)[:, None]
+    sp_rows = cols.seat_player[rows[:, None], abs_seat][in_k]
+    uniq_p, pid = _first_seen_order(sp_rows.astype(np.int64), len(cols.players))
+    seat_player = np.full((A, MAX_SEATS), -1, np.int32)
+    seat_player[in_k] = pid
+    uniq_t, table = _first_seen_order(cols.table[rows].astype(np.int64), len(cols.tables))
+    # configurations: equal Configs of two (ruleset, n) groups are one entry, listed in order of first use
+    cfg_ids: dict[Config, int] = {}
+    g_id = np.full(G, -1, np.int64)
+    for g in _first_seen_order(ginv[rows], G)[0].tolist():
+        g_id[g] = cfg_ids.setdefault(g_cfg[g], len(cfg_ids))
+    known = hands_known[rows]
+    holder = np.full((A, N_CARDS), NOWHERE, np.int8)
+    if known.any():
+        holder[known] = _holders(hands, rel_of_seat, n, rows[known])
+    # ---- turn-up events: each All Fours deal's first turn-up, then its runs'
+    pos = np.full(D, -1, np.int64)
+    pos[rows] = np.arange(A)
+    first = rows[af[rows]]
+    ev_deal = np.concatenate([pos[first], pos[run_ev[0]]])
+    ev_jack = np.concatenate([(tu[first] % 13 == RJ).astype(np.int8), run_ev[1]])
+    ev_p = np.concatenate([_jack_p_array(union[first]), run_ev[2]])
+    ev_run = np.concatenate([np.zeros(len(first), np.int8), run_ev[3]])
+    o = np.lexsort((ev_run, ev_deal))
+    return DealingFacts(
+        players=[cols.players[p] for p in uniq_p.tolist()], configs=list(cfg_ids),
+        tables=[cols.tables[t] for t in uniq_t.tolist()],
+        order=cols.order[rows].astype(np.int64),
+        table=table.astype(np.int32),
+        cfg=g_id[ginv[rows]].astype(np.int32),
+        n=n_k.astype(np.int8),
+        seat_player=seat_player,
+        cutter_rel=((cols.cutter[rows].astype(np.int64) - dealer_k) % np.maximum(n_k, 1)).astype(np.int8),
+        turnup=tu[rows].astype(np.int8),
+        holder=holder,
+        result_index=rows.astype(np.int64),
+        hands_known=known.astype(bool),
+        tu_deal=ev_deal[o], tu_jack=ev_jack[o], tu_p=ev_p[o].astype(float), tu_run=ev_run[o],
+        skipped=D - A,
+    )
 
 def config_arrays(facts: DealingFacts, fn) -> np.ndarray:
     """Evaluate `fn(config)` once per configuration and spread it over the deals."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numba
 import numpy as np
 from scipy import stats as _st
 
@@ -158,6 +159,166 @@ def count_results(results: Sequence[Any]) -> dict:
     return out
 
 
+# ---------------------------------------------------------------- the same rows from the audit columns
+
+
+@numba.njit(cache=True)
+def _residue_rows_kernel(cur, prev, pack_size, deck, deck_len, hands, has_hands, dealer, play_card, play_trick,
+                         n_plays, log_slot, log_ptr, log_card, log_trick, log_ntricks):  # pragma: no cover - numba
+    """`residue` and `stack_pairs` of each (deal, previous deal of its pack): out[j] = residue obs, exp, max, stack
+    obs, exp, max (NaN where the deck, or the dealer's hand, is unknown). The previous deal's tricks are its plays
+    grouped by trick, or (log_slot >= 0) the recorded tricks of the log_* arrays."""
+    m = len(cur)
+    out = np.full((m, 6), np.nan)
+    trick_of = np.empty(52, np.int64)
+    sizes = np.zeros(64, np.int64)
+    held = np.zeros(64, np.int64)
+    for j in range(m):
+        i, q, P = cur[j], prev[j], pack_size[j]
+        ls = log_slot[q]
+        if ls >= 0:
+            a, b, ntr = log_ptr[ls], log_ptr[ls + 1], log_ntricks[ls]
+        else:
+            a, b, ntr = 0, n_plays[q], 0
+            for t in range(b):
+                ntr = max(ntr, play_trick[q, t] + 1)
+        if ntr > len(sizes):
+            sizes = np.zeros(2 * ntr, np.int64)
+            held = np.zeros(2 * ntr, np.int64)
+        trick_of[:] = -1
+        sizes[:ntr] = 0
+        held[:ntr] = 0
+        hand = np.uint64(0)
+        if has_hands[i]:
+            hand = hands[i, dealer[i]]
+        for t in range(a, b):
+            if ls >= 0:
+                c, k = log_card[t], log_trick[t]
+            else:
+                c, k = play_card[q, t], play_trick[q, t]
+            if k > trick_of[c]:  # a card in two tricks belongs to the later one (a dict filled in trick order)
+                trick_of[c] = k
+            sizes[k] += 1
+            if (hand >> np.uint64(c)) & np.uint64(1):
+                held[k] += 1
+        same2 = 0
+        same1 = 0
+        total = 0
+        longest = 0
+        for k in range(ntr):
+            s = sizes[k]
+            same2 += s * (s - 1)
+            same1 += s * (s - 1) // 2
+            total += s
+            longest = max(longest, s)
+        if deck_len[i] >= 0:
+            pairs = 0
+            obs = 0
+            for p in range(deck_len[i] - 1):
+                x, y = deck[i, p], deck[i, p + 1]
+                if x == 255 or y == 255:
+                    continue
+                pairs += 1
+                if trick_of[x] >= 0 and trick_of[x] == trick_of[y]:
+                    obs += 1
+            out[j, 0] = obs
+            out[j, 1] = pairs * same2 / (P * (P - 1))
+            out[j, 2] = total - ntr
+        if hand != np.uint64(0):
+            obs = 0
+            for k in range(ntr):
+                obs += held[k] * (held[k] - 1) // 2
+            h = 0
+            x = hand
+            while x:
+                x &= x - np.uint64(1)
+                h += 1
+            kmax = min(h, longest)
+            out[j, 3] = obs
+            out[j, 4] = same1 * h * (h - 1) / (P * (P - 1))
+            out[j, 5] = kmax * (kmax - 1) // 2
+    return out
+
+
+def count_columns(cols) -> dict:
+    """`count_results(results)` from `auditor.columns.from_results(results)` (or the batch pipeline's columns):
+    the previous deal of each deal's pack at its table found by sorting, the residues counted by a numba kernel."""
+    D = len(cols)
+    n = cols.n.astype(np.int64)
+    gkey = cols.rset.astype(np.int64) * 256 + (n + 128)
+    gkeys, ginv = np.unique(gkey, return_inverse=True)
+    ginv = ginv.reshape(-1)
+    g_ok = np.zeros(len(gkeys), bool)
+    g_pack = np.zeros(len(gkeys), np.int64)
+    g_size = np.zeros(len(gkeys), np.int64)
+    labels: list[str] = []
+    g_label = np.zeros(len(gkeys), np.int64)
+    for g, k in enumerate(gkeys.tolist()):
+        try:
+            cfg = config(cols.rulesets[k >> 8], (k & 0xFF) - 128)
+        except Exception:  # no layout: the deal neither counts nor is anyone's previous deal
+            continue
+        g_ok[g] = True
+        g_pack[g], g_size[g] = cfg.pack, cfg.pack_size
+        g_label[g] = len(labels)
+        labels.append(cfg.label)
+    rows = np.flatnonzero(g_ok[ginv])
+    # each deal's previous deal of the same pack id at its table, in input order
+    table, pack, order = cols.table[rows], cols.pack[rows], cols.order[rows]
+    o = np.lexsort((rows, order, pack, table))
+    s = rows[o]
+    same = np.zeros(len(s), bool)
+    same[1:] = (table[o][1:] == table[o][:-1]) & (pack[o][1:] == pack[o][:-1])
+    cur, prev = s[1:][same[1:]], s[:-1][same[1:]]
+    keep = g_pack[ginv[cur]] == g_pack[ginv[prev]]
+    # the previous deal's tricks: its plays grouped by trick, or the recorded tricks where they differ
+    log_slot = np.full(D, -1, np.int64)
+    has_tricks = cols.n_plays > 0
+    lp, lc, lt, ln = [0], [], [], []
+    for r in sorted(cols.log_tricks):
+        tr = cols.log_tricks[r]
+        has_tricks[r] = tr is not None
+        if tr is None:
+            continue
+        log_slot[r] = len(ln)
+        for k, t in enumerate(tr):
+            lc += t
+            lt += [k] * len(t)
+        lp.append(len(lc))
+        ln.append(len(tr))
+    keep &= has_tricks[prev]
+    cur, prev = cur[keep], prev[keep]
+    # the rows of each table in input order
+    o = np.lexsort((cur, cols.order[cur], cols.table[cur]))
+    cur, prev = cur[o], prev[o]
+    vals = _residue_rows_kernel(
+        cur, prev, g_size[ginv[cur]], cols.deck, cols.deck_len.astype(np.int64), cols.hands, cols.has_hands,
+        cols.dealer.astype(np.int64), cols.play_card, cols.play_trick.astype(np.int64),
+        cols.n_plays.astype(np.int64), log_slot, np.asarray(lp, np.int64), np.asarray(lc, np.uint8),
+        np.asarray(lt, np.int64), np.asarray(ln, np.int64))
+    names = np.array(cols.players + [""], dtype=object)
+    dealer = names[cols.seat_player[cur, cols.dealer[cur].astype(np.int64)]]
+    label = np.array(labels + [""], dtype=object)[g_label[ginv[cur]]]
+    key = cols.order[cur].astype(np.int64)
+    tab = cols.table[cur]
+    out = {}
+    if not len(cur):
+        return out
+    starts = np.flatnonzero(np.r_[True, tab[1:] != tab[:-1]])
+    ends = np.r_[starts[1:], len(cur)]
+    spans = {int(tab[a]): (a, b) for a, b in zip(starts, ends)}
+    first_row = np.full(len(cols.tables), D, np.int64)  # tables in order of first appearance in the input
+    np.minimum.at(first_row, cols.table.astype(np.int64), np.arange(D))
+    for t in sorted(spans, key=lambda t: first_row[t]):
+        a, b = spans[t]
+        c = {"key": key[a:b], "dealer": dealer[a:b], "label": label[a:b]}
+        for j, name in enumerate(("residue_obs", "residue_exp", "residue_max", "stack_obs", "stack_exp",
+                                  "stack_max")):
+            c[name] = vals[a:b, j].copy()
+        out[cols.tables[t]] = c
+    return out
+
+
 def _cards(mask: int) -> list[int]:
     from ..cards import cards_of
 
@@ -255,6 +416,16 @@ class ShuffleResidue:
                 facts._residue_rows = cached
             return cached
         return count_results(results)
+
+    def count_columns(self, cols: Any, rng: np.random.Generator | None = None, facts: Any = None) -> dict:
+        """`count` from the audit columns (`auditor.columns.AuditColumns`), the same rows."""
+        if facts is not None:
+            cached = getattr(facts, "_residue_rows", None)
+            if cached is None:
+                cached = count_columns(cols)
+                facts._residue_rows = cached
+            return cached
+        return count_columns(cols)
 
     def merge(self, parts: Sequence[dict]) -> dict:
         out: dict[str, dict] = {}

@@ -239,5 +239,11 @@ class TrialsDetector:
 
         return self.count_facts(facts if facts is not None else facts_from_results(results))
 
+    def count_columns(self, cols, rng: np.random.Generator | None = None, facts=None) -> dict:
+        """`count` over the audit's columns (`auditor.columns.AuditColumns`): the same dealing facts."""
+        from ..facts import facts_from_columns
+
+        return self.count_facts(facts if facts is not None else facts_from_columns(cols))
+
     def merge(self, parts: Sequence[dict]) -> dict:
         return merge_streams(parts)

@@ -157,6 +157,13 @@ class RevokePattern:
             codes.sort()
         return c
 
+    def count_columns(self, cols: Any, rng: np.random.Generator | None = None, facts: Any = None) -> RevokeCounts:
+        """`count` over the audit's columns (`auditor.columns.AuditColumns`, all deals at once): the same counts,
+        from one numba walk (`revoke_pattern_fast`)."""
+        from .revoke_pattern_fast import count_columns
+
+        return count_columns(cols)
+
     def merge(self, parts: Sequence[RevokeCounts]) -> RevokeCounts:
         out = RevokeCounts()
         for p in parts:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.stats import binom
@@ -252,3 +256,103 @@ def test_clubs_of_strong_readers_are_not_accused():
         k = int(np.sum(p <= a))
         assert binom.sf(k - 1, len(p), a) > 0.001, (a, k, len(p))
     assert flags <= 1
+
+
+# ---------------------------------------------------------------- finalize pinned to its numbers
+
+PINNED = Path(__file__).resolve().parents[1] / "fixtures" / "marked_ten" / "finalize_pinned.json"
+
+
+def _pin_season():
+    """A small season with everything finalize handles: a marked-Ten cheater, two packs at one table, cards aside
+    (Russian three players), five and seven players, a few revokes (excluded deals)."""
+    from auditor.dealog import record_from_obj
+    from auditor.replay.run import replay_records
+    from auditor.simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
+
+    tables = [TableSpec("p4", 4, sides=partnerships(4, "pairs"), packs=("red", "blue")),
+              TableSpec("q4", 4, sides=partnerships(4, "pairs")),
+              TableSpec("r3", 3, rules="russian"), TableSpec("f5", 5),
+              TableSpec("f7", 7, options={"odd_pack": "show_36th_dead"})]
+    spec = SeasonSpec(tables=tables, n_deals=900, players=28, cheaters=[CheaterSpec("ada", "marked_ten", 1.0)],
+                      revoke_rate=1 / 200, time=False)
+    sim = simulate_season(spec, np.random.default_rng(11))
+    return replay_records(record_from_obj(r, f"pin.jsonl:{i + 1}", 0, i + 1)
+                          for i, r in enumerate(sim.records)).results
+
+
+def _leaves(obj, path: str, out: dict) -> None:
+    """Every number, string and flag of a result at full precision, keyed by its path (of the top deals their
+    number and contribution, not the sentences; of a timeline its length, every seventh point and the last)."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if not ("/top_deals/" in path and k in ("what", "source", "game_id")) and k != "note":
+                _leaves(v, f"{path}/{k}", out)
+    elif isinstance(obj, (list, tuple)):
+        if path.endswith("/timeline"):
+            out[path + "#"] = len(obj)
+            obj = {i: p for i, p in enumerate(obj) if i % 7 == 0 or i == len(obj) - 1}
+            _leaves(obj, path, out)
+            return
+        for i, v in enumerate(obj):
+            _leaves(v, f"{path}/{i}", out)
+    elif obj is None or isinstance(obj, (bool, str)):
+        out[path] = obj
+    else:
+        out[path] = float(obj) if isinstance(obj, (float, np.floating)) else int(obj)
+
+
+def _pinned_numbers(tests, details: bool = True) -> dict:
+    """Without `details`: the test's numbers, each control's z and p and the variance guard."""
+    out: dict = {}
+    for t in tests:
+        for k in ("n", "observed", "expected", "statistic", "pvalue", "controls", "detail"):
+            _leaves(getattr(t, k), f"{t.subject}/{k}", out)
+    if not details:
+        out = {k: v for k, v in out.items() if k.count("/") == 1 or k.endswith(("/z", "/p", "/variance_guard"))}
+    return out
+
+
+def _differences(got: dict, want: dict, rtol: float = 1e-9) -> list:
+    """Paths whose value differs: floats beyond `rtol` (or 1e-12 near zero; a timeline's values are rounded to 4
+    decimals, so they may differ by one in the last place), anything else when not equal."""
+    bad = [("missing", k) for k in want.keys() - got.keys()] + [("extra", k) for k in got.keys() - want.keys()]
+    for k in want.keys() & got.keys():
+        a, b = got[k], want[k]
+        if isinstance(b, float) and isinstance(a, (int, float)) and not isinstance(a, bool):
+            tol = 1.01e-4 if "/timeline/" in k else max(rtol * abs(b), 1e-12)
+            if not abs(a - b) <= tol and not (math.isnan(a) and math.isnan(b)):
+                bad.append((k, a, b))
+        elif a != b:
+            bad.append((k, a, b))
+    return sorted(bad, key=str)
+
+
+@pytest.fixture(scope="module")
+def pin_counts():
+    return M.MarkedTen().count(_pin_season())
+
+
+def test_finalize_is_pinned_to_its_numbers(pin_counts):
+    """`finalize` on a small season gives the numbers it gave before its kernels were rewritten for speed (the
+    fixture was written by the numpy code of commit 5997170): every p-value, statistic, control and detail,
+    the timeline included, to 1e-9 relative; the same with one fold (the model fitted on every player). When the
+    season itself changes (the simulator), re-pin with an unchanged finalize: `python tests/test_marked_ten.py`."""
+    want = json.loads(PINNED.read_text())
+    got = _pinned_numbers(M.MarkedTen().finalize(pin_counts))
+    assert len(want["folds5"]) > 2000 and got["ada/pvalue"] < 1e-4  # the cheater, and something to compare
+    assert _differences(got, want["folds5"]) == []
+    assert _differences(_pinned_numbers(M.MarkedTen(folds=1).finalize(pin_counts), False), want["folds1"]) == []
+
+
+def write_pinned() -> None:  # pragma: no cover - run by hand when a change of method moves the numbers on purpose
+    counts = M.MarkedTen().count(_pin_season())
+    pins = {"folds5": _pinned_numbers(M.MarkedTen().finalize(counts)),
+            "folds1": _pinned_numbers(M.MarkedTen(folds=1).finalize(counts), False)}
+    short = {f: {k: float(f"{v:.13g}") if isinstance(v, float) else v for k, v in d.items()} for f, d in pins.items()}
+    PINNED.parent.mkdir(parents=True, exist_ok=True)
+    PINNED.write_text(json.dumps(short, indent=0, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    write_pinned()

@@ -120,9 +120,8 @@ class ColumnsBuilder:
             so[:k] = reg.side_of_row(int(sid), int(k))
             a["side_of"][m] = so
             a["n_sides"][m] = reg.n_sides(int(sid), int(k))
-        lu = ch.lineup[kr]
-        for lv in uniq(lu).tolist():
-            a["seat_player"][lu == lv] = self._lineup_players(int(lv))
+        ulu, inv = np.unique(ch.lineup[kr], return_inverse=True)
+        a["seat_player"][:] = np.stack([self._lineup_players(int(lv)) for lv in ulu.tolist()])[inv]
         tu, sh = ch.turn_up[kr].astype(np.int16), ch.shown[kr].astype(np.int16)
         a["turn_up"][:] = np.where(tu == NOCARD, -1, tu)
         a["shown"][:] = np.where(sh == NOCARD, -1, sh)

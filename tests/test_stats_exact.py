@@ -106,3 +106,24 @@ def test_power_and_min_detectable():
     assert (sims >= c).mean() == pytest.approx(pw, abs=0.01)
     # too little play: nothing detectable
     assert exact.min_detectable(((11 / 35, 3),), alpha) is None
+
+
+def test_sum_tail_matches_the_exact_convolution_on_long_sums():
+    """`sum_tail` (FFT on a window, exact in small tails) against `sum_dist` on sums long enough to take the FFT
+    path: the mean exactly, every tail to 1e-9 relative, tiny tails exactly."""
+    from auditor.stats.exact import FFT_MIN_SUPPORT, sum_dist, sum_tail
+
+    a = np.array([0.3, 0.35, 0.2, 0.1, 0.04, 0.01])
+    b = np.array([0.5, 0.3, 0.15, 0.05])
+    parts = [(a, 900), (b, 700)]
+    assert 1 + 900 * 5 + 700 * 3 >= FFT_MIN_SUPPORT
+    d = sum_dist(parts)
+    m = d.mean()
+    sd = np.sqrt(d.var())
+    for x in [0, m - 5 * sd, m - sd, m, m + sd, m + 3 * sd, m + 5 * sd, m + 8 * sd, m + 30 * sd, 10_000]:
+        got, mean = sum_tail(parts, x)
+        want = d.sf(x)
+        assert abs(mean - m) < 1e-9 * m
+        assert abs(got - want) <= 1e-9 * max(want, 1e-300), (x, got, want)
+    # a small sum stays on the exact path, bit for bit
+    assert sum_tail([(a, 10)], 20) == (sum_dist([(a, 10)]).sf(20), sum_dist([(a, 10)]).mean())

@@ -48,6 +48,16 @@ def _class_names(n_max: int) -> list[str]:
 # ---------------------------------------------------------------- counting
 
 
+@lru_cache(maxsize=256)
+def _held_pmf_t(cfg: Config) -> tuple[float, ...]:
+    return tuple(float(x) for x in honours_held_pmf(cfg, 0, honour_ranks(cfg.game)))
+
+
+def _held_pmf(cfg: Config) -> np.ndarray:
+    """The exact null pmf of the trump honours dealt to the dealer of a `cfg` deal, as floats."""
+    return np.array(_held_pmf_t(cfg))
+
+
 def canonical_cfgs(by_cfg: dict) -> dict:
     """A subject's configurations in a fixed order (by the configuration itself, not by first appearance), so that
     Monte-Carlo draws and sums do not depend on how the input was split before counting."""
@@ -477,16 +487,15 @@ class DealerCutter:
         for dealer, cutter in pairs:
             by_cfg = canonical_cfgs(counts[dealer])
             sel = self._stat(by_cfg, lambda cut: cut == cutter)
-            rest = self._stat(by_cfg, lambda cut: cut != cutter)
             n, obs, dist, ser = sel
             pv = dist.sf(obs)
             controls: dict[str, Any] = {}
             detail: dict[str, Any] = {}
             if self.details:
-                n2, obs2, dist2, _ = rest
+                n2, obs2, pv2, mean2 = self._rest(by_cfg, cutter)
                 controls["with_other_cutters"] = {
-                    "n": n2, "observed": obs2, "expected": round(dist2.mean(), 4) if n2 else 0.0,
-                    "pvalue": dist2.sf(obs2) if n2 else None}
+                    "n": n2, "observed": obs2, "expected": round(mean2, 4) if n2 else 0.0,
+                    "pvalue": pv2 if n2 else None}
                 keys, got, exp_each = ser
                 detail["timeline"] = timeline(got, exp_each)
                 detail["null_rate"] = round(dist.mean() / n, 6)
@@ -496,6 +505,25 @@ class DealerCutter:
                                   method="exact convolution of per-deal hypergeometric mixtures, one-sided",
                                   controls=controls, detail=detail))
         return out
+
+    @staticmethod
+    def _rest(by_cfg, cutter) -> tuple[int, int, float | None, float]:
+        """The dealer's deals cut by anyone else: n, honours, P(>= honours), expected honours. A dealer of years
+        has tens of thousands of such deals: `exact.sum_tail` (exact where the tail is small)."""
+        pmfs = []
+        n = obs = 0
+        for cfg, (keys, held, cut) in by_cfg.items():
+            m = cut != cutter
+            k = int(m.sum())
+            if not k:
+                continue
+            pmfs.append((_held_pmf(cfg), k))
+            n += k
+            obs += int(held[m].sum())
+        if not n:
+            return 0, 0, None, 0.0
+        tail, mean = exact.sum_tail(pmfs, obs)
+        return n, obs, tail, mean
 
     @staticmethod
     def _stat(by_cfg, pick):
@@ -508,7 +536,7 @@ class DealerCutter:
             k = int(m.sum())
             if not k:
                 continue
-            pmf = np.array([float(x) for x in honours_held_pmf(cfg, 0, honour_ranks(cfg.game))])
+            pmf = _held_pmf(cfg)
             pmfs.append((pmf, k))
             n += k
             obs += int(held[m].sum())

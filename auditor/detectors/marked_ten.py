@@ -732,28 +732,36 @@ class Blocks:
 def saddlepoint_sf(t: float, V: np.ndarray, P: np.ndarray, grp: np.ndarray, nb: int) -> float:
     """P(sum over blocks of X_b >= t), X_b independent, X_b = V[row] with probability P[row] for the rows of block
     b: the Lugannani-Rice saddlepoint approximation (relative accuracy far into the tail), normal near the mean,
-    exact at the top of the support. Rows of probability 0 carry no mass and are dropped."""
+    exact at the top of the support. Rows of probability 0 carry no mass and are dropped.
+
+    Near the mean the formula divides by the small w and u, so they are computed to full relative precision: on
+    centred values (each block's null mean subtracted, and t by their sum), each block's cumulant generating function
+    summed without cancellation (`marked_ten_fit.cgf`), and the saddlepoint polished by one more Newton step once
+    K'(s) is within 1e-9 sd of t (u = s sqrt(K''(s)) would otherwise carry the stopping point's error, relative
+    1e-9 / z)."""
+    from .marked_ten_fit import cgf as block_cgf, group_max
+
     keep = P > 0
     if not keep.all():
         V, P, grp = V[keep], P[keep], grp[keep]
+    V = np.ascontiguousarray(V, dtype=float)
+    grp = np.ascontiguousarray(grp, dtype=np.int64)
     P = P / np.bincount(grp, weights=P, minlength=nb)[grp]
-    vmax_b = np.full(nb, -np.inf)
-    np.maximum.at(vmax_b, grp, V)
+    vmax_b = group_max(V, grp, nb)
     tmax = float(vmax_b.sum())
     spread = float(np.abs(V).max()) if len(V) else 0.0
     if t >= tmax - 1e-9 * max(1.0, spread):
         at_max = np.bincount(grp, weights=P * (V >= vmax_b[grp] - 1e-12), minlength=nb)
         return float(np.exp(np.log(np.maximum(at_max, 1e-300)).sum()))
+    mu = np.bincount(grp, weights=P * V, minlength=nb)
+    V = V - mu[grp]
+    t = t - float(mu.sum())
+    vhi = group_max(V, grp, nb)
+    vlo = -group_max(-V, grp, nb)
+    lin = np.bincount(grp, weights=P * V, minlength=nb)
 
     def cgf(s: float) -> tuple[float, float, float]:
-        a = s * V
-        mx = np.full(nb, -np.inf)
-        np.maximum.at(mx, grp, a)
-        e = P * np.exp(a - mx[grp])
-        z = np.bincount(grp, weights=e, minlength=nb)
-        m1 = np.bincount(grp, weights=e * V, minlength=nb) / z
-        m2 = np.bincount(grp, weights=e * V * V, minlength=nb) / z
-        return float((np.log(z) + mx).sum()), float(m1.sum()), float(np.maximum(m2 - m1 ** 2, 0).sum())
+        return block_cgf(float(s), V, P, grp, nb, vlo, vhi, lin)
 
     _, mean, var = cgf(0.0)
     if var <= 1e-18:
@@ -767,6 +775,8 @@ def saddlepoint_sf(t: float, V: np.ndarray, P: np.ndarray, grp: np.ndarray, nb: 
     for _ in range(200):
         K, k1, k2 = cgf(s)
         if abs(k1 - t) <= 1e-9 * max(sd, 1e-12):
+            if k2 > 0:
+                s += (t - k1) / k2
             break
         if k1 < t:
             lo = s
@@ -1124,14 +1134,15 @@ def _deal_timeline(main: TargetScores, sel: np.ndarray, phi: float, scores: dict
 
 def _top_deals(main: TargetScores, sel: np.ndarray, scores: dict, k: int = 10) -> list[dict]:
     """The k deals whose decisions fit the Ten's true place most beyond what he knew (largest per-deal sum of
-    (x - c)(g(true) - E g))."""
+    (x - c)(g(true) - E g)); equal sums (to 1e-12: deals whose decisions carry nothing, or the same decisions) in
+    key order, so that rounding in the sums does not reorder them."""
     A = main.A
     S, _ = main.deal_sums(sel)
     deals = np.unique(A.d_deal[sel])
     n_dec = np.bincount(np.searchsorted(deals, A.d_deal[sel]), minlength=len(deals))
     c = scores["counts"]
     out = []
-    for j in np.argsort(-S, kind="stable")[:k]:
+    for j in np.argsort(-np.round(S, 12), kind="stable")[:k]:
         orig = int(scores["order"][deals[j]])
         out.append({"game_id": c.games[int(c.game[orig])], "deal_no": int(c.deal_no[orig]),
                     "source": c.source[orig], "contribution": float(S[j]),

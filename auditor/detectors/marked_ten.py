@@ -509,17 +509,21 @@ def _fold_of(player: str, folds: int) -> int:
 
 @dataclass
 class TargetArrays:
-    """One target's plays and decision rows as arrays (deals sorted by key)."""
+    """One target's plays and decision rows as arrays. Decisions (and their candidate rows, grouped by decision) in
+    key order of their deals, then play order; plays in the counts' deal order, then play order. Integer columns
+    keep the counts' small dtypes (a million deals: tens of millions of rows); deal and player ids are int64."""
 
-    # plays
-    p_deal: np.ndarray
+    # plays: the holder model's rows
+    p_deal: np.ndarray  # the deal's index in the counts (not its key rank: the plays are read deal by deal)
     p_order: np.ndarray
     p_seat: np.ndarray
-    p_player: np.ndarray
     p_cell: np.ndarray
     p_holds: np.ndarray
+    p_off: np.ndarray  # the plays of the counts' deal d: p_off[d]:p_off[d + 1]
+    seat_player: np.ndarray  # per deal of the counts and seat (deal * MAX_SEATS + seat): the player's sorted id
     # decisions
-    d_deal: np.ndarray
+    d_deal: np.ndarray  # the deal's place in key order
+    d_src: np.ndarray  # the deal's index in the counts
     d_order: np.ndarray
     d_seat: np.ndarray
     d_player: np.ndarray
@@ -593,68 +597,118 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
     return out
 
 
-def _arrays(c: MarkedTenCounts, target: str, rank: np.ndarray, pid: np.ndarray) -> TargetArrays:
+def _arrays(c: MarkedTenCounts, target: str, rank: np.ndarray, pid: np.ndarray,
+            seat_player: np.ndarray | None = None) -> TargetArrays:
     """One target's rows with deals renumbered by `rank` (their place in key order) and players by `pid` (local
-    id -> sorted name index); decisions (and their candidates) in deal order then play order."""
+    id -> sorted name index); decisions (and their candidates) in deal order then play order; plays in the counts'
+    deal order then play order.
+
+    `count` and `merge` write a deal's plays and decisions together and in play order, and a decision's candidate
+    rows right after it; then ordering the decisions is ordering whole deals by rank, a gather of segments (no sort
+    of the rows). Counts in any other order are sorted first (`_sorted_rows`)."""
+    from .marked_ten_fit import segment_rows
+
+    n_deals = len(c.keys)
     tc = c.targets.get(target)
     if tc is None:
+        z8 = np.zeros(0, np.int8)
         z = np.zeros(0, np.int64)
-        return TargetArrays(*([z] * 21))
-    P, D, C = tc["plays"], tc["decisions"], tc["cands"]
-    i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
-    p_deal = rank[P["deal"]]
-    p_player = pid[c.players[P["deal"], P["seat"]]]
-    d_deal = rank[D["deal"]]
-    perm = np.lexsort((D["order"], d_deal))
-    inv = np.empty(len(perm), np.int64)
-    inv[perm] = np.arange(len(perm))
-    c_dec = inv[C["dec"]] if len(perm) else i64(C["dec"])
-    cperm = np.argsort(c_dec, kind="stable")
-    d_player = pid[c.players[D["deal"], D["seat"]]]
+        tc = {"plays": {k: z8 for k in P_COLS}, "decisions": {k: z8 for k in D_COLS}, "cands": {k: z8 for k in C_COLS}}
+        tc["plays"]["deal"] = tc["decisions"]["deal"] = tc["cands"]["dec"] = z
+    P, D, C = _sorted_rows(tc["plays"], tc["decisions"], tc["cands"])
+    p_off = np.concatenate([[0], np.cumsum(np.bincount(P["deal"], minlength=n_deals))])
+    d_off = np.concatenate([[0], np.cumsum(np.bincount(D["deal"], minlength=n_deals))])
+    c_off = np.concatenate([[0], np.cumsum(np.bincount(C["dec"], minlength=len(D["deal"])))])
+    by_rank = np.empty(n_deals, np.int64)
+    by_rank[rank] = np.arange(n_deals)
+    perm, _ = segment_rows(d_off, by_rank)  # decisions: deal by deal in key order, each in play order
+    crow, c_dec = segment_rows(c_off, perm)  # their candidate rows, decision by decision
+    d_src = D["deal"][perm].astype(np.int64)
+    d_seat = D["seat"][perm]
+    if seat_player is None:
+        seat_player = pid[c.players].reshape(-1)  # deal * MAX_SEATS + seat -> sorted player id
     return TargetArrays(
-        i64(p_deal), i64(P["order"]), i64(P["seat"]), i64(p_player), i64(P["cell"]), i64(P["holds"]),
-        i64(d_deal[perm]), i64(D["order"][perm]), i64(D["seat"][perm]), i64(d_player[perm]), i64(D["kind"][perm]),
-        i64(D["x"][perm]), i64(D["xctx"][perm]), i64(D["early"][perm]), i64(D["opening"][perm]),
-        i64(c_dec[cperm]), i64(C["seat"][cperm]), i64(C["u"][cperm]), i64(C["nv"][cperm]), i64(C["g"][cperm]),
-        i64(C["true"][cperm]))
+        p_deal=P["deal"], p_order=P["order"], p_seat=P["seat"], p_cell=P["cell"], p_holds=P["holds"], p_off=p_off,
+        seat_player=seat_player,
+        d_deal=rank[d_src], d_src=d_src, d_order=D["order"][perm], d_seat=d_seat,
+        d_player=seat_player[d_src * MAX_SEATS + d_seat], d_kind=D["kind"][perm], d_x=D["x"][perm],
+        d_xctx=D["xctx"][perm], d_early=D["early"][perm], d_opening=D["opening"][perm],
+        c_dec=c_dec, c_seat=C["seat"][crow], c_u=C["u"][crow], c_nv=C["nv"][crow], c_g=C["g"][crow],
+        c_true=C["true"][crow])
+
+
+def _sorted_rows(P: dict, D: dict, C: dict) -> tuple[dict, dict, dict]:
+    """The plays sorted by (deal, play order), the decisions too, and the candidate rows by decision (stable), each
+    only if not already so; decisions renumbered in the candidate rows."""
+    def ordered(deal: np.ndarray, order: np.ndarray) -> bool:
+        key = deal.astype(np.int64) * 4096 + order
+        return bool(np.all(key[1:] > key[:-1]))
+
+    if not ordered(P["deal"], P["order"]):
+        o = np.lexsort((P["order"], P["deal"]))
+        P = {k: v[o] for k, v in P.items()}
+    if not ordered(D["deal"], D["order"]):
+        o = np.lexsort((D["order"], D["deal"]))
+        inv = np.empty(len(o), np.int64)
+        inv[o] = np.arange(len(o))
+        D = {k: v[o] for k, v in D.items()}
+        C = dict(C, dec=inv[C["dec"]])
+    if not np.all(C["dec"][1:] >= C["dec"][:-1]):
+        o = np.argsort(C["dec"], kind="stable")
+        C = {k: v[o] for k, v in C.items()}
+    return P, D, C
 
 
 def llr_table(cells: np.ndarray, holds: np.ndarray, alpha: float = 0.5) -> np.ndarray:
     """Log likelihood ratio of each (context, outcome) cell: log P(outcome | context, holds the card) -
     log P(outcome | context, does not), from binned field frequencies with add-alpha smoothing."""
-    n1 = np.bincount(cells[holds == 1], minlength=N_CTX * N_OUT).reshape(N_CTX, N_OUT).astype(float)
-    n0 = np.bincount(cells[holds == 0], minlength=N_CTX * N_OUT).reshape(N_CTX, N_OUT).astype(float)
+    n1 = np.bincount(cells[holds == 1], minlength=N_CTX * N_OUT)
+    n0 = np.bincount(cells[holds == 0], minlength=N_CTX * N_OUT)
+    return llr_from_counts(n1, n0, alpha)
+
+
+def llr_from_counts(n1: np.ndarray, n0: np.ndarray, alpha: float = 0.5) -> np.ndarray:
+    """`llr_table` from the plays' counts per cell, of holders (`n1`) and of the others (`n0`)."""
+    n1 = n1.reshape(N_CTX, N_OUT).astype(float)
+    n0 = n0.reshape(N_CTX, N_OUT).astype(float)
     p1 = (n1 + alpha) / (n1.sum(1, keepdims=True) + alpha * N_OUT)
     p0 = (n0 + alpha) / (n0.sum(1, keepdims=True) + alpha * N_OUT)
     return np.clip(np.log(p1) - np.log(p0), -LLR_CLIP, LLR_CLIP).ravel()
 
 
-def _seat_llr_sums(A: TargetArrays, llr: np.ndarray) -> np.ndarray:
-    """For each candidate row, the sum of the LLRs of that seat's plays earlier in the deal."""
+def _seat_llr_sums(A: TargetArrays, llr: np.ndarray, c_start: np.ndarray | None = None,
+                   c_end: np.ndarray | None = None, out: np.ndarray | None = None,
+                   ranges: tuple | None = None) -> np.ndarray:
+    """For each candidate row, the sum of the LLRs of that seat's plays earlier in the deal (the cards aside: 0),
+    clipped to +-3 LLR_CLIP (the feature's range). `ranges`: `marked_ten_fit.play_ranges` of A, if known."""
+    from .marked_ten_fit import play_ranges, seat_llr_sums
+
+    if c_start is None:
+        c_start, c_end = _dec_bounds(A)
+    if out is None:
+        out = np.zeros(len(A.c_dec))
     if len(A.c_dec) == 0:
-        return np.zeros(0)
-    key_p = (A.p_deal * 16 + A.p_seat) * 4096 + A.p_order
-    order = np.argsort(key_p, kind="stable")
-    key_sorted = key_p[order]
-    val = llr[A.p_cell[order]]
-    csum = np.concatenate([[0.0], np.cumsum(val)])
-    seat_key = A.p_deal[order] * 16 + A.p_seat[order]
-    # candidate: deal, seat, the decision's order
-    c_deal = A.d_deal[A.c_dec]
-    c_ord = A.d_order[A.c_dec]
-    c_seat = np.where(A.c_seat < 0, 15, A.c_seat)
-    hi = np.searchsorted(key_sorted, (c_deal * 16 + c_seat) * 4096 + c_ord, side="left")
-    lo = np.searchsorted(seat_key, c_deal * 16 + c_seat, side="left")
-    return csum[hi] - csum[lo]
+        return out
+    lo, hi, first = ranges if ranges is not None else play_ranges(A.p_off, A.p_order, A.d_src, A.d_order)
+    return seat_llr_sums(np.asarray(llr, float), lo, hi, first, A.p_seat, A.p_cell, c_start, c_end, A.c_seat,
+                         3 * LLR_CLIP, out)
 
 
-def _features(A: TargetArrays, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Design matrix and offset of the candidate rows."""
-    u = np.maximum(A.c_u, 1).astype(float)
-    aside = (A.c_seat < 0).astype(float)
-    X = np.column_stack([np.log(u), np.clip(s, -3 * LLR_CLIP, 3 * LLR_CLIP), (A.c_nv == 1).astype(float),
-                         (A.c_nv >= 2).astype(float), aside])
-    return X, np.zeros(len(u))
+def _dec_bounds(A: TargetArrays) -> tuple[np.ndarray, np.ndarray]:
+    """Each decision's candidate rows, c_start:c_end (the rows are grouped by decision, in order)."""
+    n = np.bincount(A.c_dec, minlength=len(A.d_deal))
+    end = np.cumsum(n)
+    return end - n, end
+
+
+def _design(A: TargetArrays) -> tuple[np.ndarray, np.ndarray]:
+    """The posterior's design over the candidate rows is x = (log unknown cards, the seat's LLR sum (clipped), one
+    plain void shown, two or more, aside); here its columns but the LLR sum, compactly: log unknown cards, and the
+    three flags as bits of a code (1, 2, 4)."""
+    from .marked_ten_fit import design
+
+    log_u = np.log(np.maximum(np.arange(int(A.c_u.max(initial=0)) + 2), 1).astype(float))
+    return design(A.c_u, A.c_nv, A.c_seat, log_u)
 
 
 def _group_softmax(eta: np.ndarray, grp: np.ndarray, n_groups: int) -> np.ndarray:
@@ -667,25 +721,20 @@ def _group_softmax(eta: np.ndarray, grp: np.ndarray, n_groups: int) -> np.ndarra
 
 def fit_clogit(X: np.ndarray, grp: np.ndarray, chosen: np.ndarray, n_groups: int, ridge: float = 1.0,
                init: np.ndarray | None = None, iters: int = 30) -> np.ndarray:
-    """Conditional logit (one chosen row per group) by Newton's method with a small ridge towards `init`."""
+    """Conditional logit (one chosen row per group) by Newton's method with a small ridge towards `init`
+    (`marked_ten_fit.newton`, `clogit_pass`)."""
+    from .marked_ten_fit import clogit_pass, newton
+
     k = X.shape[1]
-    beta0 = np.zeros(k) if init is None else init.copy()
-    beta = beta0.copy()
+    beta0 = np.zeros(k) if init is None else np.asarray(init, float).copy()
     if len(X) == 0:
-        return beta
-    for _ in range(iters):
-        p = _group_softmax(X @ beta, grp, n_groups)
-        xbar = np.zeros((n_groups, k))
-        for j in range(k):
-            xbar[:, j] = np.bincount(grp, weights=p * X[:, j], minlength=n_groups)
-        grad = (X[chosen == 1].sum(0) - xbar.sum(0)) - ridge * (beta - beta0)
-        Xc = X - xbar[grp]
-        H = (Xc * p[:, None]).T @ Xc + ridge * np.eye(k)
-        step = np.linalg.solve(H, grad)
-        beta = beta + step
-        if np.max(np.abs(step)) < 1e-7:
-            break
-    return beta
+        return beta0
+    o = np.argsort(grp, kind="stable")  # the groups' rows together (the likelihood does not see their order)
+    n = np.bincount(grp, minlength=n_groups)
+    end = np.cumsum(n)
+    Xo = np.ascontiguousarray(X[o], dtype=float)
+    cho = np.asarray(chosen)[o] == 1
+    return newton(lambda b, h: clogit_pass(b, Xo, cho, end - n, end, h), beta0, beta0, ridge, iters)[0]
 
 
 @dataclass
@@ -725,7 +774,7 @@ class Blocks:
         z = (t - mean) / (sd * math.sqrt(phi)) if sd > 1e-12 else 0.0
         t_adj = mean + (t - mean) / math.sqrt(phi)
         p = saddlepoint_sf(t_adj, self.V, self.P, self.grp, len(self))
-        return {"deals": int(len(np.unique(self.deal))), "observed": t, "expected": mean, "z": float(z),
+        return {"deals": int(len(_deal_index(self.deal)[0])), "observed": t, "expected": mean, "z": float(z),
                 "p": float(p), "phi": float(phi)}
 
 
@@ -818,6 +867,16 @@ def blocks_mc(b: Blocks, rng: np.random.Generator, draws: int = 20000) -> float:
     return float((1 + np.sum(total >= t - 1e-12)) / (draws + 1))
 
 
+def _deal_index(deals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(deals, return_inverse=True)`, without the sort when `deals` is sorted (a player's decisions are
+    in deal order)."""
+    if len(deals) == 0 or np.any(deals[1:] < deals[:-1]):
+        u, inv = np.unique(deals, return_inverse=True)
+        return u, inv.reshape(-1)
+    new = np.concatenate([[True], deals[1:] != deals[:-1]])
+    return deals[new], np.cumsum(new) - 1
+
+
 @dataclass
 class TargetScores:
     """One target's scored decisions for every player: the arrays the tests are built from."""
@@ -834,28 +893,39 @@ class TargetScores:
     diag: dict
 
     def blocks(self, sel: np.ndarray, hard: bool = False) -> Blocks:
-        """Every decision of `sel` its own block, with the posterior at that decision."""
+        """Every decision of `sel` its own block, with the posterior at that decision (places where g is the same
+        merged: `marked_ten_fit.decision_blocks`)."""
         A = self.A
         if len(sel) == 0:
             z = np.zeros(0)
             return Blocks(np.zeros(0, np.int64), np.zeros(0, np.int64), z, z, np.zeros(0, np.int64))
-        lens = self.c_end[sel] - self.c_start[sel]
-        rows = np.repeat(self.c_start[sel] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + \
-            np.arange(lens.sum())
-        dec_of = np.repeat(np.arange(len(sel)), lens)
-        P = self.p_hard if hard else self.p_soft
-        return Blocks(A.d_deal[sel], dec_of, self.w[sel][dec_of] * A.c_g[rows], P[rows], A.c_true[rows])
+        from .marked_ten_fit import decision_blocks
+
+        grp, V, P, true = decision_blocks(np.asarray(sel, np.int64), self.c_start, self.c_end, self.w, A.c_g,
+                                          A.c_true, self.p_hard if hard else self.p_soft)
+        return Blocks(A.d_deal[sel], grp, V, P, true)
+
+    def dec_moments(self, hard: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Per decision, g at the card's true place and the posterior variance of g (computed once, over every
+        player's decisions)."""
+        key = "dec_moments_hard" if hard else "dec_moments"
+        got = self.diag.get(key)
+        if got is None:
+            A = self.A
+            G = self.G_hard if hard else self.G_soft
+            P = self.p_hard if hard else self.p_soft
+            gtrue = np.bincount(A.c_dec, weights=A.c_g * A.c_true, minlength=len(A.d_deal))
+            dev2 = np.bincount(A.c_dec, weights=P * (A.c_g - G[A.c_dec]) ** 2, minlength=len(A.d_deal))
+            got = self.diag[key] = (gtrue, dev2)
+        return got
 
     def deal_sums(self, sel: np.ndarray, hard: bool = False) -> tuple[np.ndarray, float]:
         """Per deal, the sum of the decision scores (x - c)(g(true) - E g), and the model variance of their sum."""
         A = self.A
         G = self.G_hard if hard else self.G_soft
-        P = self.p_hard if hard else self.p_soft
-        gtrue = np.bincount(A.c_dec, weights=A.c_g * A.c_true, minlength=len(A.d_deal))
+        gtrue, dev2 = self.dec_moments(hard)
         inc = self.w[sel] * (gtrue[sel] - G[sel])
-        _, inv = np.unique(A.d_deal[sel], return_inverse=True)
-        S = np.bincount(inv, weights=inc)
-        dev2 = np.bincount(A.c_dec, weights=P * (A.c_g - G[A.c_dec]) ** 2, minlength=len(A.d_deal))
+        S = np.bincount(_deal_index(A.d_deal[sel])[1], weights=inc)
         return S, float((self.w[sel] ** 2 * dev2[sel]).sum())
 
     def field_variance(self, hard: bool = False) -> dict[int, tuple[float, float]]:
@@ -890,41 +960,53 @@ class TargetScores:
 def score_target(A: TargetArrays, n_players: int, fold_of: np.ndarray, folds: int,
                  center: np.ndarray | None = None) -> TargetScores:
     """Fit the holder model and the posterior fold by fold (a player's decisions are scored by the model fitted on
-    the other folds) and return the scored decisions. `center`: per decision, the c_t subtracted from x."""
+    the other folds) and return the scored decisions. `center`: per decision, the c_t subtracted from x.
+
+    Per fold: the holder model's counts are the whole field's minus the fold's own (the same integers as counting
+    the other folds' plays), the seat LLR sums one pass over the deals (`marked_ten_fit.seat_llr_sums`), the
+    conditional logit fitted by Newton's method over the other folds' decisions (`marked_ten_fit.clogit_pass5`;
+    started from the previous fold's fit: the same optimum, the fits of folds being close) and the posterior
+    computed for the fold's own decisions."""
+    from .marked_ten_fit import (chosen_rows, clogit_pass5, clogit_probs5, decision_sums, holder_counts, newton,
+                                 play_ranges)
+
     n_dec = len(A.d_deal)
     diag: dict = {"decisions": int(n_dec), "fits": []}
-    g = A.c_g.astype(float)
-    u = A.c_u.astype(float)
-    p_hard = u / np.maximum(np.bincount(A.c_dec, weights=u, minlength=n_dec)[A.c_dec], 1e-300) if n_dec else u
-    p_soft = np.zeros(len(u))
+    p_soft = np.zeros(len(A.c_dec))
+    c_start, c_end = _dec_bounds(A)
     dec_fold = fold_of[A.d_player] if n_dec else np.zeros(0, np.int64)
-    play_fold = fold_of[A.p_player] if len(A.p_player) else np.zeros(0, np.int64)
-    for k in range(max(folds, 1)):
+    nf = max(folds, 1)
+    cnt = holder_counts(A.p_deal, A.p_seat, A.p_cell, A.p_holds, A.seat_player, MAX_SEATS, fold_of,
+                        nf if folds > 1 else 1, N_CTX * N_OUT)
+    total = cnt.sum(0)
+    x0, code = _design(A)
+    c_pos = chosen_rows(c_start, c_end, A.c_true == 1)
+    ranges = play_ranges(A.p_off, A.p_order, A.d_src, A.d_order)
+    s = np.zeros(len(A.c_dec))
+    init = np.array([1.0, 0.5, 0.0, 0.0, 0.0])
+    start = init
+    for k in range(nf):
         if folds > 1:
-            tr_p, tr_d, te_d = play_fold != k, dec_fold != k, dec_fold == k
+            tr_d, te_d = dec_fold != k, dec_fold == k
+            n1, n0 = total[1] - cnt[k, 1], total[0] - cnt[k, 0]
         else:
-            tr_p = np.ones(len(A.p_cell), bool)
             tr_d = te_d = np.ones(n_dec, bool)
+            n1, n0 = total[1], total[0]
         if not te_d.any():
             continue
-        llr = llr_table(A.p_cell[tr_p], A.p_holds[tr_p])
-        X, _ = _features(A, _seat_llr_sums(A, llr))
-        rows_tr = tr_d[A.c_dec]
-        dec_ids = np.nonzero(tr_d)[0]
-        remap = -np.ones(n_dec, dtype=np.int64)
-        remap[dec_ids] = np.arange(len(dec_ids))
-        beta = fit_clogit(X[rows_tr], remap[A.c_dec[rows_tr]], A.c_true[rows_tr], len(dec_ids),
-                          init=np.array([1.0, 0.5, 0.0, 0.0, 0.0]))
+        _seat_llr_sums(A, llr_from_counts(n1, n0), c_start, c_end, s, ranges)
+        beta = init.copy()
+        if tr_d.any():
+            beta, ok = newton(lambda b, h: clogit_pass5(b, x0, s, code, c_pos, c_start, c_end, tr_d, h), init,
+                              start, 1.0, 30)
+            start = beta if ok else init
         diag["fits"].append([round(float(b), 4) for b in beta])
-        p = _group_softmax(X @ beta, A.c_dec, n_dec)
-        rows_te = te_d[A.c_dec]
-        p_soft[rows_te] = p[rows_te]
-    G_soft = np.bincount(A.c_dec, weights=p_soft * g, minlength=n_dec)
-    G_hard = np.bincount(A.c_dec, weights=p_hard * g, minlength=n_dec)
+        clogit_probs5(beta, x0, s, code, c_start, c_end, te_d, p_soft)
+    p_hard, G_soft, G_hard, gtrue, dev_soft, dev_hard = decision_sums(c_start, c_end, A.c_u, A.c_g, A.c_true, p_soft)
+    diag["dec_moments"], diag["dec_moments_hard"] = (gtrue, dev_soft), (gtrue, dev_hard)
     w = A.d_x.astype(float) - (center if center is not None else 0.0)
-    c_start = np.searchsorted(A.c_dec, np.arange(n_dec))
-    c_end = np.searchsorted(A.c_dec, np.arange(n_dec), side="right")
-    order = np.lexsort((A.d_order, A.d_deal, A.d_player))
+    # decisions are in deal then play order: grouping them by player (stably) keeps that order within a player
+    order = np.argsort(A.d_player, kind="stable")
     bounds = np.searchsorted(A.d_player[order], np.arange(n_players + 1))
     by_player = {pl: order[bounds[pl]:bounds[pl + 1]] for pl in range(n_players) if bounds[pl + 1] > bounds[pl]}
     return TargetScores(A, w, p_soft, p_hard, G_soft, G_hard, c_start, c_end, by_player, diag)
@@ -962,7 +1044,7 @@ def last_decision_crt(ts: TargetScores, sel: np.ndarray) -> Blocks:
 
 def znorm(S: np.ndarray) -> tuple[float, float]:
     """Self-normalised sum Z = sum S / sqrt(sum S^2) and its one-sided p-value from N(0, 1)."""
-    ss = float(np.dot(S, S))
+    ss = float((S * S).sum())
     if ss <= 0:
         return 0.0, 1.0
     z = float(S.sum() / math.sqrt(ss))
@@ -987,7 +1069,8 @@ def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = 
                  "share_n": share_n, "targets": {}, "order": order, "counts": counts}
     # centring: the field's mean x per decision context, fold by fold (x is the same for every target: taken
     # from the Ten's decisions)
-    A_ten = _arrays(counts, "ten", rank, pid)
+    seat_player = pid[counts.players].reshape(-1)
+    A_ten = _arrays(counts, "ten", rank, pid, seat_player)
     nf = max(folds, 1)
     xsum = np.zeros((nf, N_XCTX))
     xcnt = np.zeros((nf, N_XCTX))
@@ -997,7 +1080,7 @@ def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = 
         xsum[k] = np.bincount(A_ten.d_xctx[tr], weights=A_ten.d_x[tr].astype(float), minlength=N_XCTX)
         xcnt[k] = np.bincount(A_ten.d_xctx[tr], minlength=N_XCTX)
     for t in targets:
-        A = A_ten if t == "ten" else _arrays(counts, t, rank, pid)
+        A = A_ten if t == "ten" else _arrays(counts, t, rank, pid, seat_player)
         fk = fold_of[A.d_player] if (folds > 1 and len(A.d_player)) else np.zeros(len(A.d_deal), dtype=np.int64)
         n_ctx = xcnt[fk, A.d_xctx]
         center = np.where(n_ctx > 0, xsum[fk, A.d_xctx] / np.maximum(n_ctx, 1), 0.0)
@@ -1017,7 +1100,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
     share_sum, share_n = scores["share_sum"], scores["share_n"]
     rows: dict[str, dict] = {}
     for pl, sel in main.by_player.items():
-        n_deals = len(np.unique(A.d_deal[sel]))
+        n_deals = len(_deal_index(A.d_deal[sel])[0])
         if n_deals < min_deals:
             continue
         phi = main.phi(pl)
@@ -1050,7 +1133,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
                 continue
             controls[t] = _ctl(ts.test(tsel, phi=ts.phi(pl))) | {"card": TARGET_LABEL[t]}
         pk = scores["pack"][A.d_deal[sel]]
-        packs = sorted({int(k) for k in pk.tolist()} - {-1}, key=lambda k: scores["pack_names"][k])
+        packs = sorted(set(np.unique(pk).tolist()) - {-1}, key=lambda k: scores["pack_names"][k])
         if packs:
             controls["packs"] = {scores["pack_names"][k]: _ctl(main.test(sel[pk == k], phi=phi)) for k in packs}
             if len(packs) >= 2:
@@ -1114,17 +1197,11 @@ def _deal_timeline(main: TargetScores, sel: np.ndarray, phi: float, scores: dict
     S_d), variance = sum of (x - c)^2 Var g; cumulated, the variance widened by the guard `phi` as the test is. The
     last point is the test's (deals, observed, expected, variance)."""
     A = main.A
-    mom = main.diag.get("dec_moments")
-    if mom is None:  # per decision, once for every player: g(true place) and the posterior variance of g
-        n_dec = len(A.d_deal)
-        gtrue = np.bincount(A.c_dec, weights=A.c_g * A.c_true, minlength=n_dec)
-        dev2 = np.bincount(A.c_dec, weights=main.p_soft * (A.c_g - main.G_soft[A.c_dec]) ** 2, minlength=n_dec)
-        mom = main.diag["dec_moments"] = (gtrue, dev2)
-    gtrue, dev2 = mom
+    gtrue, dev2 = main.dec_moments()
     if len(sel) == 0:
         return []
     w = main.w[sel]
-    deals, inv = np.unique(A.d_deal[sel], return_inverse=True)
+    deals, inv = _deal_index(A.d_deal[sel])
     obs = np.bincount(inv, weights=w * gtrue[sel], minlength=len(deals))
     exp_ = np.bincount(inv, weights=w * main.G_soft[sel], minlength=len(deals))
     var = np.bincount(inv, weights=w ** 2 * dev2[sel], minlength=len(deals))
@@ -1138,8 +1215,8 @@ def _top_deals(main: TargetScores, sel: np.ndarray, scores: dict, k: int = 10) -
     key order, so that rounding in the sums does not reorder them."""
     A = main.A
     S, _ = main.deal_sums(sel)
-    deals = np.unique(A.d_deal[sel])
-    n_dec = np.bincount(np.searchsorted(deals, A.d_deal[sel]), minlength=len(deals))
+    deals, inv = _deal_index(A.d_deal[sel])
+    n_dec = np.bincount(inv, minlength=len(deals))
     c = scores["counts"]
     out = []
     for j in np.argsort(-np.round(S, 12), kind="stable")[:k]:

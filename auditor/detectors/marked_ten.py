@@ -1223,7 +1223,8 @@ def _top_deals(main: TargetScores, sel: np.ndarray, scores: dict, k: int = 10) -
         orig = int(scores["order"][deals[j]])
         out.append({"game_id": c.games[int(c.game[orig])], "deal_no": int(c.deal_no[orig]),
                     "source": c.source[orig], "contribution": float(S[j]),
-                    "what": f"{int(n_dec[j])} decision(s) fit the Ten's place {S[j]:+.2f} beyond what they knew"})
+                    "what": f"{int(n_dec[j])} decision(s) fit the Ten's place {round(S[j], 2) + 0.0:+.2f} beyond what "
+                            "they knew"})  # + 0.0: a sum of -1e-17 (rounding) reads +0.00, not -0.00
     return out
 
 

@@ -58,7 +58,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .cards import parse_card
+from .cards import CARD_STR, parse_card
 
 NOCARD = 255
 MAX_SEATS = 8
@@ -314,17 +314,26 @@ def blank(D: int, widths: dict[str, int]) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------- from DealResults (the spec)
 
 
+_CODE = {s: c for c, s in enumerate(CARD_STR[:52])}
+
+
+def _card(x) -> int | None:
+    """parse_card with the canonical spellings looked up first (most cards of most logs)."""
+    c = _CODE.get(x) if type(x) is str else None
+    return c if c is not None else parse_card(x)
+
+
 def deck_of(deal, L) -> list[int] | None:
     """The dealt order of the pack: the logged deck, else the one the recorded hands (in order received) imply;
     -1 where unknown. None when neither gives it."""
     if deal.deck is not None:
-        cards = [parse_card(x) for x in deal.deck]
+        cards = [_card(x) for x in deal.deck]
         if any(c is None for c in cards) or len(cards) != L.deck_len:
             return None
         return cards
     if deal.hands is None or not L.deck_checkable:
         return None
-    hands = [[parse_card(x) for x in h] for h in deal.hands]
+    hands = [[_card(x) for x in h] for h in deal.hands]
     if any(c is None for h in hands for c in h):
         return None
     out = [-1] * L.deck_len
@@ -333,7 +342,7 @@ def deck_of(deal, L) -> list[int] | None:
             if slot >= len(hands[seat]):
                 return None
             out[k] = hands[seat][slot]
-    tu = parse_card(deal.turn_up)
+    tu = _card(deal.turn_up)
     if tu is not None and out[L.turnup_index] == -1:
         out[L.turnup_index] = tu
     return out
@@ -345,7 +354,7 @@ def parsed_tricks(deal) -> list[list[int]] | None:
         return None
     out = []
     for t in deal.tricks:
-        cs = [parse_card(x) for x in t]
+        cs = [_card(x) for x in t]
         if any(c is None for c in cs):
             return None
         out.append(cs)
@@ -396,9 +405,9 @@ def from_results(results: Sequence) -> AuditColumns:
         a["n_sides"][i] = d.n_sides
         a["seat_player"][i, :n] = [idx("players", p) for p in d.players]
         a["side_of"][i, :n] = d.side_of
-        tu = parse_card(d.turn_up)
+        tu = _card(d.turn_up)
         a["turn_up"][i] = -1 if tu is None else tu
-        sh = parse_card(d.shown) if d.shown is not None else None
+        sh = _card(d.shown) if d.shown is not None else None
         a["shown"][i] = -1 if sh is None else sh
         a["trump"][i] = -1 if r.trump is None else r.trump
         if r.hands is not None:
@@ -434,8 +443,12 @@ def from_results(results: Sequence) -> AuditColumns:
         if d.runs:
             c.runs[i] = d.runs
         lt = parsed_tricks(d)
-        c.arrays = a  # tricks_of reads plays_of through the arrays
-        if lt != c.tricks_of(i):
+        grouped: list[list[int]] = []
+        for k, _, cd in r.plays:
+            while len(grouped) <= k:
+                grouped.append([])
+            grouped[k].append(cd)
+        if lt != (grouped or None):
             c.log_tricks[i] = lt
     a["order"] = (a["file_index"].astype(np.int64) << 32) | a["line"]
     c.arrays = a

@@ -48,16 +48,19 @@ class ColumnsBuilder:
         self.reg = reg
         self.tables, self.games, self.players, self.packs = Interner(), Interner(), Interner(), Interner()
         self.parts: list[AuditColumns] = []
-        self._lineup: dict[int, np.ndarray] = {}
+        self._lu_table = np.zeros((0, MAX_SEATS), np.int32)
 
-    def _lineup_players(self, lu: int) -> np.ndarray:
-        got = self._lineup.get(lu)
-        if got is None:
-            names = self.reg.lineups[lu]
-            got = np.full(MAX_SEATS, -1, np.int32)
-            got[:len(names)] = [self.players.get(p) for p in names]
-            self._lineup[lu] = got
-        return got
+    def _lineup_table(self) -> np.ndarray:
+        """[line-ups, MAX_SEATS] player ids of every line-up the registry knows (grown as new ones come)."""
+        lus = self.reg.lineups
+        have = len(self._lu_table)
+        if have < len(lus):
+            new = np.full((len(lus) - have, MAX_SEATS), -1, np.int32)
+            get = self.players.get
+            for j, names in enumerate(lus[have:]):
+                new[j, :len(names)] = [get(p) for p in names]
+            self._lu_table = np.concatenate([self._lu_table, new])
+        return self._lu_table
 
     def add(self, ch: Chunk, out, handled: np.ndarray, ref_results: dict) -> None:
         kr = np.flatnonzero(handled)
@@ -120,8 +123,7 @@ class ColumnsBuilder:
             so[:k] = reg.side_of_row(int(sid), int(k))
             a["side_of"][m] = so
             a["n_sides"][m] = reg.n_sides(int(sid), int(k))
-        ulu, inv = np.unique(ch.lineup[kr], return_inverse=True)
-        a["seat_player"][:] = np.stack([self._lineup_players(int(lv)) for lv in ulu.tolist()])[inv]
+        a["seat_player"][:] = self._lineup_table()[ch.lineup[kr]]
         tu, sh = ch.turn_up[kr].astype(np.int16), ch.shown[kr].astype(np.int16)
         a["turn_up"][:] = np.where(tu == NOCARD, -1, tu)
         a["shown"][:] = np.where(sh == NOCARD, -1, sh)

@@ -9,14 +9,14 @@ detector's name: the same input and seed give the same document.
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 import numpy as np
 
 from .detectors.registry import make_detectors
 from .facts import DealingFacts, facts_from_results
-from .stats.family import Family, TestResult, apply_families, most_significant_first
+from .stats.family import Family, TestResult, apply_families, cleaned, most_significant_first
 
 DEFAULT_SEED = 0
 
@@ -41,6 +41,7 @@ class AuditReport:
     families: list[Family]
     dealing: dict = field(default_factory=dict)
     selection: dict | None = None
+    _tests_json: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def flags(self) -> list[TestResult]:
@@ -54,11 +55,14 @@ class AuditReport:
         else:
             rep = {"deals": self.replay.deals, "games": self.replay.games,
                    "findings": [f.to_json() for f in self.replay.findings], "games_summary": []}
+        if self._tests_json is None:  # each test serialised once (a flag is one of the tests)
+            self._tests_json = {id(t): t.to_json() for t in self.tests}
+        tj = self._tests_json
         doc = {
             "deals": rep["deals"], "games": rep["games"], "replay": rep, "seed": self.seed, "fdr": self.fdr,
             "families": [f.to_json() for f in self.families],
-            "tests": [t.to_json() for t in self.tests],
-            "flags": [t.to_json() for t in self.flags],
+            "tests": [tj[id(t)] for t in self.tests],
+            "flags": [tj[id(t)] if id(t) in tj else t.to_json() for t in self.flags],
             "dealing": self.dealing,
             "notes": NOTES,
         }
@@ -66,15 +70,16 @@ class AuditReport:
             doc["selection"] = self.selection
         return doc
 
-    def json_bytes(self) -> bytes:
-        """`json.dumps(self.to_json(), indent=2, ensure_ascii=False)` as UTF-8, with the games summary spliced in
-        from the replay's own byte writer (no Python object per game)."""
-        import json
+    def json_bytes(self, doc: dict | None = None) -> bytes:
+        """The document as `replay --json` writes its own (orjson, 2-space indent, UTF-8), with the games summary spliced in
+        from the replay's own byte writer (no Python object per game). `doc`: `to_json(games=False)` if the caller
+        has it already."""
+        from .replay.run import dump_document
 
-        text = json.dumps(self.to_json(games=False), indent=2, ensure_ascii=False).encode()
         gs = self.replay.games_summary
         if not len(gs) or not hasattr(gs, "json_entries"):
-            return json.dumps(self.to_json(), indent=2, ensure_ascii=False).encode()
+            return dump_document(self.to_json())
+        text = dump_document(doc if doc is not None else self.to_json(games=False))
         marker = b'"games_summary": []'
         assert text.count(marker) == 1  # a key written by us: log strings in JSON cannot hold an unescaped quote
         entries = gs.json_entries()  # indented for the replay document (4 spaces); here it is one level deeper
@@ -112,15 +117,36 @@ def run_detectors_columns(cols, fdr: float = 0.05, seed: int = DEFAULT_SEED, det
     whole input (the counts are the merge of per-table counts: the same numbers as `run_detectors`)."""
     from .facts import facts_from_columns
 
+    t0 = _clock()
     facts = facts_from_columns(cols)
+    _stage("dealing facts", t0)
     dets = detectors if detectors is not None else make_detectors(fdr=fdr, details=details)
     tests: list[TestResult] = []
+    t0 = _clock()
     for got in _each_detector(cols, facts, list(dets), seed):
         tests += got
+    _stage("detectors' counts and tests", t0)
+    t0 = _clock()
     tested, fams = apply_families(tests, fdr)
+    _stage("families", t0)
     dealing = {"deals_audited": int(len(facts)), "deals_not_auditable": int(facts.skipped),
                "tables": int(len(np.unique(cols.table))) if len(cols) else 0}
     return tested, fams, dealing
+
+
+def _clock() -> float:
+    import time
+
+    return time.perf_counter()
+
+
+def _stage(what: str, t0: float) -> None:
+    """With AUDITOR_TIMING=1 in the environment, the wall time of each stage on stderr (for bench/)."""
+    import os
+    import sys
+
+    if os.environ.get("AUDITOR_TIMING"):
+        print(f"auditor timing: {what} {_clock() - t0:.2f} s", file=sys.stderr, flush=True)
 
 
 PARALLEL_MIN_DEALS = 100_000  # below this the detectors run one after the other
@@ -132,7 +158,12 @@ def _one_detector(i: int):
     cols, facts, dets, seed = _SHARED
     det = dets[i]
     rng = detector_rng(seed, det.name)
-    return i, det.finalize(det.count_columns(cols, rng, facts=facts), rng)
+    t0 = _clock()
+    out = det.finalize(det.count_columns(cols, rng, facts=facts), rng)
+    # the JSON form of the details is made here, in the worker when there are workers
+    out = [replace(t, controls=cleaned(t.controls), detail=cleaned(t.detail)) for t in out]
+    _stage(f"  {det.name}", t0)
+    return i, out
 
 
 def _each_detector(cols, facts, dets: list, seed: int, workers: int | None = None) -> list[list[TestResult]]:
@@ -175,8 +206,12 @@ def audit_paths(paths: list[str], fdr: float = 0.05, seed: int = DEFAULT_SEED, p
         from .select import selected_chunks
 
         chunks = selected_chunks(selection)
+    t0 = _clock()
     rep = replay_paths([str(p) for p in paths], progress=progress, columns=True, chunks=chunks)
+    _stage("replay and columns", t0)
+    t0 = _clock()
     tests, fams, dealing = run_detectors_columns(rep.columns, fdr=fdr, seed=seed, detectors=detectors)
+    _stage("detectors", t0)
     rep.columns = None  # the report does not need them any more
     sel = selection.summary() if selection is not None and selection.active else None
     return AuditReport(rep, seed, fdr, tests, fams, dealing, selection=sel)

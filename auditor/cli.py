@@ -220,20 +220,26 @@ def audit(
         report = audit_records(records, fdr=fdr, seed=seed, engine=engine)
         if sel.active:
             report.selection = sel.summary()
+    from .audit import _clock, _stage
+
+    t0 = _clock()
     doc = report.to_json(games=False)  # what the reports read; --json streams the games summary in
+    _stage("document", t0)
     if out is not None:
         from .report.html import write_report
 
         try:
             if out.lower().endswith(".json"):
-                _write_bytes(report.json_bytes() + b"\n", out)
+                _write_bytes(report.json_bytes(doc) + b"\n", out)
             else:
                 write_report(doc, out)  # .html or .md by the suffix
         except UsageError as e:
             _err(f"auditor: {e}")
             raise typer.Exit(2)
     if json_out:
-        data = report.json_bytes() + b"\n"
+        t0 = _clock()
+        data = report.json_bytes(doc) + b"\n"
+        _stage("JSON bytes", t0)
         buf = getattr(sys.stdout, "buffer", None)
         sys.stdout.flush()
         if buf is not None:

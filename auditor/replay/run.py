@@ -103,7 +103,9 @@ def replay_paths(paths: list[str], engine: str = "batch", progress: Callable[[in
 
 
 def dump_document(doc: dict) -> bytes:
-    """The JSON document as `json.dumps(doc, indent=2, ensure_ascii=False)` writes it (orjson when it can)."""
+    """The JSON document, indented by 2 and UTF-8 (orjson when it can; `json.dumps(doc, indent=2,
+    ensure_ascii=False)` otherwise, e.g. for an integer beyond 64 bits). The two agree except in how some floats
+    are spelled: orjson writes 1e-05 as 0.00001 (the same number)."""
     try:
         import orjson
 

@@ -55,7 +55,25 @@ def _num(x):
     return float(f"{x:.6g}")
 
 
+class Cleaned(dict):
+    """A dict already passed through `_clean` (done where the test ran, e.g. in a worker process): `to_json` takes
+    it as it is."""
+
+
+def cleaned(obj: dict) -> "Cleaned":
+    return obj if type(obj) is Cleaned else Cleaned(_clean(obj))
+
+
 def _clean(obj):
+    t = type(obj)
+    if t is Cleaned:
+        return obj  # the common exact types first: a timeline is thousands of small lists of numbers
+    if t is int or t is str or t is bool or obj is None:
+        return obj
+    if t is float:
+        return None if obj != obj or obj in (math.inf, -math.inf) else float(f"{obj:.6g}")
+    if t is list or t is tuple:
+        return [_clean(v) for v in obj]
     if isinstance(obj, dict):
         return {str(k): _clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

@@ -195,10 +195,17 @@ def _each_detector(cols, facts, dets: list, seed: int, workers: int | None = Non
 
 
 def audit_paths(paths: list[str], fdr: float = 0.05, seed: int = DEFAULT_SEED, progress=None, selection=None,
-                detectors=None) -> AuditReport:
+                detectors=None, status=None) -> AuditReport:
     """The audit of files through the batch pipeline: the replay builds the detectors' columns chunk by chunk
     (no Python object per deal), then every detector counts them once. `selection`: an `auditor.select.Selection`
-    (records outside it are not read into the audit; its summary goes into the document)."""
+    (records outside it are not read into the audit; its summary goes into the document). `progress(records)`
+    follows the replay; `status(text)`, a context manager, is entered while the tests run (the CLI's spinner)."""
+    rep = replay_for_audit(paths, progress=progress, selection=selection)
+    return audit_replayed(rep, fdr=fdr, seed=seed, selection=selection, detectors=detectors, status=status)
+
+
+def replay_for_audit(paths: list[str], progress=None, selection=None):
+    """The first half of `audit_paths`: the replay, with the audit's columns."""
     from .fast.pipeline import replay_paths
 
     chunks = None
@@ -209,8 +216,17 @@ def audit_paths(paths: list[str], fdr: float = 0.05, seed: int = DEFAULT_SEED, p
     t0 = _clock()
     rep = replay_paths([str(p) for p in paths], progress=progress, columns=True, chunks=chunks)
     _stage("replay and columns", t0)
+    return rep
+
+
+def audit_replayed(rep, fdr: float = 0.05, seed: int = DEFAULT_SEED, selection=None, detectors=None,
+                   status=None) -> AuditReport:
+    """The second half of `audit_paths`: every test over the replay's columns, then the families."""
+    import contextlib
+
     t0 = _clock()
-    tests, fams, dealing = run_detectors_columns(rep.columns, fdr=fdr, seed=seed, detectors=detectors)
+    with (status or (lambda text: contextlib.nullcontext()))(f"running the tests on {len(rep.columns):,} deals"):
+        tests, fams, dealing = run_detectors_columns(rep.columns, fdr=fdr, seed=seed, detectors=detectors)
     _stage("detectors", t0)
     rep.columns = None  # the report does not need them any more
     sel = selection.summary() if selection is not None and selection.active else None

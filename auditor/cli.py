@@ -207,8 +207,15 @@ def audit(
         from .report.terminal import replay_progress
 
         if show:
-            with replay_progress(paths) as progress:
-                report = audit_paths(paths, fdr=fdr, seed=seed, progress=progress, selection=sel)
+            from rich.console import Console
+
+            from .audit import audit_replayed, replay_for_audit
+
+            err_console = Console(stderr=True)
+            with replay_progress(paths) as progress:  # the bar, then a spinner while the tests run
+                rep = replay_for_audit(paths, progress=progress, selection=sel)
+            report = audit_replayed(rep, fdr=fdr, seed=seed, selection=sel,
+                                    status=lambda text: err_console.status(text))
         else:
             report = audit_paths(paths, fdr=fdr, seed=seed, selection=sel)
     else:

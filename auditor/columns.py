@@ -217,9 +217,19 @@ class AuditColumns:
         idx: dict[str, dict] = {k: {} for k in ("tables", "game_ids", "players", "packs")}
         rs_idx: dict = {}
 
-        def remap(part: AuditColumns, key: str) -> np.ndarray:
+        shared: dict[str, list] = {}  # parts built by one ColumnsBuilder share their string lists: ids stay
+
+        def remap(part: AuditColumns, key: str) -> np.ndarray | None:
+            names = getattr(part, key)
+            if shared.get(key) is names:
+                return None
             d = idx[key]
             lst = getattr(out, key)
+            if not lst and not d:  # the first part: its list becomes the output's (later parts may share it)
+                lst.extend(names)
+                d.update({s: j for j, s in enumerate(names)})
+                shared[key] = names
+                return None
             m = np.empty(len(getattr(part, key)) + 1, np.int64)
             for j, s in enumerate(getattr(part, key)):
                 if s not in d:
@@ -257,14 +267,9 @@ class AuditColumns:
                 if isinstance(shape, str) and a.shape[1] < widths[shape]:
                     pad = np.full((len(a), widths[shape] - a.shape[1]), fill, dt)
                     a = np.concatenate([a, pad], 1)
-                if k == "table":
-                    a = maps["tables"][a].astype(dt)
-                elif k == "game":
-                    a = maps["game_ids"][a].astype(dt)
-                elif k == "pack":
-                    a = maps["packs"][a].astype(dt)
-                elif k == "seat_player":
-                    a = maps["players"][a].astype(dt)
+                key = {"table": "tables", "game": "game_ids", "pack": "packs", "seat_player": "players"}.get(k)
+                if key is not None and maps[key] is not None:
+                    a = maps[key][a].astype(dt)
                 elif k == "rset":
                     a = rsm[a].astype(dt)
                 arrays[k].append(a)

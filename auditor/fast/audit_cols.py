@@ -55,10 +55,13 @@ class ColumnsBuilder:
         lus = self.reg.lineups
         have = len(self._lu_table)
         if have < len(lus):
-            new = np.full((len(lus) - have, MAX_SEATS), -1, np.int32)
-            get = self.players.get
-            for j, names in enumerate(lus[have:]):
-                new[j, :len(names)] = [get(p) for p in names]
+            fresh = lus[have:]
+            lens = np.fromiter(map(len, fresh), np.int64, len(fresh))
+            ids = self.players.many([p for names in fresh for p in names])
+            new = np.full((len(fresh), MAX_SEATS), -1, np.int32)
+            rows = np.repeat(np.arange(len(fresh)), lens)
+            seats = np.arange(len(ids)) - np.repeat(np.cumsum(lens) - lens, lens)
+            new[rows, seats] = ids
             self._lu_table = np.concatenate([self._lu_table, new])
         return self._lu_table
 
@@ -67,7 +70,15 @@ class ColumnsBuilder:
         if kr.size:
             self.parts.append(self._kernel_part(ch, out, kr))
         if ref_results:
-            self.parts.append(from_results([ref_results[i] for i in sorted(ref_results)]))
+            rp = from_results([ref_results[i] for i in sorted(ref_results)])
+            # in the builder's string ids, so that every part shares one list per kind (concat keeps the ids)
+            for key, col, inter in (("tables", "table", self.tables), ("game_ids", "game", self.games),
+                                    ("packs", "pack", self.packs), ("players", "seat_player", self.players)):
+                names = getattr(rp, key)
+                m = np.append(inter.many(names) if names else np.zeros(0, np.int64), -1)
+                rp.arrays[col] = m[rp.arrays[col]].astype(rp.arrays[col].dtype)
+                setattr(rp, key, inter.names)
+            self.parts.append(rp)
 
     def finish(self) -> AuditColumns:
         allc = AuditColumns.concat(self.parts)
@@ -93,7 +104,7 @@ class ColumnsBuilder:
         a["file_index"][:] = ch.fi
         a["line"][:] = ch.line[kr]
         tabs = ch.table if ch.table is not None else [""] * ch.n
-        a["table"][:] = self.tables.many([tabs[i] for i in kr.tolist()])
+        a["table"][:] = self.tables.many(tabs if D == ch.n else [tabs[i] for i in kr.tolist()])
         gcodes = ch.gid[kr]
         ucodes, inv = np.unique(gcodes, return_inverse=True)
         gv = ch.gid_vals

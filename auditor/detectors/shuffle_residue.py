@@ -442,16 +442,21 @@ class ShuffleResidue:
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
         strata = _strata(counts, self.stat)
         people = _people(strata)
+        # each stratum's dealers as codes, once (comparing an object array of names per dealer is quadratic)
+        codes = []
+        for st in strata:
+            names, inv = np.unique(st["dealer"], return_inverse=True)
+            codes.append(({str(x): j for j, x in enumerate(names.tolist())}, inv.reshape(-1)))
         scored = {}
         for d in people["names"]:
             r = _predictive_z(people, d)
-            if r is not None and any((st["dealer"] == d).any() and (st["dealer"] != d).any() for st in strata):
+            if r is not None and any(d in cmap and len(cmap) > 1 for cmap, _ in codes):
                 scored[d] = r
         level = exact.per_test_level(self.fdr, len(scored))
         out = []
         for d, (z, info) in scored.items():
             p = float(_st.norm.sf(z))
-            sel = [(st, st["dealer"] == d) for st in strata if (st["dealer"] == d).any()]
+            sel = [(st, inv == cmap[d]) for st, (cmap, inv) in zip(strata, codes) if d in cmap]
             n = int(sum(m.sum() for _, m in sel))
             obs_total = float(sum(st[f"{self.stat}_obs"][m].sum() for st, m in sel))
             peer_x = {st["name"]: (float(st["x"][~m].mean()) if (~m).any() else 0.0) for st, m in sel}

@@ -474,52 +474,60 @@ class DealerCutter:
         return _merge_cfg(parts)
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
-        pairs = []
-        for dealer in sorted(counts):
-            cutters = set()
-            for _k, _h, cut in counts[dealer].values():
-                cutters |= set(cut.tolist())
-            for c in sorted(cutters):
-                n = sum(int((cut == c).sum()) for _k, _h, cut in counts[dealer].values())
-                if n >= self.min_deals:
-                    pairs.append((dealer, c))
         out = []
-        for dealer, cutter in pairs:
+        for dealer in sorted(counts):
             by_cfg = canonical_cfgs(counts[dealer])
-            sel = self._stat(by_cfg, lambda cut: cut == cutter)
-            n, obs, dist, ser = sel
-            pv = dist.sf(obs)
-            controls: dict[str, Any] = {}
-            detail: dict[str, Any] = {}
-            if self.details:
-                n2, obs2, pv2, mean2 = self._rest(by_cfg, cutter)
-                controls["with_other_cutters"] = {
-                    "n": n2, "observed": obs2, "expected": round(mean2, 4) if n2 else 0.0,
-                    "pvalue": pv2 if n2 else None}
-                keys, got, exp_each = ser
-                detail["timeline"] = timeline(got, exp_each)
-                detail["null_rate"] = round(dist.mean() / n, 6)
-                detail["unit"] = "trump honours dealt to the dealer"
-            out.append(TestResult(test=self.name, subject=f"{dealer}+{cutter}", n=n, observed=obs,
-                                  expected=dist.mean(), statistic=exact.z_score(obs, dist), pvalue=pv,
-                                  method="exact convolution of per-deal hypergeometric mixtures, one-sided",
-                                  controls=controls, detail=detail))
+            # each configuration's deals grouped by cutter once (a mask per pair is quadratic in a dealer's years)
+            groups: dict = {}
+            per_cutter: dict = {}
+            for cfg, (keys, held, cut) in by_cfg.items():
+                o = np.argsort(cut, kind="stable")
+                u, starts = np.unique(cut[o], return_index=True)
+                ends = np.append(starts[1:], len(o))
+                groups[cfg] = {c: o[a:b] for c, a, b in zip(u.tolist(), starts.tolist(), ends.tolist())}
+                for c, a, b in zip(u.tolist(), starts.tolist(), ends.tolist()):
+                    per_cutter[c] = per_cutter.get(c, 0) + (b - a)
+            for cutter in sorted(per_cutter):
+                if per_cutter[cutter] < self.min_deals:
+                    continue
+                out.append(self._pair(dealer, cutter, by_cfg, groups))
         return out
 
+    def _pair(self, dealer, cutter, by_cfg: dict, groups: dict) -> TestResult:
+        empty = np.zeros(0, np.int64)
+        sel = self._stat(by_cfg, lambda cut, cfg: groups[cfg].get(cutter, empty))
+        n, obs, dist, ser = sel
+        pv = dist.sf(obs)
+        controls: dict[str, Any] = {}
+        detail: dict[str, Any] = {}
+        if self.details:
+            n2, obs2, pv2, mean2 = self._rest(by_cfg, groups, cutter)
+            controls["with_other_cutters"] = {
+                "n": n2, "observed": obs2, "expected": round(mean2, 4) if n2 else 0.0,
+                "pvalue": pv2 if n2 else None}
+            keys, got, exp_each = ser
+            detail["timeline"] = timeline(got, exp_each)
+            detail["null_rate"] = round(dist.mean() / n, 6)
+            detail["unit"] = "trump honours dealt to the dealer"
+        return TestResult(test=self.name, subject=f"{dealer}+{cutter}", n=n, observed=obs,
+                          expected=dist.mean(), statistic=exact.z_score(obs, dist), pvalue=pv,
+                          method="exact convolution of per-deal hypergeometric mixtures, one-sided",
+                          controls=controls, detail=detail)
+
     @staticmethod
-    def _rest(by_cfg, cutter) -> tuple[int, int, float | None, float]:
+    def _rest(by_cfg, groups, cutter) -> tuple[int, int, float | None, float]:
         """The dealer's deals cut by anyone else: n, honours, P(>= honours), expected honours. A dealer of years
         has tens of thousands of such deals: `exact.sum_tail` (exact where the tail is small)."""
         pmfs = []
         n = obs = 0
         for cfg, (keys, held, cut) in by_cfg.items():
-            m = cut != cutter
-            k = int(m.sum())
+            mine = groups[cfg].get(cutter)
+            k = len(cut) - (0 if mine is None else len(mine))
             if not k:
                 continue
             pmfs.append((_held_pmf(cfg), k))
             n += k
-            obs += int(held[m].sum())
+            obs += int(held.sum()) - (0 if mine is None else int(held[mine].sum()))
         if not n:
             return 0, 0, None, 0.0
         tail, mean = exact.sum_tail(pmfs, obs)
@@ -532,8 +540,8 @@ class DealerCutter:
         obs = 0
         ser_k, ser_g, ser_e = [], [], []
         for cfg, (keys, held, cut) in by_cfg.items():
-            m = pick(cut)
-            k = int(m.sum())
+            m = pick(cut, cfg)  # the deals' indices (ascending)
+            k = len(m)
             if not k:
                 continue
             pmf = _held_pmf(cfg)

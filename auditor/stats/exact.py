@@ -141,16 +141,24 @@ def sum_dist(pmfs: Sequence[tuple[np.ndarray, int]]) -> Dist:
     Used for counts per deal that are not 0/1 (e.g. the number of trump honours dealt to the dealer)."""
     d = Dist(0, np.ones(1))
     for pmf, mult in pmfs:
-        base = Dist(0, np.asarray(pmf, dtype=float))
-        power = base
+        key = np.asarray(pmf, dtype=float).tobytes()
         m = int(mult)
-        while m:  # binary powering of the convolution
+        j = 0
+        while m:  # binary powering of the convolution; the powers pmf^(2^j) are shared by every sum (cached)
             if m & 1:
-                d = _convolve(d, power)
+                d = _convolve(d, _power2(key, j))
             m >>= 1
-            if m:
-                power = _convolve(power, power)
+            j += 1
     return d
+
+
+@lru_cache(maxsize=2048)
+def _power2(pmf_bytes: bytes, j: int) -> Dist:
+    """pmf^(2^j) (convolution power) of the pmf whose float64 bytes are given."""
+    if j == 0:
+        return Dist(0, np.frombuffer(pmf_bytes).copy())
+    h = _power2(pmf_bytes, j - 1)
+    return _convolve(h, h)
 
 
 FFT_MIN_SUPPORT = 4096  # below this, sums are convolved exactly (every small input stays exact to the last bit)

@@ -326,6 +326,20 @@ def investigate_records(records, player: str, fdr: float = 0.05, seed: int = 0, 
         near = suggest(player, names)
         hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
         raise UsageError(f"no player {player!r} in these logs{hint}")
-    report = audit_records(records, fdr=fdr, seed=seed, engine=engine)
+    if engine == "batch":
+        # the audit through the columns (as `auditor audit`); the deals behind the scores are his deals only, so
+        # only those are replayed into per-deal results
+        from .audit import audit_replayed
+        from .fast.pipeline import replay_paths
+        from .replay.run import replay_records
+        from .select import records_chunks
+
+        rep = replay_paths([], columns=True, chunks=records_chunks(records))
+        report = audit_replayed(rep, fdr=fdr, seed=seed)
+        results = replay_records([r for r in records if r.deal is not None and player in r.deal.players],
+                                 engine="batch").results
+    else:
+        report = audit_records(records, fdr=fdr, seed=seed, engine=engine)
+        results = report.replay.results
     doc = report.to_json()
-    return build_investigation(doc, player, report.replay.results, k=k), doc
+    return build_investigation(doc, player, results, k=k), doc

@@ -128,18 +128,28 @@ class Selection:
 def selected_chunks(selection: Selection, progress=None):
     """A `chunks` function for `auditor.fast.pipeline.replay_paths`: the selected records of the files, as
     chunks (through the record reader: a selection reads every record as a `Deal`)."""
+    def chunks(paths: list[str], reg) -> Iterator:
+        recs = selection.filter(read_records([str(p) for p in paths]))
+        yield from records_chunks(recs, paths)(paths, reg)
+
+    return chunks
+
+
+def records_chunks(records: list[Record], paths: list[str] | None = None):
+    """A `chunks` function for `replay_paths` over records already read (in input order); `paths` are the input
+    files by file index (else taken from the records' sources)."""
     from .fast.cols import ChunkBuilder
     from .fast.pipeline import CHUNK_ROWS
 
-    def chunks(paths: list[str], reg) -> Iterator:
-        recs = selection.filter(read_records([str(p) for p in paths]))
-        for p in paths:
-            reg.paths.append(str(p))
+    def chunks(_paths, reg) -> Iterator:
+        names = [str(p) for p in paths] if paths is not None else _paths_of(records)
+        reg.paths.extend(names)
         by_file: dict[int, list[Record]] = {}
-        for r in recs:
+        for r in records:
             by_file.setdefault(r.file_index, []).append(r)
         for fi in sorted(by_file):
-            b = ChunkBuilder(reg, fi, str(paths[fi]), keep_all="meta")
+            path = names[fi] if fi < len(names) else ""
+            b = ChunkBuilder(reg, fi, path, keep_all="meta")
             for r in by_file[fi]:
                 if r.deal is None:
                     b.add_record(r)
@@ -147,8 +157,19 @@ def selected_chunks(selection: Selection, progress=None):
                     b.add_deal(r.deal)
                 if b.rows >= CHUNK_ROWS:
                     yield b.finish()
-                    b = ChunkBuilder(reg, fi, str(paths[fi]), keep_all="meta")
+                    b = ChunkBuilder(reg, fi, path, keep_all="meta")
             if b.rows:
                 yield b.finish()
 
     return chunks
+
+
+def _paths_of(records: list[Record]) -> list[str]:
+    out: list[str] = []
+    for r in records:
+        while len(out) <= r.file_index:
+            out.append("")
+        if not out[r.file_index]:
+            src = r.source
+            out[r.file_index] = src[:-len(f":{r.line}")] if r.line is not None and src.endswith(f":{r.line}") else src
+    return out

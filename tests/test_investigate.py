@@ -153,3 +153,17 @@ def test_odd_documents_never_crash_the_investigation(entries, player):
     html = render_investigation_html(view)
     _assert_inert(_parse(html), HTML_ELEMENTS)
     print_investigation(build_investigation(doc, player, []), Console(file=io.StringIO(), width=100))
+
+
+def test_batch_investigation_equals_the_reference_one():
+    """`investigate` audits through the columns and replays only the player's deals into results: the same view
+    and document as the reference audit of every deal."""
+    from auditor.dealog import read_records
+    from auditor.investigate import investigate_records
+
+    recs = list(read_records(["fixtures/demo/season.jsonl.gz"]))
+    v1, d1 = investigate_records(recs, "walt", engine="batch")
+    v2, d2 = investigate_records(recs, "walt", engine="reference")
+    assert d1 == d2
+    assert v1 == v2
+    assert v1["n_flagged"] >= 1  # the demo's marked-Ten cheater

@@ -49,7 +49,7 @@ class AuditReport:
 
     def to_json(self, games: bool = True) -> dict:
         """The audit document. `games=False` leaves `replay.games_summary` empty (what the reports read; a
-        million-deal log has half a million game entries, which `write_json` streams instead)."""
+        million-deal log has half a million game entries, which `json_bytes` splices in as bytes)."""
         if games:
             rep = self.replay.to_json()
         else:
@@ -71,9 +71,9 @@ class AuditReport:
         return doc
 
     def json_bytes(self, doc: dict | None = None) -> bytes:
-        """The document as `replay --json` writes its own (orjson, 2-space indent, UTF-8), with the games summary spliced in
-        from the replay's own byte writer (no Python object per game). `doc`: `to_json(games=False)` if the caller
-        has it already."""
+        """The document as `replay --json` writes its own (orjson, 2-space indent, UTF-8), with the games summary
+        spliced in from the replay's own byte writer (no Python object per game). `doc`: `to_json(games=False)` if
+        the caller has it already."""
         from .replay.run import dump_document
 
         gs = self.replay.games_summary

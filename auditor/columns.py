@@ -53,7 +53,7 @@ Fields, with the `DealResult` / `Deal` attribute each one mirrors:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -464,4 +464,3 @@ def from_results(results: Sequence) -> AuditColumns:
 
 
 __all__ = ["AuditColumns", "from_results", "deck_of", "parsed_tricks", "NOCARD", "MAX_SEATS"]
-_ = fields

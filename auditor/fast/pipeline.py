@@ -450,7 +450,8 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
     reasons: Counter = Counter()
     kernel_deals = 0
     seq = 0
-    source = chunks(paths, reg) if chunks is not None else iter_chunks(paths, reg, keep_all="meta" if columns else False)
+    keep = "meta" if columns else False  # the audit needs table, time and pack per row
+    source = chunks(paths, reg) if chunks is not None else iter_chunks(paths, reg, keep_all=keep)
     for ch in source:
         n_read += ch.n
         if progress is not None:

@@ -472,7 +472,12 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
         status[i] = 1 if rec.deal is not None else 2
         raw_line[i] = orjson.dumps(obj)
     extra = table = time = pack = None
-    if keep_all:
+    if keep_all == "meta":  # the audit: table and pack as codes, no Python string per row
+        from .fast.cols import DictColumn
+
+        table = DictColumn.of(c["table"])
+        pack = DictColumn.of(c["pack"]) if "pack" in c else None
+    elif keep_all:
         table = c["table"].to_pylist()
         time = c["time"].to_pylist() if "time" in c else [None] * n
         pack = c["pack"].to_pylist() if "pack" in c else [None] * n

@@ -13,7 +13,7 @@ import numpy as np
 from ..cards import CARD_STR
 from ..columns import MAX_SEATS, NOCARD, AuditColumns, blank, from_results
 from ..rules import layout
-from .cols import Chunk, Registry, uniq
+from .cols import Chunk, DictColumn, Registry, uniq
 
 _CARD_STR = np.array(list(CARD_STR) + [""] * (256 - len(CARD_STR)), dtype=object)
 
@@ -104,14 +104,20 @@ class ColumnsBuilder:
         a["file_index"][:] = ch.fi
         a["line"][:] = ch.line[kr]
         tabs = ch.table if ch.table is not None else [""] * ch.n
-        a["table"][:] = self.tables.many(tabs if D == ch.n else [tabs[i] for i in kr.tolist()])
+        if isinstance(tabs, DictColumn):
+            a["table"][:] = np.append(self.tables.many(tabs.values), -1)[tabs.codes[kr]]
+        else:
+            a["table"][:] = self.tables.many(tabs if D == ch.n else [tabs[i] for i in kr.tolist()])
         gcodes = ch.gid[kr]
         ucodes, inv = np.unique(gcodes, return_inverse=True)
         gv = ch.gid_vals
         gnames = [gv[int(x)] if isinstance(gv, list) else gv[int(x)].as_py() for x in ucodes]
         a["game"][:] = self.games.many(gnames)[inv]
         a["deal_no"][:] = ch.deal_no[kr]
-        if ch.pack is not None:
+        if isinstance(ch.pack, DictColumn):
+            if ch.pack.values:
+                a["pack"][:] = np.append(self.packs.many(ch.pack.values), -1)[ch.pack.codes[kr]]
+        elif ch.pack is not None:
             packs = [ch.pack[i] for i in kr.tolist()]
             has = np.fromiter((p is not None for p in packs), bool, D)
             if has.any():

@@ -216,6 +216,37 @@ class Registry:
         return len(self.sides[sides_id]) if sides_id >= 0 else n
 
 
+class DictColumn:
+    """A string column as codes into values (a Parquet dictionary column, read without a Python string per row):
+    indexes like the list it stands for (None where null)."""
+
+    def __init__(self, codes: np.ndarray, values: list) -> None:
+        self.codes = codes  # int64, -1 null
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def __getitem__(self, i):
+        k = int(self.codes[i])
+        return None if k < 0 else self.values[k]
+
+    @staticmethod
+    def of(arr) -> "DictColumn":
+        """From a pyarrow DictionaryArray or ChunkedArray of one (any other string array: through a list)."""
+        import pyarrow as pa
+
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if not pa.types.is_dictionary(arr.type):
+            vals = arr.to_pylist()
+            uniq_vals = list(dict.fromkeys(v for v in vals if v is not None))
+            pos = {v: j for j, v in enumerate(uniq_vals)}
+            return DictColumn(np.array([pos[v] if v is not None else -1 for v in vals], np.int64), uniq_vals)
+        codes = arr.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        return DictColumn(codes, arr.dictionary.to_pylist())
+
+
 @dataclass
 class Chunk:
     """Records of one input file, in order. Column values are meaningful where `status == 0`."""

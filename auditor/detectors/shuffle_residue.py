@@ -30,7 +30,8 @@ import numba
 import numpy as np
 from scipy import stats as _st
 
-from ..cards import parse_card
+from ..columns import deck_of as _deck_of  # the dealt order of the pack, as the audit's columns hold it
+from ..columns import parsed_tricks as _tricks_of
 from ..facts import config
 from ..rules import layout
 from ..stats import exact
@@ -38,43 +39,6 @@ from ..stats.family import TestResult
 from .base import MIN_DETECTABLE_POWER, timeline
 
 MIN_PEERS = 3  # peers a dealer needs; a table with more dealers than this is its own stratum for centring
-
-
-def _deck_of(deal, L) -> list[int] | None:
-    """The dealt order of the pack: the logged deck, else the one the hands (in order received) imply; -1 where
-    unknown. None when neither gives it."""
-    if deal.deck is not None:
-        cards = [parse_card(x) for x in deal.deck]
-        if any(c is None for c in cards) or len(cards) != L.deck_len:
-            return None
-        return cards
-    if deal.hands is None or not L.deck_checkable:
-        return None
-    hands = [[parse_card(x) for x in h] for h in deal.hands]
-    if any(c is None for h in hands for c in h):
-        return None
-    out = [-1] * L.deck_len
-    for k, (seat, slot) in enumerate(zip(L.deal_seat, L.deal_slot)):
-        if seat is not None:
-            if slot >= len(hands[seat]):
-                return None
-            out[k] = hands[seat][slot]
-    tu = parse_card(deal.turn_up)
-    if tu is not None and out[L.turnup_index] == -1:
-        out[L.turnup_index] = tu
-    return out
-
-
-def _tricks_of(deal) -> list[list[int]] | None:
-    if not deal.tricks:
-        return None
-    out = []
-    for t in deal.tricks:
-        cs = [parse_card(x) for x in t]
-        if any(c is None for c in cs):
-            return None
-        out.append(cs)
-    return out
 
 
 def residue(deck: list[int], tricks: list[list[int]], pack_size: int) -> tuple[int, float, int]:

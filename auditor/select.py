@@ -87,6 +87,8 @@ class Selection:
         """The selected records, in input order; the counts of the others in `not_selected`."""
         recs = list(records)
         self.read = len(recs)
+        self.bad_records = 0
+        self.not_selected = {}
         start: dict[str, _dt.datetime | None] = {}
         if self._since or self._until:
             for r in recs:
@@ -125,7 +127,7 @@ class Selection:
                 "not_selected": dict(sorted(self.not_selected.items()))}
 
 
-def selected_chunks(selection: Selection, progress=None):
+def selected_chunks(selection: Selection):
     """A `chunks` function for `auditor.fast.pipeline.replay_paths`: the selected records of the files, as
     chunks (through the record reader: a selection reads every record as a `Deal`)."""
     def chunks(paths: list[str], reg) -> Iterator:

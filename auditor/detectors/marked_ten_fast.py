@@ -22,6 +22,7 @@ import numpy as np
 
 from ..rules import trump_strength
 from . import marked_ten as M
+from .play_columns import beats, strength
 
 # the reasons of `MarkedTenCounts.excluded`, in the kernel's column order
 PLAY_REASONS = ("ten_own", "ten_played", "ten_public", "forced", "no_trump_choice", "scored", "no_candidate")
@@ -60,19 +61,14 @@ def _popcount(x):
 
 @numba.njit(cache=True, inline="always")
 def _strength(rank):
-    """`trump_strength` of Scotch Whist: the Jack of trumps beats the Ace."""
-    return 13 if rank == 9 else rank
+    """`trump_strength` of Scotch Whist (`play_columns.strength`, the game fixed)."""
+    return strength(False, rank)
 
 
 @numba.njit(cache=True, inline="always")
 def _beats(a, b, trump):
-    """`PlayState.beats`: card a, played after b, beats b (a trump beats a non-trump; same suit: higher rank)."""
-    sa, sb = a // 13, b // 13
-    if sa == sb:
-        if sa == trump:
-            return _strength(a % 13) > _strength(b % 13)
-        return a % 13 > b % 13
-    return sa == trump
+    """`PlayState.beats` for Scotch Whist (`play_columns.beats`, the game fixed)."""
+    return beats(False, trump, a, b)
 
 
 @numba.njit(cache=True, inline="always")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..findings import Finding
+from ..replay.chain import gap_message
 
 SW_STEP_IDX = {"ten": 1, "cards": 2, "ace": 3, "king": 4, "queen": 5, "jack": 6}
 COLLISION = ("higher_running_total", "more_cards", "unresolved_error")
@@ -248,8 +249,7 @@ def _chain_slice(A: DealArrays, o: np.ndarray, info, findings: list):
         if flag_seq_start[j]:
             add("deal_sequence", f"game {gid!r} starts at deal {d_no}, not 1")
         if flag_gap[j]:
-            missing = ", ".join(str(x) for x in range(int(dn[prev_c[j]]) + 1, d_no))
-            add("deal_sequence", f"game {gid!r} has no deal {missing} before deal {d_no}")
+            add("deal_sequence", gap_message(gid, int(dn[prev_c[j]]), d_no))  # one finding, whatever the gap
         if flag_rot[j]:
             s = int(dealer[j])
             add("dealer_rotation", f"{players[s]} (seat {s}) dealt deal {d_no}; the deal should have passed to "

@@ -44,6 +44,19 @@ def _finding(d: Deal, code: str, message: str, seat: int | None = None) -> Findi
                    d.source, message)
 
 
+GAP_LISTED = 3  # a gap of up to this many deals names each missing number; a longer one names its ends
+
+
+def gap_message(game_id: str, last: int, deal_no: int) -> str:
+    """The `deal_sequence` message for the deals missing between deal `last` and deal `deal_no` (last + 1 <
+    deal_no): its length does not grow with the gap (deal numbers 1 and 10**9 are one short message)."""
+    gap = deal_no - last - 1
+    if gap <= GAP_LISTED:
+        missing = ", ".join(str(k) for k in range(last + 1, deal_no))
+        return f"game {game_id!r} has no deal {missing} before deal {deal_no}"
+    return f"game {game_id!r} has no deals {last + 1} to {deal_no - 1} ({gap} deals) before deal {deal_no}"
+
+
 def _target(d: Deal) -> int:
     return d.ruleset.target
 
@@ -153,10 +166,8 @@ def chain_games(results: list[DealResult]) -> tuple[list[GameSummary], dict[int,
                 started = True
             else:
                 step = d.deal_no - prev.deal_no
-                if step > 1:
-                    missing = ", ".join(str(k) for k in range(prev.deal_no + 1, d.deal_no))
-                    out.findings.append(_finding(d, "deal_sequence", f"game {gid!r} has no deal {missing} "
-                                                 f"before deal {d.deal_no}"))
+                if step > 1:  # one finding, whatever the size of the gap
+                    out.findings.append(_finding(d, "deal_sequence", gap_message(gid, prev.deal_no, d.deal_no)))
                 expected = (prev.dealer + step - (1 if prev.bunched else 0)) % d.n
                 if d.dealer != expected:
                     out.findings.append(_finding(

@@ -230,6 +230,8 @@ def chain_games(results: list[DealResult]) -> tuple[list[GameSummary], dict[int,
                                                      f"make {expect}"))
                 if totals is None:
                     totals = list(rec["totals"])  # re-anchor where the auditor's totals were unknown
+                    if not ends and lose_game is None:
+                        ends, winner = _reanchored_end(res, totals)
                 prev_recorded = list(rec["totals"])
             else:
                 prev_recorded = None
@@ -252,6 +254,32 @@ def chain_games(results: list[DealResult]) -> tuple[list[GameSummary], dict[int,
         g.totals = totals
         summaries.append(g)
     return summaries, outcomes
+
+
+def _reanchored_end(res: DealResult, totals: list[int]) -> tuple[bool, int | None]:
+    """Does the deal whose recorded totals re-anchored the game (`totals`, after it) end the game, and who wins?
+
+    It ends the game when a side's total has reached the target. One such side wins. Several: a scored deal
+    decides as it would have from the totals before it that its own points imply (Scotch Whist: the count-out
+    from the recorded totals less the hand's points after the Russian -10; All Fours: the first side to reach
+    the target in the counting order, from the recorded totals less every point of the hand); an unscored deal
+    has no winner (as the unscored deals re-anchored from their recorded totals above)."""
+    d = res.deal
+    target = _target(d)
+    reached = [i for i, v in enumerate(totals) if v >= target]
+    if not reached:
+        return False, None
+    if len(reached) == 1:
+        return True, reached[0]
+    if not res.scored:
+        return True, None
+    if d.game == "scotch_whist":
+        st = res.sw_steps
+        # sw_countout adds the penalty back first: t after it is the totals less the rest of the hand's points
+        implied = [totals[i] - sum(st[k][i] for k in SW_STEPS) for i in range(d.n_sides)]
+        return True, sw_countout(res, implied)[1]
+    every, _ = count_af(res, None)
+    return True, count_af(res, [a - b for a, b in zip(totals, every)])[1]
 
 
 def _lose_game_revoke(res: DealResult) -> tuple[int, int] | None:

@@ -6,8 +6,10 @@ line is a `bad_record`. Nothing is dropped: a file that cannot be opened yields 
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
+import stat
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
@@ -173,7 +175,14 @@ def _str(obj: dict, key: str, required: bool) -> str | None:
 
 
 def _short(v: Any) -> str:
-    text = repr(v)
+    try:
+        text = repr(v)
+    except RecursionError:  # nested too deeply for repr: a bounded sketch of it
+        import reprlib
+
+        r = reprlib.Repr()
+        r.maxlevel = 4
+        text = r.repr(v)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -369,71 +378,254 @@ class StreamError(Exception):
 
 STREAM_ERRORS = (StreamError, OSError, EOFError, gzip.BadGzipFile, zlib.error)
 
+MAX_RECORD_BYTES = 1 << 20
+"""The longest line read as a record (bytes, not counting its newline): a longer one is a `bad_record`, skipped
+in bounded memory. `auditor replay/audit --max-record-bytes` sets it (`set_max_record_bytes`)."""
 
-def open_lines(path: str) -> Iterator[bytes]:
+_READ = 1 << 16  # compressed bytes read at a time; also the step a too-long line is skipped by
+_INFLATE = 1 << 18  # the most bytes one decompression step may give (a gzip bomb inflates no further)
+
+
+def set_max_record_bytes(n: int) -> None:
+    """Set the record-size limit for every reader of this process (and the worker processes it forks)."""
+    global MAX_RECORD_BYTES
+    if n < 1:
+        raise ValueError(f"the record-size limit must be at least 1 byte, got {n}")
+    MAX_RECORD_BYTES = int(n)
+
+
+class LongLine:
+    """What `open_lines` yields for a line longer than the record-size limit: its length only (the line itself
+    was skipped, never held in memory)."""
+
+    __slots__ = ("size", "limit")
+
+    def __init__(self, size: int, limit: int):
+        self.size = size
+        self.limit = limit
+
+    def message(self) -> str:
+        return (f"line of {self.size} bytes is longer than the record-size limit ({self.limit} bytes, "
+                f"--max-record-bytes): skipped")
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _open_error(path: str, e: OSError) -> InputError:
+    if e.errno == errno.ELOOP:
+        return InputError("symlink loop (too many levels of symbolic links)", path)
+    if e.errno == errno.ENOENT:
+        if os.path.islink(path):
+            return InputError(f"broken symlink (to {os.readlink(path)!r}, which does not exist)", path)
+        return InputError("no such file", path)
+    if e.errno == errno.EISDIR:
+        return InputError("is a directory, not a log file", path)
+    return InputError(f"cannot open: {e.strerror or e}", path)
+
+
+def open_input(path: str):
+    """The file at `path` opened for reading (binary, buffered), refused at once unless it is a regular file.
+
+    Never blocks: a FIFO is opened without waiting for a writer, then refused, as are devices and sockets
+    (`/dev/zero` would never end). Raises `InputError` with a one-line reason: no such file, a broken symlink,
+    a symlink loop, a directory, a FIFO or device, no permission."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as e:
+        raise _open_error(str(path), e) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError("is a directory, not a log file", str(path))
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+            raise InputError(f"is {kind}, not a log file", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_input(path: str) -> str | None:
+    """None if `path` can be opened as a log file, else the one-line reason it cannot (see `open_input`)."""
+    try:
+        open_input(path).close()
+    except InputError as e:
+        return str(e).removeprefix(f"{path}: ")
+    return None
+
+
+def open_lines(path: str, max_bytes: int | None = None) -> Iterator[bytes | LongLine]:
     """The raw lines of a JSON Lines file, plain or gzip (by its magic bytes; several gzip members allowed).
 
-    Raises `InputError` when the file cannot be opened at all (missing, a directory, no permission), and one of
-    `STREAM_ERRORS` after the last complete line when a compressed stream is truncated or corrupt: every line
-    before that is yielded first."""
-    if os.path.isdir(path):
-        raise InputError("is a directory, not a log file", path)
-    try:
-        raw = open(path, "rb")
-    except FileNotFoundError:
-        raise InputError("no such file", path) from None
-    except OSError as e:
-        raise InputError(f"cannot open: {e.strerror}", path) from None
+    Memory stays bounded whatever the file holds: a line longer than `max_bytes` (default `MAX_RECORD_BYTES`) is
+    skipped to its newline without being kept and comes out as a `LongLine`; gzip is inflated a bounded block at
+    a time. Raises `InputError` when the file cannot be opened at all (missing, a directory, a FIFO or device, a
+    symlink loop, no permission), and one of `STREAM_ERRORS` after the last complete line when a compressed
+    stream is truncated or corrupt: every line before the damage is yielded first."""
+    limit = MAX_RECORD_BYTES if max_bytes is None else max_bytes
+    raw = open_input(path)
     with raw:
         head = raw.read(2)
         raw.seek(0)
         if head == b"\x1f\x8b":
-            yield from _gzip_lines(raw)
+            yield from _block_lines(_gzip_blocks(raw), limit)
         else:
-            yield from raw
+            yield from _plain_lines(raw, limit)
 
 
-def _gzip_lines(raw) -> Iterator[bytes]:
-    """Lines of a gzip stream, decompressed incrementally so that a truncated or damaged file still gives every
-    complete line before the damage (gzip.GzipFile loses its read-ahead buffer when it raises)."""
+def _plain_lines(f, limit: int, end: int | None = None) -> Iterator[bytes | LongLine]:
+    """Lines of a plain file (up to byte offset `end` when given, which must be the start of a line)."""
+    readline = f.readline
+    cap = limit + 1
+    bounded = end is not None
+    left = end - f.tell() if bounded else 0  # bytes to the end of the range
+    while not bounded or left > 0:
+        line = readline(cap)
+        if not line:
+            return
+        left -= len(line)
+        if len(line) < cap or line[-1] == 10:
+            yield line
+            continue
+        size = len(line)  # too long: skipped a block at a time
+        while True:
+            part = readline(_READ)
+            if not part:
+                break
+            left -= len(part)
+            size += len(part)
+            if part[-1] == 10:
+                size -= 1
+                break
+        yield LongLine(size, limit)
+
+
+def range_lines(path: str, start: int, end: int, max_bytes: int | None = None) -> Iterator[bytes | LongLine]:
+    """The lines of bytes [start, end) of a plain file, `start` and `end` at line starts (the parallel reader)."""
+    limit = MAX_RECORD_BYTES if max_bytes is None else max_bytes
+    with open_input(path) as f:
+        f.seek(start)
+        yield from _plain_lines(f, limit, end)
+
+
+def next_line_start(f, pos: int) -> int:
+    """The offset just after the first newline at or after `pos` (the file's size when there is none), found a
+    block at a time."""
+    f.seek(pos)
+    while True:
+        block = f.read(_READ)
+        if not block:
+            return f.tell()
+        j = block.find(b"\n")
+        if j >= 0:
+            return pos + j + 1
+        pos += len(block)
+
+
+def _gzip_blocks(raw) -> Iterator[bytes]:
+    """A gzip stream (several members, zero padding) inflated at most `_INFLATE` bytes at a time, so that a
+    gzip bomb never sits whole in memory. On damage, every byte that inflates before it is given first (the
+    block is inflated again byte by byte from a copy of the state), then `StreamError` is raised."""
     d = zlib.decompressobj(wbits=31)
     fed = False  # the current member has had input
-    pending: list[bytes] = []
     while True:
-        chunk = raw.read(1 << 16)
+        chunk = raw.read(_READ)
         if not chunk:
             break
         while chunk:
             if not fed and not chunk.strip(b"\x00"):
                 break  # zero padding after the last member
             fed = True
+            saved = d.copy()
             try:
-                data = d.decompress(chunk)
+                data = d.decompress(chunk, _INFLATE)
             except zlib.error as e:
+                yield from _inflate_to_damage(saved, chunk)
                 raise StreamError(f"corrupt compressed data ({e})") from None
-            start = 0
-            while True:
-                j = data.find(b"\n", start)
-                if j < 0:
-                    break
-                if pending:
-                    pending.append(data[start:j + 1])
-                    yield b"".join(pending)
-                    pending = []
-                else:
-                    yield data[start:j + 1]
-                start = j + 1
-            if start < len(data):
-                pending.append(data[start:])
+            if data:
+                yield data
             if d.eof:
                 chunk = d.unused_data
                 d = zlib.decompressobj(wbits=31)
                 fed = False
             else:
-                chunk = b""
+                chunk = d.unconsumed_tail
+    while fed and not d.eof:  # output still held back by the inflate step limit
+        try:
+            data = d.decompress(d.unconsumed_tail, _INFLATE)
+        except zlib.error as e:
+            raise StreamError(f"corrupt compressed data ({e})") from None
+        if not data:
+            break
+        yield data
     if fed and not d.eof:
         raise StreamError("the compressed file ends early (truncated)")
-    if pending:
+
+
+def _inflate_to_damage(d, chunk: bytes) -> Iterator[bytes]:
+    """What `chunk` inflates to, byte by byte, up to the byte where the stream turns out damaged."""
+    for k in range(len(chunk)):
+        tail = chunk[k:k + 1]
+        while tail:
+            try:
+                data = d.decompress(tail, _INFLATE)
+            except zlib.error:
+                return
+            if data:
+                yield data
+            if d.eof:
+                return  # a member ended cleanly inside the damaged block: the damage is in what follows
+            tail = d.unconsumed_tail
+
+
+def _block_lines(blocks: Iterator[bytes], limit: int) -> Iterator[bytes | LongLine]:
+    """Lines of a stream given in blocks; a line longer than `limit` is dropped as it grows (a `LongLine`)."""
+    pending: list[bytes] = []
+    plen = 0
+    skipping = -1  # >= 0: bytes of a too-long line skipped so far
+    for data in blocks:
+        start = 0
+        if skipping >= 0:
+            j = data.find(b"\n")
+            if j < 0:
+                skipping += len(data)
+                continue
+            yield LongLine(skipping + j, limit)
+            skipping = -1
+            start = j + 1
+        while True:
+            j = data.find(b"\n", start)
+            if j < 0:
+                break
+            if pending:
+                if plen + j - start > limit:
+                    yield LongLine(plen + j - start, limit)
+                else:
+                    pending.append(data[start:j + 1])
+                    yield b"".join(pending)
+                pending = []
+                plen = 0
+            elif j - start > limit:
+                yield LongLine(j - start, limit)
+            else:
+                yield data[start:j + 1]
+            start = j + 1
+        if start < len(data):
+            plen += len(data) - start
+            if plen > limit:
+                skipping = plen
+                pending = []
+                plen = 0
+            else:
+                pending.append(data[start:])
+    if skipping >= 0:
+        yield LongLine(skipping, limit)
+    elif pending:
         yield b"".join(pending)
 
 
@@ -454,6 +646,9 @@ def read_records(paths: Iterable[str], warn=None) -> Iterator[Record]:
         lineno = 0
         try:
             for lineno, raw in enumerate(open_lines(path), 1):
+                if type(raw) is LongLine:
+                    yield Record(f"{path}:{lineno}", fi, lineno, error=raw.message())
+                    continue
                 yield from _parse_line(raw, path, fi, lineno, loads)
         except InputError as e:
             yield Record(source=path, file_index=fi, line=None, error=str(e).removeprefix(f"{path}: "))
@@ -490,7 +685,17 @@ def record_from_obj(obj: Any, src: str, fi: int, lineno: int) -> Record:
         deal = validate(obj, src, fi, lineno)
     except _Bad as e:
         return Record(src, fi, lineno, error=str(e), raw=obj)
+    except RecursionError:  # (issue 12) a value nested too deeply to check is a bad record, not a traceback
+        return Record(src, fi, lineno, error="a value is nested too deeply to check", raw=slim_raw(obj))
     return Record(src, fi, lineno, deal=deal, raw=obj)
+
+
+def slim_raw(obj: Any) -> dict:
+    """What a bad record's finding reads of its parsed value (`game_id`, `deal_no`), without the rest (which may
+    be large or deeply nested: the parallel reader sends it between processes)."""
+    if not isinstance(obj, dict):
+        return {}
+    return {k: obj[k] for k in ("game_id", "deal_no") if isinstance(obj.get(k), (str, int))}
 
 
 # ---------------------------------------------------------------- writing

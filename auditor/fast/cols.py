@@ -466,8 +466,8 @@ class ChunkBuilder:
         not kept: a chunk of live JSON objects makes the garbage collector crawl)."""
         try:
             return self._add_obj(obj, line, keep)
-        except (TypeError, AttributeError):
-            return False
+        except (TypeError, AttributeError, ValueError, OverflowError, RecursionError):
+            return False  # any doubt: the slow path judges the record
 
     def add_line(self, raw: bytes, line: int) -> bool:
         """The fast path for a canonically written line: the card lists (`deck`, `hands`, `tricks`) are cut out of
@@ -518,8 +518,8 @@ class ChunkBuilder:
             return False
         try:
             return self._add_obj(obj, line, raw, got)
-        except (TypeError, AttributeError):
-            return False
+        except (TypeError, AttributeError, ValueError, OverflowError, RecursionError):
+            return False  # any doubt: the slow path judges the record
 
     def _add_obj(self, obj: Any, line: int, keep: Any, pre: dict | None = None) -> bool:
         if type(obj) is not dict:
@@ -994,7 +994,7 @@ def row_to_obj(ch: Chunk, i: int, reg: Registry) -> dict:
 
 def _split(cards: np.ndarray, lens: np.ndarray) -> list[list[str]]:
     out, p = [], 0
-    for k in lens:
+    for k in lens.tolist():  # Python ints: uint8 counts summed in numpy would wrap past 255 cards
         out.append([CARD_STR[c] for c in cards[p:p + k]])
-        p += int(k)
+        p += k
     return out

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..dealog import Deal, Record, _parse_line, record_from_obj, validate
+from ..dealog import Deal, LongLine, Record, _parse_line, record_from_obj, validate
 from ..errors import InputError
 from ..findings import Finding
 from .cols import GAMES as GAMES_
@@ -70,45 +70,63 @@ NL = bytes([10])
 
 
 def _segments(path: str, size: int) -> list[tuple[int, int]]:
-    """Byte ranges of the file that start at the beginning of a line."""
+    """Byte ranges of the file that start at the beginning of a line (the next newline found a block at a time:
+    a line of any length costs no memory)."""
+    from ..dealog import next_line_start
+
     total = os.path.getsize(path)
     cuts = [0]
     with open(path, "rb") as f:
         while cuts[-1] + size < total:
-            f.seek(cuts[-1] + size)
-            rest = f.readline()
-            c = f.tell()
-            if not rest or c >= total:
+            c = next_line_start(f, cuts[-1] + size)
+            if c >= total:
                 break
             cuts.append(c)
     cuts.append(total)
     return list(zip(cuts[:-1], cuts[1:]))
 
 
-def _parse_segment(args):
+def _parse_segment(args, slim: bool = True):
     """Worker: one byte range of a JSONL file as chunks, with line numbers counted from the range's start and
-    ids from a registry of its own (the parent renumbers both)."""
+    ids from a registry of its own (the parent renumbers both). Lines are read bounded as `open_lines` reads
+    them. `slim`: strip what cannot or need not travel between processes."""
+    from ..dealog import range_lines, slim_raw
+
     path, fi, start, end, keep_all, rows, raw_lines = args
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read(end - start)
-    lines = data.split(NL)
-    if lines and lines[-1] == b"":
-        lines.pop()  # the range's final newline
+    lines = list(range_lines(path, start, end))
     reg = Registry()
     chunks = list(_lines_chunks(lines, 1, path, fi, reg, keep_all, rows, raw_lines))
-    for ch in chunks:  # a Deal's Rules holds a mappingproxy (not picklable): the parent resolves it again
-        for rec in ch.slow.values():
-            if rec.deal is not None:
-                rec.deal.ruleset = None
-                rec.raw = None
-    n_lines = data.count(NL) + (0 if (not data or data.endswith(NL)) else 1)
+    if slim:
+        for ch in chunks:  # a Deal's Rules holds a mappingproxy (not picklable): the parent resolves it again
+            for rec in ch.slow.values():
+                if rec.deal is not None:
+                    rec.deal.ruleset = None
+                    rec.raw = None
+                else:  # a bad record's parsed value may be nested too deep to pickle: only what its finding reads
+                    rec.raw = slim_raw(rec.raw)
     tables = (reg.rs_info, reg.lineups, reg.sides, reg.sides_n)
-    return chunks, tables, n_lines
+    return chunks, tables, len(lines)
+
+
+def _segment_here(job, reg: Registry):
+    """A segment whose worker failed, read again in this process; if even that fails, one bad_record for the
+    segment (its first line), so that the rest of the file is still read."""
+    from ..dealog import range_lines
+
+    path, fi, start, end = job[:4]
+    try:
+        return _parse_segment(job, slim=False)
+    except Exception as e:  # the reader must not die on one segment
+        n_lines = sum(1 for _ in range_lines(path, start, end))
+        b = ChunkBuilder(Registry(), fi, path, False)
+        b.add_record(Record(f"{path}:1", fi, 1, error=f"lines from byte {start} could not be read "
+                                                      f"({type(e).__name__}); {n_lines} lines skipped"))
+        return [b.finish()], ([], [], [], []), n_lines
 
 
 def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, raw_lines: bool):
-    """A large plain JSONL file: byte ranges parsed by worker processes (the 2 cores), chunks in file order."""
+    """A large plain JSONL file: byte ranges parsed by worker processes (the 2 cores), chunks in file order. A
+    segment whose worker fails (a record its results cannot carry back) is read again here: never a lost file."""
     import multiprocessing as mp
 
     segs = _segments(path, SEGMENT_BYTES)
@@ -120,7 +138,14 @@ def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: bool, rows: int
         return
     offset = 0
     try:
-        for chunks, tables, n_lines in pool.imap(_parse_segment, jobs):
+        it = pool.imap(_parse_segment, jobs)
+        for job in jobs:
+            try:
+                chunks, tables, n_lines = it.next()
+            except StopIteration:  # pragma: no cover (one result per job)
+                break
+            except Exception:
+                chunks, tables, n_lines = _segment_here(job, reg)
             maps = _id_maps(tables, reg)
             for ch in chunks:
                 _renumber(ch, maps, offset, reg)
@@ -184,7 +209,7 @@ def _jsonl_chunks_gc(path: str, fi: int, reg: Registry, keep_all: bool, rows: in
     lineno = 0
     try:
         for lineno, raw in enumerate(open_lines(path), 1):  # the reader's own line splitting (and gzip handling)
-            _feed(b, raw, lineno, path, fi, reg, raw_lines, loads)
+            _feed_safe(b, raw, lineno, path, fi, reg, raw_lines, loads)
             if b.rows >= rows:
                 yield b.finish()
                 b = ChunkBuilder(reg, fi, path, keep_all)
@@ -197,10 +222,26 @@ def _jsonl_chunks_gc(path: str, fi: int, reg: Registry, keep_all: bool, rows: in
         yield b.finish()
 
 
-def _feed(b: ChunkBuilder, raw: bytes, lineno: int, path: str, fi: int, reg: Registry, raw_lines: bool,
+def _feed_safe(b: ChunkBuilder, raw, lineno: int, path: str, fi: int, reg: Registry, raw_lines: bool, loads,
+               tried: bool = False) -> None:
+    """`_feed`, and a line that still makes it fail is a bad record with a short message (issue 12: one record
+    must never stop the reading of a file)."""
+    rows = b.rows
+    try:
+        _feed(b, raw, lineno, path, fi, reg, raw_lines, loads, tried)
+    except Exception as e:
+        if b.rows == rows:
+            _add_slow(b, Record(f"{path}:{lineno}", fi, lineno, error=f"cannot be read ({type(e).__name__})"), reg)
+
+
+def _feed(b: ChunkBuilder, raw, lineno: int, path: str, fi: int, reg: Registry, raw_lines: bool,
           loads, tried: bool = False) -> None:
     """One line into the chunk being built: as columns when it can, else as a slow row (valid or bad).
-    `tried`: the caller already tried `add_line` on it."""
+    `tried`: the caller already tried `add_line` on it. A `LongLine` (longer than the record-size limit) is a
+    bad record."""
+    if type(raw) is LongLine:
+        _add_slow(b, Record(f"{path}:{lineno}", fi, lineno, error=raw.message()), reg)
+        return
     if lineno == 1 and raw.startswith(BOM):
         raw = raw[3:]  # a UTF-8 byte-order mark (dealog._parse_line skips it too)
         tried = False
@@ -236,10 +277,10 @@ def _lines_chunks(lines: list[bytes], first: int, path: str, fi: int, reg: Regis
         add_line = b.add_line
         loads = orjson.loads
         for k, raw in enumerate(lines, first):
-            if k == 1:  # the byte-order-mark check in _feed
-                _feed(b, raw, k, path, fi, reg, raw_lines, loads)
+            if k == 1 or type(raw) is not bytes:  # the byte-order-mark check in _feed; a LongLine
+                _feed_safe(b, raw, k, path, fi, reg, raw_lines, loads)
             elif not add_line(raw, k):
-                _feed(b, raw, k, path, fi, reg, raw_lines, loads, tried=True)
+                _feed_safe(b, raw, k, path, fi, reg, raw_lines, loads, tried=True)
             if b.rows >= rows:
                 yield b.finish()
                 b = ChunkBuilder(reg, fi, path, keep_all)

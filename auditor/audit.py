@@ -1,5 +1,6 @@
-"""The audit: replay every record, run every detector of the registry, put each test name in its own family
-(Benjamini–Hochberg), and build the `auditor audit --json` document of outputs.md.
+"""The audit: replay every record, run every detector of the registry, decide the flags over the whole audit (one
+weighted Benjamini–Hochberg, `auditor.stats.family.apply_audit`, with the registry's shares), and build the
+`auditor audit --json` document of outputs.md.
 
 Detectors count per table and the counts are merged exactly (`Detector.merge`), so the result does not depend on
 how the input is split across files or tables. Monte-Carlo steps draw from generators seeded from `seed` and the
@@ -14,15 +15,19 @@ from typing import Iterable
 
 import numpy as np
 
-from .detectors.registry import make_detectors
+from .detectors.registry import SHARES, make_detectors
 from .facts import DealingFacts, facts_from_results
-from .stats.family import Family, TestResult, apply_families, cleaned, most_significant_first
+from .stats.family import AuditWide, Family, TestResult, apply_audit, cleaned, most_significant_first
 
 DEFAULT_SEED = 0
 
 NOTES = [
-    "Each test name is its own family; q-values are Benjamini-Hochberg within the family. Only tier 'report' "
-    "(q <= the family's FDR) is a flag; 'watch' is shown to people and is not an accusation.",
+    "Flags are decided over the whole audit: one weighted Benjamini-Hochberg over every test and subject, each "
+    "test name holding a share of the error budget fixed in advance ('audit'). If nobody cheats, the chance that "
+    "the audit flags anyone is at most 'fdr'; with cheaters, the expected share of false flags among flags is at "
+    "most 'fdr'. Test names ('families') group the report. Only tier 'report' (q <= fdr) is a flag; 'strong' marks "
+    "flags past the audit-wide Bonferroni bound at 'audit.strong_level'; 'watch' is shown to people and is not an "
+    "accusation.",
     "These are fixed-sample tests. Re-running them on a growing log (every month, say) and acting on the first "
     "flag raises the real false-accusation rate above the stated FDR; sequential monitoring is not implemented yet.",
     "Controls and diagnostics are inside each test's entry and are in no family: they inform, they do not dilute.",
@@ -40,6 +45,7 @@ class AuditReport:
     tests: list[TestResult]
     families: list[Family]
     dealing: dict = field(default_factory=dict)
+    audit: AuditWide | None = None
     selection: dict | None = None
     _tests_json: dict | None = field(default=None, repr=False, compare=False)
 
@@ -60,6 +66,7 @@ class AuditReport:
         tj = self._tests_json
         doc = {
             "deals": rep["deals"], "games": rep["games"], "replay": rep, "seed": self.seed, "fdr": self.fdr,
+            "audit": self.audit.to_json() if self.audit is not None else None,
             "families": [f.to_json() for f in self.families],
             "tests": [tj[id(t)] for t in self.tests],
             "flags": [tj[id(t)] if id(t) in tj else t.to_json() for t in self.flags],
@@ -93,6 +100,13 @@ def detector_rng(seed: int, name: str) -> np.random.Generator:
 
 def run_detectors(results: list, fdr: float = 0.05, seed: int = DEFAULT_SEED, detectors=None,
                   details: bool = True) -> tuple[list[TestResult], list[Family], dict]:
+    """`run_detectors_audit` without the audit-wide summary (tests, families, dealing)."""
+    tested, fams, dealing, _ = run_detectors_audit(results, fdr, seed, detectors, details)
+    return tested, fams, dealing
+
+
+def run_detectors_audit(results: list, fdr: float = 0.05, seed: int = DEFAULT_SEED, detectors=None,
+                        details: bool = True) -> tuple[list[TestResult], list[Family], dict, AuditWide]:
     """Every detector over the replayed deals, counted per table and merged; then the families."""
     by_table: dict[str, list] = {}
     for r in results:
@@ -104,15 +118,15 @@ def run_detectors(results: list, fdr: float = 0.05, seed: int = DEFAULT_SEED, de
         rng = detector_rng(seed, det.name)
         parts = [det.count(by_table[t], rng, facts=facts[t]) for t in sorted(by_table)]
         tests += det.finalize(det.merge(parts), rng)
-    tested, fams = apply_families(tests, fdr)
+    tested, fams, wide = apply_audit(tests, fdr, SHARES)
     dealing = {"deals_audited": int(sum(len(f) for f in facts.values())),
                "deals_not_auditable": int(sum(f.skipped for f in facts.values())),
                "tables": len(by_table)}
-    return tested, fams, dealing
+    return tested, fams, dealing, wide
 
 
 def run_detectors_columns(cols, fdr: float = 0.05, seed: int = DEFAULT_SEED, detectors=None,
-                          details: bool = True) -> tuple[list[TestResult], list[Family], dict]:
+                          details: bool = True) -> tuple[list[TestResult], list[Family], dict, AuditWide]:
     """Every detector over the replayed deals as columns (`auditor.columns.AuditColumns`), counted once over the
     whole input (the counts are the merge of per-table counts: the same numbers as `run_detectors`)."""
     from .facts import facts_from_columns
@@ -127,11 +141,11 @@ def run_detectors_columns(cols, fdr: float = 0.05, seed: int = DEFAULT_SEED, det
         tests += got
     _stage("detectors' counts and tests", t0)
     t0 = _clock()
-    tested, fams = apply_families(tests, fdr)
-    _stage("families", t0)
+    tested, fams, wide = apply_audit(tests, fdr, SHARES)
+    _stage("audit-wide flags", t0)
     dealing = {"deals_audited": int(len(facts)), "deals_not_auditable": int(facts.skipped),
                "tables": int(len(np.unique(cols.table))) if len(cols) else 0}
-    return tested, fams, dealing
+    return tested, fams, dealing, wide
 
 
 def _clock() -> float:
@@ -226,11 +240,11 @@ def audit_replayed(rep, fdr: float = 0.05, seed: int = DEFAULT_SEED, selection=N
 
     t0 = _clock()
     with (status or (lambda text: contextlib.nullcontext()))(f"running the tests on {len(rep.columns):,} deals"):
-        tests, fams, dealing = run_detectors_columns(rep.columns, fdr=fdr, seed=seed, detectors=detectors)
+        tests, fams, dealing, wide = run_detectors_columns(rep.columns, fdr=fdr, seed=seed, detectors=detectors)
     _stage("detectors", t0)
     rep.columns = None  # the report does not need them any more
     sel = selection.summary() if selection is not None and selection.active else None
-    return AuditReport(rep, seed, fdr, tests, fams, dealing, selection=sel)
+    return AuditReport(rep, seed, fdr, tests, fams, dealing, selection=sel, audit=wide)
 
 
 def audit_records(records: Iterable, fdr: float = 0.05, seed: int = DEFAULT_SEED, engine: str = "reference",
@@ -238,5 +252,5 @@ def audit_records(records: Iterable, fdr: float = 0.05, seed: int = DEFAULT_SEED
     from .replay.run import replay_records
 
     rep = replay_records(records, engine=engine)
-    tests, fams, dealing = run_detectors(rep.results, fdr=fdr, seed=seed, detectors=detectors)
-    return AuditReport(rep, seed, fdr, tests, fams, dealing)
+    tests, fams, dealing, wide = run_detectors_audit(rep.results, fdr=fdr, seed=seed, detectors=detectors)
+    return AuditReport(rep, seed, fdr, tests, fams, dealing, audit=wide)

@@ -63,8 +63,15 @@ def test_audit_document_follows_outputs_md(logs):
     fam = {f["test"]: f for f in doc["families"]}
     for name, f in fam.items():
         assert f["tests"] == sum(1 for t in tests if t["test"] == name)
-        assert f["method"] == "benjamini-hochberg" and f["fdr"] == 0.05
+        assert f["method"] == "audit-wide weighted benjamini-hochberg" and f["fdr"] == 0.05
         assert f["flagged"] == sum(1 for t in tests if t["test"] == name and t["flagged"])
+        assert f["per_test_level"] == pytest.approx(0.05 * f["share"] / f["tests"], rel=1e-5)
+    # the audit-wide block (issue 11): one procedure over every test, the shares of the tests present sum to 1
+    a = doc["audit"]
+    assert a["level"] == 0.05 and a["tests"] == len(tests) and a["flags"] == len(doc["flags"])
+    assert sum(a["shares"].values()) == pytest.approx(1.0, abs=1e-5) and set(a["shares"]) == set(fam)
+    assert a["strong"] == sum(1 for t in tests if t["strong"]) and all(t["flagged"] for t in tests if t["strong"])
+    assert a["expected_false_flags_if_all_honest"] == pytest.approx(0.05 / 0.95 ** 2, rel=1e-5)
     flagged = {(f["test"], f["subject"]) for f in doc["flags"]}
     assert ("dealer_jack", "p000") in flagged
     assert ("turnup_jack", "q001") in flagged
@@ -159,9 +166,10 @@ def test_audit_counts_per_table_equal_whole(logs):
     for det in make_detectors():
         rng = detector_rng(9, det.name)
         whole += det.finalize(det.count(rep.results, rng), rng)
-    from auditor.stats.family import apply_families
+    from auditor.detectors.registry import SHARES
+    from auditor.stats.family import apply_audit
 
-    tested, fams2 = apply_families(whole)
+    tested, fams2, _ = apply_audit(whole, 0.05, SHARES)
     assert _docs(tested) == _docs(tests)
     assert [f.to_json() for f in fams2] == [f.to_json() for f in fams]
 

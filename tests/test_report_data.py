@@ -1,7 +1,7 @@
 """Synthetic audit documents shaped like outputs.md, for the report tests (and the tests of this generator).
 
 The numbers are real statistics of seeded binomial draws (exact one-sided binomial p-values, Benjamini–Hochberg
-through `auditor.stats.family.apply_families`), not hand-written results: the report is tested on documents with
+through `auditor.stats.family.apply_audit`), not hand-written results: the report is tested on documents with
 the statistical texture of a real audit, including a planted stacker, a planted marked-Ten player, controls, entries
 that lack optional fields, and player names written to break HTML.
 """
@@ -13,7 +13,8 @@ import math
 import numpy as np
 from scipy.stats import binom, norm
 
-from auditor.stats.family import TestResult, apply_families
+from auditor.detectors.registry import SHARES
+from auditor.stats.family import TestResult, apply_audit
 
 EVIL = ['<script>alert("x")</script>', '"quoted" & \'single\'', "</svg><img src=x onerror=alert(1)>",
         "-->]]><!--", "| *md* [link](javascript:alert(1)) `tick`"]
@@ -91,7 +92,7 @@ def synthetic_doc(seed: int = 7, evil: bool = True, n_dealers: int = 30, with_fi
         a, b = names[i], names[(i + 1) % len(names)]
         results.append(TestResult("collusion", f"{a}+{b}", int(rng.integers(20, 200)), float(rng.poisson(3)),
                                   3.0, 0.0, float(rng.uniform()), "monte-carlo"))
-    tests, fams = apply_families(results, fdr=0.05)
+    tests, fams, wide = apply_audit(results, 0.05, SHARES)  # as the audit decides its flags
     entries = [t.to_json() for t in tests]
     flags = sorted((e for e in entries if e["flagged"]), key=lambda e: (e["pvalue"], e["test"], e["subject"]))
     findings = []
@@ -105,7 +106,8 @@ def synthetic_doc(seed: int = 7, evil: bool = True, n_dealers: int = 30, with_fi
         ]
     return {"deals": 12345, "games": 2100,
             "replay": {"deals": 12345, "games": 2100, "findings": findings, "games_summary": []},
-            "seed": seed, "families": [f.to_json() for f in fams], "tests": entries, "flags": flags}
+            "seed": seed, "audit": wide.to_json(), "families": [f.to_json() for f in fams], "tests": entries,
+            "flags": flags}
 
 
 def test_synthetic_doc_has_the_planted_cheats_flagged():

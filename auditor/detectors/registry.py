@@ -1,5 +1,6 @@
-"""The detectors `auditor audit` runs, in order. To add one: write a class with `name`, `count`, `merge`,
-`finalize` (see `base.py`) whose constructor takes `fdr` and `details`, and add one line to `DETECTORS`."""
+"""The detectors `auditor audit` runs, in order, and their shares of the audit's error budget. To add one: write a
+class with `name`, `count`, `merge`, `finalize` (see `base.py`) whose constructor takes `fdr` and `details`, add one
+line to `DETECTORS` and one to `SHARES` (and take the shares it needs from the others: they sum to 1)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,28 @@ DETECTORS: dict[str, Callable[..., Detector]] = {
 }
 
 
-def make_detectors(fdr: float = 0.05, details: bool = True, only: list[str] | None = None) -> list[Detector]:
+# Each test's share of the audit's error budget, fixed in advance (docs/decisions.md, "One error budget"): the
+# audit flags over every test together (`auditor.stats.family.apply_audit`), and a lone result of test t is flagged
+# at p <= level x share_t / (tests of t) (shares renormalised over the tests present). The shares follow where
+# power is needed: the exact Jack tests and the marked-Ten test guard the cheats a club fears most and must catch
+# a lone cheater in a few hundred deals; the pair tests have thousands of subjects and most of them little data.
+SHARES: dict[str, float] = {
+    "dealer_jack": 0.25,
+    "turnup_jack": 0.10,
+    "deal_uniformity": 0.10,
+    "dealer_cutter": 0.05,
+    "shuffle_residue": 0.05,
+    "trick_stack": 0.05,
+    "marked_ten": 0.20,
+    "collusion": 0.10,
+    "revoke_pattern": 0.10,
+}
+
+
+def make_detectors(fdr: float = 0.05, details: bool = True, only: list[str] | None = None,
+                   audit_wide: bool = True) -> list[Detector]:
+    """The detectors, each given its part of the audit's error budget as its `fdr` (level x share): what its
+    Monte-Carlo caps and its "smallest cheat it could have revealed" are sized for. `audit_wide=False`: each
+    detector at the whole `fdr` (a study of one test alone)."""
     names = list(DETECTORS) if not only else only
-    return [DETECTORS[n](fdr=fdr, details=details) for n in names]
+    return [DETECTORS[n](fdr=fdr * (SHARES.get(n, 1.0) if audit_wide else 1.0), details=details) for n in names]

@@ -492,7 +492,331 @@ def mutate_log(rng: np.random.Generator, records: list[dict], rate: float = 0.3,
     return out
 
 
-def to_jsonl(lines: list[Line]) -> bytes:
+def _dumps(x) -> bytes:
+    """One record as a JSON line's bytes (the standard library for what orjson cannot write: integers beyond 64
+    bits)."""
     import orjson
 
-    return b"".join((x if isinstance(x, bytes) else orjson.dumps(x)) + b"\n" for x in lines)
+    try:
+        return orjson.dumps(x)
+    except TypeError:
+        import json
+
+        return json.dumps(x, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+
+def to_jsonl(lines: list[Line]) -> bytes:
+    return b"".join((x if isinstance(x, bytes) else _dumps(x)) + b"\n" for x in lines)
+
+
+# ---------------------------------------------------------------- hostile input (issue 12: the fuzz suite)
+#
+# Each takes (rng, record dict) like the record mutators and returns a dict or raw bytes (a line). They make input
+# that a log should never hold but a file can: lines too long to be records, values nested too deeply, bytes that
+# are not UTF-8, control characters and bidi overrides in ids, deal numbers beyond any integer type, far too many
+# tricks or cards, a random JSON value in any field. The file-level helpers below make damaged gzip streams and
+# pandas-written Parquet.
+
+HOSTILE_LIMIT = 8192
+"""The record-size limit the fuzz tests set (`dealog.set_max_record_bytes`) so that an overlong line costs kilobytes,
+not the default megabyte; `overlong_line` makes lines around it."""
+
+ODD_STRINGS = (
+    "\x00", "a\x00b", "\x1b[2J\x1b[31mred", "\x1b]0;title\x07", "\u202eevil\u202c", "\u2066iso\u2069", "\u061c",
+    "line\nbreak", "cr\rreturn", "tab\there", "\x7f", "\u0085", "\u2028\u2029", "\ufeff", "zero\u200bwidth",
+    "\x9b31m", "[bold red]markup[/]", "<script>alert(1)</script>", "| pipe | table |", "`code`", "*em*", "",
+    " ", "é" * 3, "\U0001F0A1", "x" * 5000,
+)
+
+HUGE_INTS = (0, -1, -(2 ** 63), 2 ** 31, 2 ** 53 + 1, 2 ** 63 - 1, 2 ** 63, 2 ** 64 - 1, 2 ** 64, 10 ** 30, -(10 ** 30))
+
+
+def random_json(rng: np.random.Generator, depth: int = 0) -> Any:
+    """A random JSON value: null, booleans, integers (up to beyond 64 bits), floats, odd strings, lists, objects."""
+    kind = int(rng.integers(9 if depth < 3 else 6))
+    if kind == 0:
+        return None
+    if kind == 1:
+        return bool(rng.integers(2))
+    if kind == 2:
+        return int(rng.integers(-3, 60))
+    if kind == 3:
+        return _pick(rng, HUGE_INTS)
+    if kind == 4:
+        return float(_pick(rng, [0.0, -0.0, 0.5, 1.0, 2.0, 1e300, -1e-300, 3.75]))
+    if kind == 5:
+        return _pick(rng, ODD_STRINGS + ("As", "Th", "Jc", "10d", "scotch_whist", "all_fours", "foster", "deal-log/1"))
+    if kind in (6, 7):
+        return [random_json(rng, depth + 1) for _ in range(int(rng.integers(0, 6)))]
+    return {str(_pick(rng, ("a", "cards", "turn_up", "revoke", "trick", "points", "totals", "winner", "")))
+            : random_json(rng, depth + 1) for _ in range(int(rng.integers(0, 4)))}
+
+
+def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every place in a record: key/index paths to every value (the record itself excluded)."""
+    out = []
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        out.append(prefix + (k,))
+        out += _paths(v, prefix + (k,))
+    return out
+
+
+def random_field(rng, rec):
+    """A random JSON value in a random place: a top-level field (known or not) or anywhere inside one."""
+    rec = copy.deepcopy(rec)
+    from ..dealog import FIELD_ORDER
+
+    if rng.random() < 0.5:
+        rec[str(_pick(rng, FIELD_ORDER))] = random_json(rng)
+        return rec
+    places = _paths(rec)
+    if not places:
+        return rec
+    path = _pick(rng, places)
+    obj = rec
+    for k in path[:-1]:
+        obj = obj[k]
+    obj[path[-1]] = random_json(rng)
+    return rec
+
+
+def odd_ids(rng, rec):
+    """Control characters, ANSI escapes, bidi overrides, markup and very long strings in ids (players, table,
+    game_id, time, pack, rules, an unknown field's name)."""
+    rec = copy.deepcopy(rec)
+    s = str(_pick(rng, ODD_STRINGS))
+    what = int(rng.integers(6))
+    if what == 0 and rec.get("players"):
+        i = int(rng.integers(len(rec["players"])))
+        rec["players"][i] = rec["players"][i] + s if rng.random() < 0.5 else s
+    elif what == 1:
+        rec["game_id"] = str(rec.get("game_id", "")) + s
+    elif what == 2:
+        rec["table"] = s
+    elif what == 3:
+        rec[_pick(rng, ["time", "pack", "rules"])] = s
+    elif what == 4:
+        rec["x" + s] = s
+    else:
+        rec["game"] = s
+    return rec
+
+
+def huge_numbers(rng, rec):
+    """Deal numbers, seats, scores and trick numbers at and beyond every integer width, negative, or floats;
+    and gaps: a deal number far ahead of the game's last one."""
+    rec = copy.deepcopy(rec)
+    big = _pick(rng, HUGE_INTS + (1.0, 1.5, 1e300, -1e300, 10 ** 9, 2 ** 62))
+    what = int(rng.integers(6))
+    if what == 0:
+        rec["deal_no"] = big
+    elif what == 1 and isinstance(rec.get("deal_no"), int):
+        rec["deal_no"] = rec["deal_no"] + int(_pick(rng, [10 ** 6, 10 ** 9, 2 ** 40, 2 ** 62]))
+    elif what == 2:
+        rec[_pick(rng, ["dealer", "cutter"])] = big
+    elif what == 3:
+        recd = rec.setdefault("recorded", {})
+        ns = len(rec["sides"]) if rec.get("sides") else len(rec.get("players") or [0])
+        key = _pick(rng, ["points", "totals"])
+        vals = list(recd.get(key) or [0] * ns)
+        if vals:
+            vals[int(rng.integers(len(vals)))] = big
+        recd[key] = vals
+    elif what == 4:
+        rec.setdefault("recorded", {})["winner"] = big
+    else:
+        rec.setdefault("claims", []).append({"revoke": 0, "trick": big})
+    return rec
+
+
+def too_many(rng, rec):
+    """Far too many tricks, cards in a trick or a hand, runs, claims, sides or players."""
+    rec = copy.deepcopy(rec)
+    k = int(_pick(rng, [2, 3, 10, 100, 1000]))
+    what = int(rng.integers(7))
+    if what == 0 and rec.get("tricks"):
+        rec["tricks"] = rec["tricks"] * k
+    elif what == 1 and rec.get("tricks"):
+        t = rec["tricks"][int(rng.integers(len(rec["tricks"])))]
+        t.extend((t or ["As"]) * k)
+    elif what == 2 and rec.get("hands"):
+        h = rec["hands"][int(rng.integers(len(rec["hands"])))]
+        h.extend((h or ["As"]) * k)
+    elif what == 3:
+        rec["deck"] = list(rec.get("deck") or ["As"]) * k
+    elif what == 4 and rec.get("hands"):
+        rec["runs"] = [{"cards": [list(h) for h in rec["hands"]], "turn_up": rec.get("turn_up", "As")}] * k
+    elif what == 5:
+        rec["claims"] = [{"revoke": 0, "trick": 1 + (j % 13)} for j in range(k)]
+    else:
+        n = len(rec.get("players") or [])
+        rec["players"] = [f"p{j}" for j in range(n * k)]
+    return rec
+
+
+def overlong_line(rng, rec) -> bytes:
+    """A valid record padded (an unknown field) to about the record-size limit `HOSTILE_LIMIT`: just under, at,
+    just over, or several times over."""
+    import orjson
+
+    base = orjson.dumps(dict(rec, x_pad=""))
+    target = HOSTILE_LIMIT + int(_pick(rng, [-1, 0, 1, 2, HOSTILE_LIMIT, 5 * HOSTILE_LIMIT + 7]))
+    pad = max(0, target - len(base))
+    return orjson.dumps(dict(rec, x_pad="p" * pad))
+
+
+def deep_nesting(rng, rec) -> bytes:
+    """A value nested hundreds to a hundred thousand levels deep, in a known or an unknown field (raw JSON, so
+    that making it costs nothing)."""
+    import orjson
+
+    depth = int(_pick(rng, [64, 254, 255, 256, 257, 500, 1023, 1024, 1025, 5000, 100_000]))
+    opener, closer = (b"[", b"]") if rng.random() < 0.5 else (b'{"a":', b"}")
+    deep = opener * depth + b"1" + closer * depth
+    key = _pick(rng, ["x_deep", "hands", "tricks", "options", "recorded", "runs", "claims", "sides", "players"])
+    rec = {k: v for k, v in rec.items() if k != key}
+    body = orjson.dumps(rec)
+    return body[:-1] + b',"' + key.encode() + b'":' + deep + b"}"
+
+
+BAD_UTF8 = (b"\xff", b"\xfe\xff", b"\xc0\xaf", b"\xc3\x28", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe2\x82",
+            b"\x80", b"\xf8\x88\x80\x80\x80")
+
+
+def invalid_utf8(rng, rec) -> bytes:
+    """Bytes that are not UTF-8 (stray continuation bytes, overlong forms, encoded surrogates, beyond U+10FFFF) in a
+    string or between tokens; or a JSON escape of a lone surrogate in an id (valid JSON, not valid Unicode)."""
+    import orjson
+
+    raw = orjson.dumps(rec)
+    what = int(rng.integers(3))
+    if what == 0:
+        i = int(rng.integers(1, len(raw)))
+        return raw[:i] + _pick(rng, BAD_UTF8) + raw[i:]
+    if what == 1:  # inside a player id
+        j = raw.find(b'"players":["')
+        if j >= 0:
+            j += len(b'"players":["')
+            return raw[:j] + _pick(rng, BAD_UTF8) + raw[j:]
+        return raw[:5] + b"\xff" + raw[5:]
+    esc = _pick(rng, [b"\\ud800", b"\\udfff", b"\\ud83d", b"\\udc00x", b"\\u0000"])
+    key = _pick(rng, [b'"game_id":"', b'"table":"', b'"players":["', b'"turn_up":"'])
+    j = raw.find(key)
+    if j < 0:
+        return raw
+    j += len(key)
+    return raw[:j] + esc + raw[j:]
+
+
+HOSTILE_MUTATORS: dict[str, Callable] = {
+    "random_field": random_field, "odd_ids": odd_ids, "huge_numbers": huge_numbers, "too_many": too_many,
+    "overlong_line": overlong_line, "deep_nesting": deep_nesting, "invalid_utf8": invalid_utf8,
+}
+
+
+def duplicates(rng, lines):
+    """Duplicate records: the same line again (next to it or far away), the same game and deal number with
+    other content, a JSON object with a key given twice."""
+    import orjson
+
+    out = list(lines)
+    dicts = [i for i, x in enumerate(out) if isinstance(x, dict)]
+    if not dicts:
+        return out
+    i = _pick(rng, dicts)
+    what = int(rng.integers(4))
+    if what == 0:
+        out.insert(i + 1, copy.deepcopy(out[i]))
+    elif what == 1:
+        out.insert(int(rng.integers(len(out) + 1)), copy.deepcopy(out[i]))
+    elif what == 2:
+        other = copy.deepcopy(out[_pick(rng, dicts)])
+        for k in ("game_id", "deal_no", "table", "game", "rules"):
+            if k in out[i]:
+                other[k] = out[i][k]
+        out.insert(i + 1, other)
+    else:
+        raw = _dumps(out[i])
+        key = _pick(rng, [b'"deal_no":', b'"dealer":', b'"game_id":', b'"turn_up":'])
+        val = {b'"deal_no":': b"999", b'"dealer":': b"0", b'"game_id":': b'"other"', b'"turn_up":': b'"As"'}[key]
+        out[i] = raw[:-1] + b"," + key + val + b"}"
+    return out
+
+
+def hostile_log(rng: np.random.Generator, records: list[dict], rate: float = 0.3, mutators: list[str] | None = None,
+                log_mutations: int = 2, log_mutators: list[str] | None = None,
+                counts: dict | None = None) -> list[Line]:
+    """Like `mutate_log`, with the hostile mutators among the record mutators and `duplicates` among the log
+    mutators. About `rate` of the records are mutated; `counts`, if given, gets how many by each mutator."""
+    table = dict(RECORD_MUTATORS, **HOSTILE_MUTATORS)
+    names = mutators or list(table)
+    out: list[Line] = []
+    for rec in records:
+        if rng.random() < rate:
+            name = _pick(rng, names)
+            out.append(table[name](rng, rec))
+            if counts is not None:
+                counts[name] = counts.get(name, 0) + 1
+        else:
+            out.append(rec)
+    logs = dict(LOG_MUTATORS, duplicates=duplicates)
+    lnames = log_mutators or list(logs)
+    for _ in range(log_mutations):
+        name = _pick(rng, lnames)
+        out = logs[name](rng, out)
+        if counts is not None:
+            counts[name] = counts.get(name, 0) + 1
+    return out
+
+
+def damaged_gzip(rng: np.random.Generator, data: bytes) -> bytes:
+    """`data` gzip-compressed and then damaged: cut short, a byte flipped, garbage after it, two members, an empty
+    member, the header only, or gzip of gzip."""
+    import gzip
+
+    gz = gzip.compress(data, mtime=0)
+    what = int(rng.integers(8))
+    if what == 0:
+        return gz[: int(rng.integers(1, len(gz)))]
+    if what == 1:
+        i = int(rng.integers(10, len(gz)))
+        return gz[:i] + bytes([gz[i] ^ (1 << int(rng.integers(8)))]) + gz[i + 1:]
+    if what == 2:
+        return gz + _pick(rng, [b"\x00" * 7, b"garbage", b"\x1f\x8b", b"\x1f\x8b\x08\x00"])
+    if what == 3:
+        cut = data.find(b"\n", len(data) // 2) + 1
+        return gzip.compress(data[:cut], mtime=0) + gzip.compress(data[cut:], mtime=0)
+    if what == 4:
+        return gzip.compress(b"", mtime=0) + gz
+    if what == 5:
+        return gz[:10]
+    if what == 6:
+        return gzip.compress(gz, mtime=0)
+    return gz[:-8] + b"\x00\x00\x00\x00" + gz[-4:]  # a wrong CRC
+
+
+def pandas_parquet(rng: np.random.Generator, records: list[dict], path) -> bool:
+    """Write dict records as a pandas DataFrame to Parquet (pandas' own choices: an index column, NaN for missing
+    numbers, float columns, object columns), sometimes with a column dropped, renamed or of another type.
+    Returns False when pandas/pyarrow refuse to write the frame (then there is no file)."""
+    import pandas as pd
+
+    rows = [copy.deepcopy(r) for r in records if isinstance(r, dict)]
+    df = pd.DataFrame(rows)
+    what = int(rng.integers(6))
+    if what == 1 and "time" in df:
+        df = df.drop(columns=["time"])
+    elif what == 2 and "deal_no" in df:
+        df["deal_no"] = df["deal_no"].astype(float)
+    elif what == 3 and len(df) > 1:
+        df.loc[df.index[int(rng.integers(len(df)))], "deal_no"] = None  # the column becomes float64 with NaN
+    elif what == 4:
+        df = df.set_index("game_id", drop=False)
+    elif what == 5 and "dealer" in df:
+        df["dealer"] = df["dealer"].astype(str)
+    try:
+        df.to_parquet(path, engine="pyarrow", index=bool(rng.integers(2)) or what == 4)
+    except Exception:  # noqa: BLE001 - pyarrow cannot write every frame pandas can hold; that is not the reader's
+        return False
+    return True

@@ -74,6 +74,7 @@ class SeatInfo:
     policy: Policy
     cheat: object = None  # CheaterSpec or None
     ally: int = -1  # a colluder's accomplice's seat at this table
+    revoke_rate: float | None = None  # a clumsy honest player's own rate of accidental revokes (None: the season's)
 
 
 @dataclass
@@ -211,6 +212,11 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, trick_no: i
                 revoke_card, revoke_kind = rc, "deliberate"
                 ctx.cheat_acts[info.name] = ctx.cheat_acts.get(info.name, 0) + 1
             elif x < p_revoke:
+                offc = cards_of(off)
+                revoke_card, revoke_kind = offc[min(int(u() * len(offc)), len(offc) - 1)], "accidental"
+        elif info.revoke_rate is not None:  # a clumsy player: his own Bernoulli rate per chance
+            p_revoke = info.revoke_rate
+            if u() < p_revoke:
                 offc = cards_of(off)
                 revoke_card, revoke_kind = offc[min(int(u() * len(offc)), len(offc) - 1)], "accidental"
         else:

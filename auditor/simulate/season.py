@@ -283,7 +283,7 @@ class _Season:
             ally = -1
             if ch is not None and ch.kind == "colluder" and ch.partner in names and ts.sides is None:
                 ally = names.index(ch.partner)
-            seats.append(SeatInfo(name, self.policies[self.skill[name]], ch, ally))
+            seats.append(SeatInfo(name, self.policies[self.skill[name]], ch, ally, spec.revoke_rates.get(name)))
         ctx = Ctx(game, R, seats, table.side_of, u, spec.revoke_rate, spec.claim_rate, gid, 0, self.decisions)
         ctx.cheat_acts = self.cheat_acts
         ctx.clock = self.clock
@@ -465,6 +465,8 @@ class _Season:
                                 "human_shuffle": t.spec.human_shuffle, "games": t.games, "deals": t.deals}
                   for t in self.tables}
         players = {name: {"skill": self.skill[name], "riffles": self.riffles[name]} for name in self.members}
+        for name, rate in spec.revoke_rates.items():
+            players[name]["revoke_rate"] = rate
         return {
             "format": KEY_FORMAT, "seed": self.seed, "deals": len(records),
             "games": sum(t.games for t in self.tables), "cheaters": cheaters, "players": players, "tables": tables,

@@ -97,6 +97,7 @@ class SeasonSpec:
     recorded: bool = True
     log_decisions: bool = False
     revoke_rate: float = 1 / 300  # accidental revokes per opportunity
+    revoke_rates: dict[str, float] = field(default_factory=dict)  # clumsy members' own accidental rates
     claim_rate: float = 0.5  # chance the adversaries notice and claim a revoke
     score_error_rate: float = 0.0  # planted wrong `recorded.points` (one side off by one), listed in the key
     season: str = "sim"  # game_id prefix
@@ -127,6 +128,11 @@ class SeasonSpec:
                         (self.score_error_rate, "score_error_rate")):
             if not 0 <= r <= 1:
                 raise UsageError(f"{what} must be in [0, 1], got {r}")
+        for p, r in self.revoke_rates.items():
+            if p not in members:
+                raise UsageError(f"revoke_rates: {p!r} is not a member of the club")
+            if not 0 <= r <= 1:
+                raise UsageError(f"revoke_rates[{p!r}] must be in [0, 1], got {r}")
         seen: set[str] = set()
         for c in self.cheaters:
             if c.kind not in CHEAT_KINDS:

@@ -325,6 +325,34 @@ def test_everything_mixed_and_the_parallel_reader(tmp_path, small_limit):
     _assert_none(problems, "mixed")
 
 
+FILE_SHAPES = {
+    "empty": lambda recs: b"",
+    "bom only": lambda recs: b"\xef\xbb\xbf",
+    "blank lines": lambda recs: b"\n\n  \n\t\n\r\n\x0b\x0c\n",
+    "crlf": lambda recs: to_jsonl(recs).replace(b"\n", b"\r\n"),
+    "bom and crlf": lambda recs: b"\xef\xbb\xbf" + to_jsonl(recs).replace(b"\n", b"\r\n"),
+    "bom on line 2": lambda recs: to_jsonl(recs[:1]) + b"\xef\xbb\xbf" + to_jsonl(recs[1:]),
+    "no final newline": lambda recs: to_jsonl(recs)[:-1],
+    "nul lines": lambda recs: to_jsonl(recs) + b"\x00\n\x00\x00\x00\n",
+    "non-breaking space line": lambda recs: to_jsonl(recs) + "\u00a0\n\u3000\n".encode(),
+    "lone cr separators": lambda recs: to_jsonl(recs).replace(b"\n", b"\r", 2),
+    "two records on a line": lambda recs: to_jsonl(recs[:1])[:-1] + to_jsonl(recs[1:]),
+    "utf-16": lambda recs: to_jsonl(recs[:2]).decode().encode("utf-16"),
+    "latin-1 id": lambda recs: to_jsonl(recs).replace(b'"players":["', b'"players":["\xe9', 1),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(FILE_SHAPES))
+def test_file_shapes(tmp_path, shape):
+    """Whole-file oddities: empty, a byte-order mark, blank and whitespace lines, CRLF, no final newline, NUL
+    lines, two records on one line, UTF-16."""
+    rng = np.random.default_rng(zlib.crc32(shape.encode()))
+    recs = clean_records(rng, 2, "shape")
+    path = tmp_path / "shape.jsonl"
+    path.write_bytes(FILE_SHAPES[shape](recs))
+    _assert_none(check_file(str(path)), shape)
+
+
 def test_overlong_lines_at_the_default_limit(tmp_path):
     """The real limit (1 MiB): a line one byte over is a bad_record, one at the limit is a record."""
     import orjson

@@ -1,23 +1,92 @@
 """The `auditor` command line (typer). Data on stdout, progress and errors on stderr.
 
 Exit codes (outputs.md): 0 nothing found; 1 findings (replay) or flags (audit); 2 usage error; 3 no input read.
+Issue 12: 3 whenever no deal was replayed (nothing was audited); 4 when standard output cannot be written (a closed
+pipe, a full disk). Every file is written whole or not at all (`auditor.atomic`); every string from a log that
+reaches the terminal or stderr goes through `auditor.textsafe.visible`.
 Imports are lazy so that start-up stays cheap.
 """
 
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
 import typer
 
+EXIT_CODES = ("Exit codes: 0 nothing found; 1 findings (replay) or flags (audit); 2 usage error (a bad option, an "
+              "--out that cannot be written); 3 no deal was replayed (no input readable, an empty or unreadable "
+              "input, a selection that matches nothing); 4 standard output could not be written (a closed pipe, "
+              "a full disk).")
+EXIT_NOTHING = 3  # issue 12: no deal was replayed
+EXIT_STDOUT = 4  # issue 12: stdout closed or full
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Replay and audit Scotch Whist and All Fours deal logs (deal-log/1).")
+                  help="Replay and audit Scotch Whist and All Fours deal logs (deal-log/1).\n\n" + EXIT_CODES)
 
 
 def _err(msg: str) -> None:
-    sys.stderr.write(msg.rstrip("\n") + "\n")
+    """One line on stderr; control and bidirectional characters (from a log, a file name) shown as escapes."""
+    from .textsafe import visible
+
+    try:
+        sys.stderr.write(visible(str(msg).rstrip("\n")) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # stderr closed: nothing can be said
+        pass
+
+
+@contextmanager
+def _stdout_guard():
+    """Everything written to stdout inside the block is flushed before it ends; a closed pipe (`| head`), a full
+    disk or a closed stdout becomes one line on stderr and exit 4, never a traceback."""
+    try:
+        if sys.stdout is None:
+            raise OSError(9, "standard output is closed")
+        yield
+        sys.stdout.flush()
+    except OSError as e:
+        try:  # the interpreter flushes stdout again at exit: point it at /dev/null so that it stays quiet
+            import os
+
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+        _err(f"auditor: cannot write to standard output: {e.strerror or e}")
+        raise typer.Exit(EXIT_STDOUT)
+
+
+def _check_out(path: str, what: str = "--out", inputs: list[str] = ()) -> None:
+    """Exit 2 before the work starts when `path` cannot be written (no such folder, a folder, read-only) or is one
+    of the inputs."""
+    from .atomic import check_writable
+    from .errors import UsageError
+
+    try:
+        dest = check_writable(path, what)
+        for p in inputs:
+            if Path(p).exists() and dest.exists() and Path(p).resolve() == dest.resolve():
+                raise UsageError(f"{what} {path!r}: the output would overwrite an input")
+    except UsageError as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(2)
+
+
+def _wrote(path: str) -> None:
+    from .atomic import wrote_line
+
+    _err(wrote_line(path))
+
+
+def _nothing_replayed(cover) -> None:
+    """Exit 3 with one line on stderr when no deal was replayed (issue 12)."""
+    if cover.audited == 0:
+        _err(cover.nothing_line())
+        raise typer.Exit(EXIT_NOTHING)
 
 
 def _check_paths(paths: list[str]) -> None:
@@ -42,19 +111,24 @@ def _check_paths(paths: list[str]) -> None:
 def _dump_json(obj) -> None:
     import json
 
-    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    with _stdout_guard():
+        sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
 def _write_json(obj, path: str) -> None:
-    """Write `obj` as indented JSON to `path`; a path that cannot be written is a usage error (exit 2)."""
+    """Write `obj` as indented JSON to `path`, whole or not at all; a path that cannot be written is a usage error
+    (exit 2)."""
     import json
 
+    from .atomic import atomic_open
+
     try:
-        with open(path, "w", encoding="utf-8") as fh:
+        with atomic_open(path, "w", encoding="utf-8") as fh:
             json.dump(obj, fh, indent=2)
     except OSError as e:
         _err(f"auditor: cannot write {path!r}: {e.strerror or e}")
         raise typer.Exit(2)
+    _wrote(path)
 
 
 def _progress_reader(paths: list[str], show: bool):
@@ -84,7 +158,10 @@ def replay(
     stats: bool = typer.Option(False, "--stats", help="print engine statistics on stderr (deals replayed by the "
                                                       "batch kernel, deals handed to the reference engine and why)"),
 ) -> None:
-    """Replay every deal under its rules and report every irregularity."""
+    """Replay every deal under its rules and report every irregularity.
+
+    Exit 0 when nothing is found, 1 with findings, 2 for a bad option, 3 when no deal was replayed (the document
+    and the summary are still printed), 4 when stdout cannot be written."""
     if engine not in ("batch", "reference"):
         _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
         raise typer.Exit(2)
@@ -105,25 +182,29 @@ def replay(
         import json
 
         _err(f"engine stats: {json.dumps(report.stats)}")
-    if json_out:
-        out = getattr(sys.stdout, "buffer", None)
-        if out is not None and hasattr(report, "write_json"):
-            sys.stdout.flush()
-            report.write_json(out)
-            out.write(b"\n")
-            out.flush()
-        else:
-            data = dump_document(report.to_json()) + b"\n"
-            if out is not None:
+    with _stdout_guard():
+        if json_out:
+            out = getattr(sys.stdout, "buffer", None)
+            if out is not None and hasattr(report, "write_json"):
                 sys.stdout.flush()
-                out.write(data)
+                report.write_json(out)
+                out.write(b"\n")
                 out.flush()
             else:
-                sys.stdout.write(data.decode())
-    else:
-        from .report.terminal import print_replay
+                data = dump_document(report.to_json()) + b"\n"
+                if out is not None:
+                    sys.stdout.flush()
+                    out.write(data)
+                    out.flush()
+                else:
+                    sys.stdout.write(data.decode())
+        else:
+            from .report.terminal import print_replay
 
-        print_replay(report)
+            print_replay(report)
+    from .report.verdict import Coverage
+
+    _nothing_replayed(Coverage.of(report.deals, report.findings))
     raise typer.Exit(1 if report.findings else 0)
 
 
@@ -136,7 +217,8 @@ def convert(
 
     Valid records are written canonically (unknown top-level fields kept); lines that are not valid records are
     kept byte for byte (Parquet: the `raw` column). Exit 0 when everything was kept, 1 when something could not be
-    (reported on stderr), 2 for a bad output name, 3 when the input cannot be read."""
+    (reported on stderr), 2 for a bad output name or an output that cannot be written (checked first), 3 when the
+    input cannot be read. The output is written whole or not at all: an older file of that name is kept on failure."""
     from .fast.convert import convert_file, kind_of
 
     if kind_of(dst) is None:
@@ -145,6 +227,7 @@ def convert(
     if Path(src).exists() and Path(dst).exists() and Path(src).resolve() == Path(dst).resolve():
         _err(f"auditor: {dst}: the output would overwrite the input")
         raise typer.Exit(2)
+    _check_out(dst, "output")
     _check_paths([src])
     try:
         res = convert_file(src, dst)
@@ -155,6 +238,7 @@ def convert(
         _err(f"auditor: not converted: {msg}")
     _err(f"auditor: {res.records} records written to {dst}"
          + (f" ({res.raw} kept as read: not valid records)" if res.raw else ""))
+    _wrote(dst)
     raise typer.Exit(1 if res.lost else 0)
 
 
@@ -163,7 +247,8 @@ def schema() -> None:
     """Print the JSON Schema of deal-log/1."""
     from importlib.resources import files
 
-    sys.stdout.write(files("auditor").joinpath("deal-log-1.schema.json").read_text(encoding="utf-8"))
+    with _stdout_guard():
+        sys.stdout.write(files("auditor").joinpath("deal-log-1.schema.json").read_text(encoding="utf-8"))
 
 
 @app.command()
@@ -182,7 +267,21 @@ def audit(
     game: Optional[list[str]] = typer.Option(None, "--game", help="only this game_id, or this game: scotch_whist, "
                                                                   "all_fours (repeatable)"),
 ) -> None:
-    """Replay the logs and run every fairness test; flags are Benjamini-Hochberg discoveries per test family."""
+    """Replay the logs and run every fairness test; flags are Benjamini-Hochberg discoveries per test family.
+
+    Exit 0 when no one is flagged, 1 with flags, 2 for a bad option or an --out that cannot be written (checked
+    before the replay), 3 when no deal was replayed (nothing to audit: an empty or unreadable input, a selection
+    that matches nothing; --out is then not written), 4 when stdout cannot be written."""
+    if out is not None:  # issue 12: checked before anything is read
+        from .errors import UsageError as _Usage
+        from .report.html import format_of
+
+        try:
+            format_of(out)
+        except _Usage as e:
+            _err(f"auditor: {e}")
+            raise typer.Exit(2)
+        _check_out(out, inputs=paths)
     if not 0.0 < fdr < 1.0:
         _err(f"auditor: --fdr must be between 0 and 1, got {fdr}")
         raise typer.Exit(2)
@@ -232,7 +331,10 @@ def audit(
     t0 = _clock()
     doc = report.to_json(games=False)  # what the reports read; --json streams the games summary in
     _stage("document", t0)
-    if out is not None:
+    from .report.verdict import Coverage
+
+    cover = Coverage.of_doc(doc)
+    if out is not None and cover.audited:  # nothing audited: no report, an older one stays (exit 3 below)
         from .report.html import write_report
 
         try:
@@ -243,28 +345,32 @@ def audit(
         except UsageError as e:
             _err(f"auditor: {e}")
             raise typer.Exit(2)
-    if json_out:
-        t0 = _clock()
-        data = report.json_bytes(doc) + b"\n"
-        _stage("JSON bytes", t0)
-        buf = getattr(sys.stdout, "buffer", None)
-        sys.stdout.flush()
-        if buf is not None:
-            buf.write(data)
-            buf.flush()
+        _wrote(out)
+    with _stdout_guard():
+        if json_out:
+            t0 = _clock()
+            data = report.json_bytes(doc) + b"\n"
+            _stage("JSON bytes", t0)
+            buf = getattr(sys.stdout, "buffer", None)
+            sys.stdout.flush()
+            if buf is not None:
+                buf.write(data)
+                buf.flush()
+            else:
+                sys.stdout.write(data.decode())
         else:
-            sys.stdout.write(data.decode())
-    else:
-        from .report.terminal import print_audit
+            from .report.terminal import print_audit
 
-        print_audit(doc)  # the same view as the HTML and Markdown; every log string escaped for rich markup
+            print_audit(doc)  # the same view as the HTML and Markdown; every log string escaped for the terminal
+    _nothing_replayed(cover)
     raise typer.Exit(1 if doc["flags"] else 0)
 
 
 def _write_bytes(data: bytes, path: str) -> None:
+    from .atomic import write_bytes
+
     try:
-        with open(path, "wb") as fh:
-            fh.write(data)
+        write_bytes(path, data)
     except OSError as e:
         from .errors import UsageError
 
@@ -310,6 +416,10 @@ def calibrate(
     if plot and not plot.lower().endswith((".png", ".svg")):
         _err(f"auditor: --plot {plot!r}: the file name must end in .png or .svg")
         raise typer.Exit(2)
+    if plot:
+        _check_out(plot, "--plot")
+    if out:
+        _check_out(out)
     from . import calibrate as cal
 
     res = cal.calibrate(seed=seed, fdr=fdr, progress=lambda m: _err(f"calibrate: {m}"), **sizes)
@@ -319,8 +429,13 @@ def calibrate(
         res["play"] = run_play(seed=seed, fast=fast, sizes={}, fdr=fdr, workers=1,
                                progress=lambda m: _err(f"calibrate-play: {m}"))
     if plot:
+        from .atomic import atomic_path
+
         try:
-            res["plot"] = cal.plot_power_curve(res, plot)
+            with atomic_path(plot) as tmp:  # the temporary name ends like `plot`: same image format
+                cal.plot_power_curve(res, tmp)
+            res["plot"] = plot
+            _wrote(plot)
         except ImportError:
             _err("auditor: the power-curve plot needs matplotlib (pip install matplotlib); skipped")
         except OSError as e:
@@ -331,13 +446,14 @@ def calibrate(
     if json_out:
         _dump_json(res)
     else:
-        cal.print_report(res)
-        if res.get("plot"):
-            sys.stdout.write(f"power curve: {res['plot']}\n")
-        if play:
-            from .calibrate_play import format_report
+        with _stdout_guard():
+            cal.print_report(res)
+            if res.get("plot"):
+                sys.stdout.write(f"power curve: {res['plot']}\n")
+            if play:
+                from .calibrate_play import format_report
 
-            sys.stdout.write(format_report(res["play"]) + "\n")
+                sys.stdout.write(format_report(res["play"]) + "\n")
 
 
 @app.command()
@@ -352,8 +468,8 @@ def investigate(
 ) -> None:
     """Everything about one player: each test with its controls, the deals behind each score, the timeline.
 
-    Exit 1 when the player is flagged, 0 when not, 2 for an unknown player or a bad option, 3 when no input can be
-    read."""
+    Exit 1 when the player is flagged, 0 when not, 2 for an unknown player, a bad option or an --out that cannot be
+    written (checked before the replay), 3 when no deal was replayed, 4 when stdout cannot be written."""
     if not 0.0 < fdr < 1.0:
         _err(f"auditor: --fdr must be between 0 and 1, got {fdr}")
         raise typer.Exit(2)
@@ -366,19 +482,28 @@ def investigate(
     if out is not None and not out.lower().endswith((".html", ".htm")):
         _err(f"auditor: --out {out!r}: the investigation is written as HTML (.html)")
         raise typer.Exit(2)
+    if out is not None:
+        _check_out(out, inputs=paths)
     _check_paths(paths)
     from .errors import UsageError
     from .investigate import investigate_records, print_investigation, write_investigation
 
+    from .report.verdict import Coverage
+    from .replay.run import bad_record_finding
+
+    records = list(_progress_reader(paths, sys.stderr.isatty()))
+    _nothing_replayed(Coverage.of(len(records), [bad_record_finding(r) for r in records if r.deal is None]))
     try:
-        view, _ = investigate_records(_progress_reader(paths, sys.stderr.isatty()), player, fdr=fdr, seed=seed,
-                                      engine=engine, k=top)
+        view, _ = investigate_records(records, player, fdr=fdr, seed=seed, engine=engine, k=top)
         if out is not None:
             write_investigation(view, out)
     except UsageError as e:
         _err(f"auditor: {e}")
         raise typer.Exit(2)
-    print_investigation(view)
+    if out is not None:
+        _wrote(out)
+    with _stdout_guard():
+        print_investigation(view)
     raise typer.Exit(1 if view["n_flagged"] else 0)
 
 
@@ -415,9 +540,15 @@ def simulate(
     decisions: Optional[str] = typer.Option(None, "--decisions", help="also write one row per card played with "
                                             "the policies' probabilities (JSONL)"),
 ) -> None:
-    """Simulate a club season of honest (and planted cheating) players as deal-log/1."""
+    """Simulate a club season of honest (and planted cheating) players as deal-log/1.
+
+    Every file (--out, --key, --decisions) is checked before the simulation and written whole or not at all."""
     from .errors import AuditorError
     from .simulate.cli_support import build_spec
+
+    for what, path in (("--out", out), ("--key", key), ("--decisions", decisions)):
+        if path is not None:
+            _check_out(path, what)
 
     try:
         spec = build_spec(preset=preset, deals=deals, game=game, rules=rules, options=option, players=players,
@@ -437,6 +568,9 @@ def simulate(
         raise typer.Exit(2)
     _err(f"auditor: {count} deals ({sim.key['games']} games, seed {seed}) written to {out}"
          + (f"; key in {key}" if key else ""))
+    for path in (out, key, decisions):
+        if path is not None:
+            _wrote(path)
 
 
 @app.command("calibrate-play")
@@ -466,6 +600,8 @@ def calibrate_play(
     if workers < 1:
         _err(f"auditor: --workers must be >= 1, got {workers}")
         raise typer.Exit(2)
+    if out:
+        _check_out(out)
     from .calibrate_play import calibrate_play as run_play, format_report
 
     res = run_play(seed=seed, fast=fast, sizes={k: v for k, v in given.items() if v is not None}, fdr=fdr,
@@ -475,15 +611,33 @@ def calibrate_play(
     if json_out:
         _dump_json(res)
     else:
-        sys.stdout.write(format_report(res) + "\n")
+        with _stdout_guard():
+            sys.stdout.write(format_report(res) + "\n")
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the program is so that `auditor.atomic` removes its temporary files."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
 
 
 def main() -> None:  # console script entry point
+    import signal
+
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # not the main thread
+        pass
     try:
         app()
     except KeyboardInterrupt:
         _err("auditor: interrupted")
         sys.exit(130)
+    except Terminated:
+        _err("auditor: terminated (nothing half-written left behind)")
+        sys.exit(143)
 
 
 if __name__ == "__main__":

@@ -216,6 +216,9 @@ def build_investigation(doc: dict, player: str, results: Sequence | None = None,
         headline = f"{player} is not flagged by any of {len(tests)} tests"
     else:
         headline = f"No test of this audit concerns {player}"
+    from .report.verdict import Coverage
+
+    headline += Coverage.of_doc(doc).unread_clause()  # issue 12: "; 3 records not read (2 not valid JSON, ...)"
     return {
         "player": player, "headline": headline, "n_flagged": len(flagged), "tests": tests,
         "findings": [{"code": str(f.get("code", "")), "source": str(f.get("source") or ""),
@@ -243,19 +246,24 @@ def _deals_note(test: str, total: int, shown: int, origin: str) -> str:
 def render_investigation_html(view: dict) -> str:
     from markupsafe import Markup
 
-    from .report.html import environment
+    from .report.html import environment, html_safe
 
     for t in view["tests"]:
         t["timeline"] = Markup(t["timeline"])
-    return environment().get_template("investigate.html.j2").render(v=view)
+    return html_safe(environment().get_template("investigate.html.j2").render(v=view))
 
 
 def print_investigation(view: dict, console=None) -> None:
-    from rich.console import Console
-    from rich.markup import escape
+    from rich.markup import escape as _markup
     from rich.table import Table
 
-    con = console or Console()
+    from .report.terminal import SafeConsole
+    from .textsafe import visible
+
+    def escape(text) -> str:  # issue 12: no control or bidi character from a log reaches the terminal
+        return _markup(visible(text))
+
+    con = console or SafeConsole()
     style = "bold red" if view["n_flagged"] else "bold"
     con.print(f"[{style}]{escape(view['headline'])}.[/]")
     s = view["summary"]
@@ -305,9 +313,10 @@ def write_investigation(view: dict, path) -> None:
     path = Path(path)
     if path.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"--out {str(path)!r}: the investigation is written as HTML (.html)")
+    from .atomic import write_text
+
     try:
-        with open(path, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(render_investigation_html(view))
+        write_text(path, render_investigation_html(view))  # whole or not at all (issue 12)
     except OSError as e:
         raise UsageError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
 

@@ -49,7 +49,9 @@ def test_fixtures_through_the_cli(path, engine):
     exp = json.loads(path.with_name(path.stem + ".expected.json").read_text())
     out = run("replay", path, "--json", "--engine", engine)
     doc = _doc(out)
-    assert out.exit_code == (1 if exp["findings"] else 0)
+    bad = sum(1 for f in exp["findings"] if f["code"] == "bad_record")
+    # issue 12: exit 3 when no deal was replayed (only bad records, or none at all)
+    assert out.exit_code == (3 if exp["deals"] == bad else 1 if exp["findings"] else 0)
     assert (doc["deals"], doc["games"]) == (exp["deals"], exp["games"])
     got = Counter((f["code"], f["game_id"], f["deal_no"], f["trick"], f["seat"], _line(f["source"]))
                   for f in doc["findings"])
@@ -86,11 +88,11 @@ def test_exit_1_on_findings_and_stderr_quiet():
     assert out.exit_code == 1 and _doc(out)["findings"]
 
 
-def test_empty_file_exit_0(tmp_path):
+def test_empty_file_exit_3(tmp_path):
     p = tmp_path / "empty.jsonl"
     p.write_text("")
-    out = run("replay", p, "--json")
-    assert out.exit_code == 0 and _doc(out) == {"deals": 0, "games": 0, "findings": [], "games_summary": []}
+    out = run("replay", p, "--json")  # issue 12: the file is read (0 deals), but nothing was replayed: exit 3
+    assert out.exit_code == 3 and _doc(out) == {"deals": 0, "games": 0, "findings": [], "games_summary": []}
 
 
 @pytest.mark.parametrize("args", [[], ["--json"], ["--no-such-option", "x.jsonl"]])
@@ -151,7 +153,8 @@ def test_corrupt_gzip_no_traceback(tmp_path, engine):
     proc = subprocess.run([sys.executable, "-m", "auditor", "replay", str(p), "--json", "--engine", engine],
                           capture_output=True, text=True, cwd=ROOT)
     assert "Traceback" not in proc.stderr
-    assert proc.returncode == 1
+    assert proc.returncode == 3  # issue 12: the damage is in the first block, so no deal was replayed
+    assert "auditor: no deal was replayed:" in proc.stderr
     doc = json.loads(proc.stdout)
     assert any(f["code"] == "bad_record" and f["source"].startswith(str(p)) for f in doc["findings"])
 

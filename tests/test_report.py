@@ -350,7 +350,7 @@ def test_a_clean_audit_says_so_plainly():
         e["flagged"], e["tier"] = False, "clear"
     html = render_html(doc)
     text = "".join(_parse(html).text)
-    assert "No one is flagged; the logs replay without irregularities." in text
+    assert "No one is flagged among 12,345 deals audited; the logs replay without irregularities." in text
     assert "Not flagged is not clean." in text
     assert "Watch list" not in text and "How each flag built up" not in text
 
@@ -385,6 +385,6 @@ def test_missing_or_odd_fields_never_crash(entries, families):
 
 
 def test_an_empty_document_renders():
-    for d in ({}, {"tests": None, "flags": "x", "replay": []}):
-        assert "No one is flagged" in render_html(d)
-        assert "No one is flagged" in render_markdown(d)
+    for d in ({}, {"tests": None, "flags": "x", "replay": []}):  # issue 12: nothing audited is not all clear
+        assert "Nothing was audited" in render_html(d) and "No one is flagged" not in render_html(d)
+        assert "Nothing was audited" in render_markdown(d) and "No one is flagged" not in render_markdown(d)

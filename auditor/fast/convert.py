@@ -4,14 +4,14 @@ Lossless in the sense of the format: every valid record comes out as its canonic
 card spellings; unknown top-level fields kept), every line that is not a valid record comes out byte for byte as
 it was read (in Parquet: the `raw` column), in the same order. Blank lines are not records and are not kept. What
 cannot be kept -- a file that cannot be opened, a gzip stream that breaks off -- is reported, never dropped
-silently. Streaming: one chunk of records in memory at a time. The output is written to a temporary file and
-renamed at the end, so a failed conversion leaves no half-written output.
+silently. Streaming: one chunk of records in memory at a time. The output is written to a hidden temporary file
+beside it (`auditor.atomic`), fsynced and renamed at the end, so a failed or interrupted conversion leaves no
+half-written output, no temporary file, and an older file of the same name as it was.
 """
 
 from __future__ import annotations
 
 import gzip
-import os
 from dataclasses import dataclass, field
 
 FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".jsonl.gz": "jsonl.gz", ".gz": "jsonl.gz"}
@@ -33,17 +33,25 @@ class Converted:
 
 
 def convert_file(src: str, dst: str, rows: int = 32768) -> Converted:
-    import orjson
-
-    from .cols import Registry, row_to_obj
-    from .pipeline import iter_chunks
+    from ..atomic import atomic_path
+    from .cols import Registry
 
     out_kind = kind_of(dst)
     if out_kind is None:
         raise ValueError(f"{dst}: the output must end in .jsonl, .jsonl.gz or .parquet")
     reg = Registry()
     res = Converted()
-    tmp = f"{dst}.part{os.getpid()}"
+    with atomic_path(dst) as tmp:  # issue 12: a hidden temporary file beside dst, fsynced and renamed at the end
+        _convert_into(src, tmp, out_kind, reg, res, rows)
+    return res
+
+
+def _convert_into(src: str, tmp: str, out_kind: str, reg, res: Converted, rows: int) -> None:
+    import orjson
+
+    from .cols import row_to_obj
+    from .pipeline import iter_chunks
+
     writer = None
     raw_f = None
     f = None
@@ -79,20 +87,10 @@ def convert_file(src: str, dst: str, rows: int = 32768) -> Converted:
             if lines:
                 f.write(b"\n".join(lines) + b"\n")
                 res.records += len(lines)
-    except BaseException:
-        for h in (f, raw_f):
-            if h is not None:
-                h.close()
+    finally:  # closed on success and on failure (atomic_path then removes the file)
+        if f is not None:
+            f.close()
+        if raw_f is not None and raw_f is not f:
+            raw_f.close()
         if writer is not None:
             writer.close()
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    if writer is not None:
-        writer.close()
-    if f is not None:
-        f.close()
-        if raw_f is not f:
-            raw_f.close()
-    os.replace(tmp, dst)
-    return res

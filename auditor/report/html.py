@@ -4,7 +4,9 @@
 from a log is escaped; charts are SVG strings built by `svg.py`, which escapes its own text. A Content-Security-Policy
 meta tag forbids scripts and any network access as a second line of defence.
 
-`write_report(doc, path)` is what `auditor audit --out FILE` calls: `.html`, `.md` or `.json` by the suffix.
+`write_report(doc, path)` is what `auditor audit --out FILE` calls: `.html`, `.md` or `.json` by the suffix; the
+file is written whole or not at all (`auditor.atomic`). The page passes through `textsafe.visible` (issue 12), so a
+bidirectional override or a control character from a log shows as an escape instead of reordering the text.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from pathlib import Path
 
 from markupsafe import Markup
 
+from ..atomic import write_text
 from ..errors import UsageError
+from ..textsafe import visible
 from .sentences import build_view
 
 @lru_cache(maxsize=1)
@@ -44,7 +48,14 @@ def _mark_svgs(view: dict) -> dict:
 
 def render_html(doc: dict) -> str:
     view = _mark_svgs(build_view(doc))
-    return environment().get_template("report.html.j2").render(v=view)
+    return html_safe(environment().get_template("report.html.j2").render(v=view))
+
+
+def html_safe(text: str) -> str:
+    """The rendered page with every control and bidirectional character shown as an escape (issue 12):
+    autoescape stops markup, not a right-to-left override in a player's name (nor one inside a chart's labels).
+    The page's own newlines and tabs are kept."""
+    return visible(text, keep="\t\n\r")
 
 
 def render_json(doc: dict) -> str:
@@ -82,8 +93,7 @@ def write_report(doc: dict, path: str | Path) -> Path:
     path = Path(path)
     text = render(doc, format_of(path))
     try:
-        with open(path, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        write_text(path, text)  # issue 12: a temporary file beside it, fsynced and renamed; never half a report
     except OSError as e:
         raise UsageError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
     return path

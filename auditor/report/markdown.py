@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..textsafe import visible
 from .sentences import build_view
 
 MD_FINDINGS = 50  # findings rows in the Markdown report
@@ -24,13 +25,14 @@ class Raw(str):
 
 def md_escape(value) -> str:
     """Escape one value for inline Markdown: HTML specials become entities, Markdown specials are backslashed,
-    and line breaks become spaces (a value never starts a block)."""
+    line breaks become spaces (a value never starts a block), and every other control or bidirectional character
+    becomes a visible escape (`auditor.textsafe.visible`: ESC is shown as \\x1b)."""
     if isinstance(value, Raw):
         return str(value)
     if value is None:
         return ""
     text = " ".join(str(value).split("\n"))
-    text = text.replace("\r", " ")
+    text = visible(text.replace("\r", " "))  # issue 12: no raw ESC, C1 or bidi control reaches the file
     out = []
     for ch in text:
         if ch == "&":

@@ -647,14 +647,19 @@ def build_view(doc: dict, charts: bool = True) -> dict:
 
     n_flags = len(flags)
     flagged_players = sorted(players_named(flags))
+    from .verdict import Coverage  # issue 12: nothing to audit never reads as all clear
+    cover = Coverage.of_doc(doc)
     if n_flags:
         headline = (f"{n_flags} flag{'s' if n_flags != 1 else ''} naming {len(flagged_players)} "
                     f"player{'s' if len(flagged_players) != 1 else ''}: " + ", ".join(flagged_players))
+    elif cover.audited:
+        headline = f"No one is flagged among {cover.audited:,} deal{'s' if cover.audited != 1 else ''} audited"
     else:
-        headline = "No one is flagged"
+        headline = cover.nothing_headline()
+    headline += cover.unread_clause()
     if findings:
         headline += f"; {len(findings):,} irregularit{'ies' if len(findings) != 1 else 'y'} in the logs"
-    else:
+    elif cover.audited:
         headline += "; the logs replay without irregularities"
 
     fam_views = []

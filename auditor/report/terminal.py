@@ -4,6 +4,10 @@
 engine's `ReplayReport` or the batch pipeline's). `replay_progress(paths)` is a context manager giving the
 `progress(records_read)` callback of `replay_paths`, drawing a bar on stderr with an estimate of the records to
 come when the input is long.
+
+Every string from a log (game and table ids, player ids, sources, messages) goes through `_esc`: control and
+bidirectional characters become visible escapes (`auditor.textsafe.visible`, issue 12: no escape sequence from a
+log reaches the terminal) and rich markup is escaped.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from typing import Iterable
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
+
+from ..textsafe import visible
 
 # what each finding code means (outputs.md), for the summary table
 CODE_MEANING = {
@@ -45,9 +52,18 @@ SHOW_FINDINGS = 50
 SHOW_GAMES = 50
 
 
+class SafeConsole(Console):
+    """A rich console whose closed pipe is an ordinary `BrokenPipeError` (rich's own answer is a silent exit 1,
+    which reads as "findings"): the CLI turns it into one line on stderr and exit 4 (issue 12)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(32, "Broken pipe")
+
+
 def print_replay(report, console: Console | None = None, show_findings: int = SHOW_FINDINGS,
                  show_games: int = SHOW_GAMES) -> None:
-    con = console or Console()
+    con = console or SafeConsole()
     findings = list(report.findings)
     games = list(report.games_summary)
     bad = sum(1 for f in findings if f.code == "bad_record")
@@ -57,14 +73,20 @@ def print_replay(report, console: Console | None = None, show_findings: int = SH
     open_ = len(games) - won - drawn - by_revoke
     con.print(f"[bold]{report.deals}[/] records read: [bold]{report.deals - bad}[/] deals replayed, "
               f"[bold]{bad}[/] bad records")
+    if report.deals - bad <= 0:  # issue 12: nothing replayed never reads as all clear
+        from .verdict import Coverage
+
+        con.print(f"[bold yellow]Nothing was replayed.[/] {_esc(Coverage.of(report.deals, findings).nothing_reason())}")
     parts = [f"{won} won on points"]
     if drawn:
         parts.append(f"{drawn} ended without a winner")
     parts.append(f"{by_revoke} ended by a revoke")
     parts.append(f"{open_} unfinished")
     con.print(f"[bold]{report.games}[/] games: " + ", ".join(parts))
-    if not findings:
+    if not findings and report.deals:
         con.print("[bold green]No findings.[/]")
+    elif not findings:
+        pass
     else:
         con.print(f"[bold]{len(findings)}[/] findings")
         counts: dict[str, int] = {}
@@ -76,7 +98,7 @@ def print_replay(report, console: Console | None = None, show_findings: int = SH
         t.add_column("what it means")
         for code, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
             style = "red" if code in SEVERE else None
-            t.add_row(escape(code), str(k), CODE_MEANING.get(code, ""), style=style)
+            t.add_row(_esc(code), str(k), CODE_MEANING.get(code, ""), style=style)
         con.print(t)
         t = Table(title=f"Findings ({min(len(findings), show_findings)} of {len(findings)} shown; --json for all)"
                   if len(findings) > show_findings else "Findings", title_justify="left")
@@ -86,8 +108,8 @@ def print_replay(report, console: Console | None = None, show_findings: int = SH
         for f in findings[:show_findings]:
             place = " ".join(x for x in (f.game_id or "", "" if f.deal_no is None else f"deal {f.deal_no}",
                                          "" if f.trick is None else f"trick {f.trick}") if x)
-            where = escape(_short_source(f.source)) + (f"\n[dim]{escape(place)}[/]" if place else "")
-            t.add_row(where, escape(f.code), escape(f.message), style="red" if f.code in SEVERE else None)
+            where = _esc(_short_source(f.source)) + (f"\n[dim]{_esc(place)}[/]" if place else "")
+            t.add_row(where, _esc(f.code), _esc(f.message), style="red" if f.code in SEVERE else None)
         con.print(t)
     if games:
         t = Table(title=f"Games ({min(len(games), show_games)} of {len(games)} shown; --json for all)"
@@ -101,7 +123,7 @@ def print_replay(report, console: Console | None = None, show_findings: int = SH
             if g.ended_by and g.winner is None:
                 winner = "none"
             loser = "" if g.loser is None else f"side {g.loser}"
-            t.add_row(escape(g.game_id), str(g.deals), totals, winner, ended, loser)
+            t.add_row(_esc(g.game_id), str(g.deals), totals, winner, ended, loser)
         con.print(t)
 
 
@@ -117,10 +139,12 @@ def _short_source(source: str) -> str:
     return f"{os.path.basename(path)}:{line}"
 
 
-def _esc(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
+def _esc(text) -> str | Text:
+    """A string from a log, safe for the terminal: controls and bidi characters as visible escapes, rich markup
+    escaped. A rich `Text` is taken as already safe (it is never parsed as markup)."""
+    if isinstance(text, Text):
+        return text
+    return escape(visible(text))
 
 
 # ---------------------------------------------------------------- audit summary (issue 7: the report)
@@ -130,10 +154,12 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
     """The audit document (outputs.md) as a terminal summary, from the same view as the HTML and Markdown
     reports (`auditor.report.sentences.build_view`). Every string from a log is escaped for rich markup."""
     from .sentences import build_view
+    from .verdict import Coverage
 
-    con = console or Console()
+    con = console or SafeConsole()
     v = build_view(doc, charts=False)
-    style = "bold red" if v["n_flags"] else "bold green"
+    cover = Coverage.of_doc(doc)  # issue 12: green only when deals were audited and every record was read
+    style = "bold red" if v["n_flags"] else "bold green" if cover.audited and not cover.not_read else "bold yellow"
     con.print(f"[{style}]{_esc(v['headline'])}.[/]")
     con.print(f"{v['deals']} deal records, {v['games']} games, {v['n_tests']} tests in {v['n_families']} "
               f"families, FDR {v['fdr']}, seed {_esc(v['seed'])}")
@@ -145,7 +171,8 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
         t.add_column("test")
         t.add_column("what the logs show", overflow="fold")
         for f in v["flags"]:
-            text = f["sentence"] + (("\n" + f["controls_sentence"]) if f["controls_sentence"] else "")
+            text = Text(visible(f["sentence"]) + (("\n" + visible(f["controls_sentence"]))
+                                                   if f["controls_sentence"] else ""))
             t.add_row(_esc(f["subject"]), _esc(f["test"]), _esc(text))
         con.print(t)
     if v["watch"]:

@@ -1,11 +1,12 @@
 """Writing a simulation: the deal log (JSON Lines, gzip when the name ends in .gz, or Parquet through the project's
-converter), the key and the decisions."""
+converter), the key and the decisions. Each file is written whole or not at all (`auditor.atomic`, issue 12): a
+failure or an interruption leaves no partial file and keeps an older file of the same name."""
 
 from __future__ import annotations
 
 import json
-import os
 
+from ..atomic import atomic_open, atomic_path, scratch_path
 from ..dealog import write_jsonl
 from ..errors import UsageError
 
@@ -20,30 +21,30 @@ def write_simulation(sim, out: str, fmt: str | None = None, key_path: str | None
     asked. Returns the number of records written."""
     fmt = fmt or format_of(out)
     if fmt == "jsonl":
-        count = write_jsonl(sim.records, out)
+        with atomic_path(out) as tmp:  # the temporary name ends like `out`: gzip when it ends in .gz
+            count = write_jsonl(sim.records, tmp)
     elif fmt == "parquet":
         if not str(out).endswith(".parquet"):
             raise UsageError(f"{out}: a Parquet output must end in .parquet")
         from ..fast.convert import convert_file
 
-        tmp = f"{out}.sim{os.getpid()}.jsonl"
-        try:
+        # the JSON Lines go through a hidden temporary file beside `out`, removed whatever happens; the Parquet
+        # file itself is written atomically by convert_file
+        with scratch_path(out + ".jsonl") as tmp:
             write_jsonl(sim.records, tmp)
             res = convert_file(tmp, out)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
         if res.lost or res.raw:
             raise UsageError(f"{out}: the Parquet writer did not keep every record: {res.lost[:3]}")
         count = res.records
     else:
         raise UsageError(f"the format must be 'jsonl' or 'parquet', got {fmt!r}")
     if key_path:
-        with open(key_path, "w", encoding="utf-8") as f:
+        with atomic_open(key_path, "w", encoding="utf-8") as f:
             json.dump(sim.key, f, indent=1)
             f.write("\n")
     if decisions_path:
         if sim.decisions is None:
             raise UsageError("no decisions were logged (SeasonSpec.log_decisions=False)")
-        write_jsonl(sim.decisions, decisions_path)
+        with atomic_path(decisions_path) as tmp:
+            write_jsonl(sim.decisions, tmp)
     return count

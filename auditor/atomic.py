@@ -4,7 +4,8 @@
 named `.auditor-tmp-PID-RANDOM.NAME` so that it keeps the destination's suffix (writers that choose gzip or Parquet
 by the name still do) and is hidden from a plain `ls`. When the block ends normally the file is flushed to disk
 (fsync) and renamed over `dest` (os.replace, atomic on POSIX); when it raises -- an error, Ctrl-C, SIGTERM (the
-CLI turns it into an exception) -- the temporary file is removed and an older file at `dest` is left as it was.
+CLI's handler removes the temporary files of the process before it exits) -- the temporary file is removed and an
+older file at `dest` is left as it was.
 Only SIGKILL or a power cut can leave a hidden `.auditor-tmp-*` file behind; never a half-written `dest`.
 
 `check_writable(dest)` is the CLI's check before the work starts: the folder exists, `dest` is not a folder, a
@@ -22,6 +23,15 @@ from typing import Iterator
 from .errors import UsageError
 
 TMP_PREFIX = ".auditor-tmp-"
+_ACTIVE: set[str] = set()  # temporary files of this process not yet renamed or removed
+
+
+def remove_temporaries() -> None:
+    """Remove every temporary file this process is writing (the CLI's SIGTERM handler calls it just before
+    `os._exit`: raising an exception at an arbitrary point, inside an extension module's import say, is not safe)."""
+    for path in list(_ACTIVE):
+        _remove(Path(path))
+        _ACTIVE.discard(path)
 
 
 def temp_name(dest: str | os.PathLike) -> Path:
@@ -63,6 +73,7 @@ def atomic_path(dest: str | os.PathLike) -> Iterator[str]:
     # itself finds it and the name cannot be taken by another process
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     os.close(fd)
+    _ACTIVE.add(str(tmp))
     try:
         yield str(tmp)
         _fsync_path(tmp)
@@ -70,6 +81,8 @@ def atomic_path(dest: str | os.PathLike) -> Iterator[str]:
     except BaseException:
         _remove(tmp)
         raise
+    finally:
+        _ACTIVE.discard(str(tmp))
     _fsync_path(dest.parent if str(dest.parent) else Path("."), directory=True)
 
 
@@ -80,10 +93,12 @@ def scratch_path(near: str | os.PathLike) -> Iterator[str]:
     tmp = temp_name(near)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.close(fd)
+    _ACTIVE.add(str(tmp))
     try:
         yield str(tmp)
     finally:
         _remove(tmp)
+        _ACTIVE.discard(str(tmp))
 
 
 @contextmanager

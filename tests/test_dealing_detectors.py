@@ -75,7 +75,9 @@ def test_turnup_jack_flags_the_all_fours_stacker():
     assert sum(r.flagged for r in res.values()) == 1
     c = res["p003"].controls
     assert c["first_turnup"]["observed"] > c["first_turnup"]["expected"] + 8
-    assert c["first_turnup"]["n"] + c["run_turnups"]["n"] == res["p003"].n
+    # the test is the first turn-ups (issue 11); runs and all turn-ups are controls
+    assert c["first_turnup"]["n"] == res["p003"].n and c["first_turnup"]["observed"] == res["p003"].observed
+    assert c["all_turnups"]["n"] == c["first_turnup"]["n"] + c["run_turnups"]["n"]
 
 
 def test_deal_uniformity_catches_a_stack_of_another_card():

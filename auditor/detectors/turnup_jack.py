@@ -1,9 +1,13 @@
-"""`turnup_jack` (All Fours): per dealer, the turn-ups that are Jacks — the first turn-up and each run of the cards'
-turn-up — each against its exact null given the cards already out before it (the dealt hands, earlier turn-ups and
-run cards): P(Jack) = (Jacks not yet seen) / (cards not yet seen). Exact one-sided Poisson-binomial test.
+"""`turnup_jack` (All Fours): per dealer, how often his first turn-up of a deal is a Jack, each against its exact
+null given the cards already out before it (the dealt hands): P(Jack) = (Jacks not yet seen) / (cards not yet
+seen). Exact one-sided Poisson-binomial test.
 
-A turned Jack is a point for the dealer, so a dealer who turns up Jacks too often is the All Fours stacker.
-Controls (in no family): the first turn-ups and the run turn-ups separately.
+A turned Jack is a point for the dealer, so a dealer who turns up Jacks too often is the All Fours stacker. The
+test is the first turn-up, the one a dealer can prepare before the deal: counting the turn-ups of runs of the cards
+too (as the test did until issue 11) diluted a stacker's 60 deals with some 30 turn-ups he did not arrange, and
+under the audit-wide budget the stacker of the issue's power table was caught in half the seasons instead of 9 in
+10. Controls (in no test of the audit): the first turn-ups (the test itself, kept for its readers), the run
+turn-ups, and every turn-up together, each with its exact null.
 """
 
 from __future__ import annotations
@@ -44,11 +48,11 @@ class TurnupJack(TrialsDetector):
         for s in subjects:
             first = counts[s].get("first", Trials.empty())
             runs = counts[s].get("run", Trials.empty())
-            t = Trials.concat([first, runs])
             controls = {}
             if self.details:
-                controls = {"first_turnup": control(first), "run_turnups": control(runs)}
-            out.append(pb_result(self.name, s, t, level, METHOD, controls, {"turnups": len(t), "deals": len(first)},
-                                 details=self.details, fixed=runs,
-                                 cheat="turns up a Jack as the first turn-up"))
+                controls = {"first_turnup": control(first), "run_turnups": control(runs),
+                            "all_turnups": control(Trials.concat([first, runs]))}
+            out.append(pb_result(self.name, s, first, level, METHOD, controls,
+                                 {"turnups": len(first) + len(runs), "deals": len(first)},
+                                 details=self.details, cheat="turns up a Jack as the first turn-up"))
         return out

@@ -60,6 +60,32 @@ def _stdout_guard():
         raise typer.Exit(EXIT_STDOUT)
 
 
+class _WriteAll:
+    """stdout's byte stream, where a short write is not silent: BufferedWriter.write returns a short count when the
+    reader goes away in the middle of a large write; the rest is written again, and that write raises EPIPE."""
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        total = len(view)
+        while len(view):
+            n = self._raw.write(view)
+            if not n:
+                raise OSError(5, "short write to standard output")
+            view = view[n:]
+        return total
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+
+def _stdout_bytes():
+    buf = getattr(sys.stdout, "buffer", None)
+    return None if buf is None else _WriteAll(buf)
+
+
 def _check_out(path: str, what: str = "--out", inputs: list[str] = ()) -> None:
     """Exit 2 before the work starts when `path` cannot be written (no such folder, a folder, read-only) or is one
     of the inputs."""
@@ -184,7 +210,7 @@ def replay(
         _err(f"engine stats: {json.dumps(report.stats)}")
     with _stdout_guard():
         if json_out:
-            out = getattr(sys.stdout, "buffer", None)
+            out = _stdout_bytes()
             if out is not None and hasattr(report, "write_json"):
                 sys.stdout.flush()
                 report.write_json(out)
@@ -351,7 +377,7 @@ def audit(
             t0 = _clock()
             data = report.json_bytes(doc) + b"\n"
             _stage("JSON bytes", t0)
-            buf = getattr(sys.stdout, "buffer", None)
+            buf = _stdout_bytes()
             sys.stdout.flush()
             if buf is not None:
                 buf.write(data)
@@ -615,17 +641,29 @@ def calibrate_play(
             sys.stdout.write(format_report(res) + "\n")
 
 
-class Terminated(BaseException):
-    """SIGTERM, raised where the program is so that `auditor.atomic` removes its temporary files."""
+_MAIN_PID = None
 
 
 def _on_sigterm(signum, frame):
-    raise Terminated()
+    """SIGTERM: remove the temporary files of the outputs being written, say so, exit 143. Not an exception raised
+    wherever the program happens to be (an extension module's import can swallow it, or crash on it); a worker
+    process forked by the reader inherits this handler and just exits."""
+    import os
+
+    if os.getpid() == _MAIN_PID:
+        from .atomic import remove_temporaries
+
+        remove_temporaries()
+        _err("auditor: terminated (no partial output left behind)")
+    os._exit(128 + signum)
 
 
 def main() -> None:  # console script entry point
+    import os
     import signal
 
+    global _MAIN_PID
+    _MAIN_PID = os.getpid()
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
     except (ValueError, OSError):  # not the main thread
@@ -635,9 +673,6 @@ def main() -> None:  # console script entry point
     except KeyboardInterrupt:
         _err("auditor: interrupted")
         sys.exit(130)
-    except Terminated:
-        _err("auditor: terminated (nothing half-written left behind)")
-        sys.exit(143)
 
 
 if __name__ == "__main__":

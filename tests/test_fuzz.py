@@ -280,8 +280,26 @@ def hostile_file(tmp_path: Path, seed: int, games: int = 4, rate: float = 0.5, m
     return path
 
 
+KNOWN = {  # problems found by this suite in code other work owns; xfail (not fail) while they remain, see the report
+    "audit_deal_no_int32": (re.compile(r"OverflowError: Python int.* (out of bounds for int32|too large to convert to "
+                                       r"C long) at columns\.py"),
+                            "the audit's columns (auditor/columns.py from_results) hold deal_no as int32: a deal "
+                            "number >= 2**31 in a deal replayed by the reference engine (any structural finding), "
+                            "or >= 2**62 in any deal, is an OverflowError traceback in `auditor audit`"),
+}
+
+
+def _known(problem: str) -> str | None:
+    return next((k for k, (rx, _) in KNOWN.items() if rx.search(problem)), None)
+
+
 def _assert_none(problems: list[str], what: str):
-    assert not problems, f"{what}: {len(problems)} problems, e.g.\n" + "\n".join(problems[:8])
+    """No problem; or, when every problem is a known one (KNOWN), an xfail naming it."""
+    unknown = [x for x in problems if _known(x) is None]
+    assert not unknown, f"{what}: {len(unknown)} problems, e.g.\n" + "\n".join(unknown[:8])
+    if problems:
+        kinds = Counter(_known(x) for x in problems)
+        pytest.xfail("; ".join(f"{KNOWN[k][1]} ({n} times)" for k, n in kinds.items()))
 
 
 # ---------------------------------------------------------------- the fast tier: a seeded sample
@@ -450,6 +468,20 @@ def test_audit_through_the_library(tmp_path, small_limit):
     _assert_none(check_audit(str(path), want), "audit")
 
 
+@pytest.mark.parametrize("deal_no,damaged", [(2 ** 31, True), (2 ** 62, False), (2 ** 64 - 1, False),
+                                             (2 ** 40, True)])
+def test_audit_huge_deal_numbers(tmp_path, deal_no, damaged):
+    """One record with a deal number past int32 or past 2**62 (a deck one card short when `damaged`: the reference
+    engine replays it): the audit counts it, no traceback."""
+    rng = np.random.default_rng(1)
+    rec = dict(clean_records(rng, 1, "big", first=2)[0], deal_no=deal_no)
+    if damaged:
+        rec["deck"] = rec["deck"][:-1]
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(to_jsonl([rec]))
+    _assert_none(check_file(str(path)) + check_audit(str(path), 1), f"deal_no {deal_no}")
+
+
 # what a terminal or a Markdown table must not receive raw from a log: C0/C1 controls (but newline and tab), DEL,
 # bidi embeddings, overrides, isolates and marks
 RAW_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -522,6 +554,9 @@ def test_fuzz_100k(tmp_path, small_limit, capsys):
               f"tracebacks {kinds['traceback']}, accounting errors {kinds['accounting']}, engine differences "
               f"{kinds['engines']}, other {sum(kinds.values()) - kinds['traceback'] - kinds['accounting'] - kinds['engines']}")
         print("by mutator: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-        for x in problems[:20]:
+        known = Counter(_known(x) for x in problems if _known(x))
+        if known:
+            print("known (xfail): " + ", ".join(f"{k} {n}" for k, n in known.items()))
+        for x in [x for x in problems if not _known(x)][:20] + [x for x in problems if _known(x)][:3]:
             print("  " + x[:300])
     _assert_none(problems, "slow fuzz")

@@ -226,37 +226,67 @@ def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: bool = Fals
                         rows: int = 65536) -> Iterator[Chunk]:
     """Record batches of a deal-log/1 Parquet file as chunks. A file that is not one gives a chunk with one bad
     row (source = the path)."""
+    from .dealog import InputError, open_input
     from .fast.cols import ChunkBuilder
 
+    done = 0  # rows given so far
     try:
         import pyarrow.parquet as pq
 
-        pf = pq.ParquetFile(path)
-        names = set(pf.schema_arrow.names)
-        missing = [c for c in REQUIRED if c not in names]
-        if missing:
-            raise ValueError(f"not a deal-log/1 Parquet file: no column {missing[0]!r}")
-        cols = list(REQUIRED) + [c for c in ("time", "pack", "extra") if c in names]
-        if not keep_all:
-            cols = [c for c in cols if c in REPLAY_COLS]
-        batches = pf.iter_batches(batch_size=rows, columns=cols)
-        row0 = 0
-        for batch in batches:
-            ch = _batch_chunk(batch, row0, fi, path, reg, keep_all)
-            row0 += batch.num_rows
-            yield ch
-    except Exception as e:  # unreadable file: one bad record naming it
-        import os
-
+        try:
+            fh = open_input(path)  # a FIFO or device is refused before pyarrow could wait on it (issue 12)
+        except InputError as e:
+            raise _Refused(str(e).removeprefix(f"{path}: ")) from None
+        with fh:
+            pf = pq.ParquetFile(fh)
+            names = set(pf.schema_arrow.names)
+            if is_records_table(names):
+                gen = _records_table_chunks(pf, path, fi, reg, keep_all, rows)
+            else:
+                missing = [c for c in REQUIRED if c not in names]
+                if missing:
+                    raise ValueError(f"not a deal-log/1 Parquet file: neither the auditor layout (no column "
+                                     f"{missing[0]!r}) nor a table of records (no column 'format', 'hands' or "
+                                     f"'tricks')")
+                gen = _native_chunks(pf, names, path, fi, reg, keep_all, rows)
+            for ch in gen:
+                done += ch.n
+                yield ch
+    except _Refused as e:
         b = ChunkBuilder(reg, fi, path)
-        if os.path.isdir(path):
-            msg = "is a directory, not a log file"
-        elif not os.path.exists(path):
-            msg = "no such file"
-        else:
-            msg = f"cannot read as Parquet: {e}"
-        b.add_record(Record(source=path, file_index=fi, line=None, error=msg))
+        b.add_record(Record(source=path, file_index=fi, line=None, error=str(e)))
         yield b.finish()
+    except Exception as e:  # unreadable file: one bad record naming it
+        b = ChunkBuilder(reg, fi, path)
+        if done:  # the rows before the damage are kept
+            b.add_record(Record(source=f"{path}:{done + 1}", file_index=fi, line=done + 1,
+                                error=f"unreadable after row {done}: {_short_error(e)}"))
+        else:
+            b.add_record(Record(source=path, file_index=fi, line=None,
+                                error=f"cannot read as Parquet: {_short_error(e)}"))
+        yield b.finish()
+
+
+class _Refused(Exception):
+    """A Parquet input refused whole, with the one-line reason (the message of its bad_record)."""
+
+
+def _short_error(e: Exception) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _native_chunks(pf, names: set, path: str, fi: int, reg: Registry, keep_all, rows: int) -> Iterator[Chunk]:
+    """The auditor's own layout (written by `auditor convert`), a record batch at a time."""
+    cols = list(REQUIRED) + [c for c in ("time", "pack", "extra") if c in names]
+    if not keep_all:
+        cols = [c for c in cols if c in REPLAY_COLS]
+    batches = pf.iter_batches(batch_size=rows, columns=cols)
+    row0 = 0
+    for batch in batches:
+        ch = _batch_chunk(batch, row0, fi, path, reg, keep_all)
+        row0 += batch.num_rows
+        yield ch
 
 
 _NP_TYPES = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16, "int32": np.int32,
@@ -642,3 +672,206 @@ def iter_lines(path: str) -> Iterator[bytes]:
                     yield orjson.dumps(ch.slow[i].deal.to_canonical())
                 continue
             yield orjson.dumps(row_to_obj(ch, i, reg))
+
+
+# ---------------------------------------------------------------- a table of records (pandas, pyarrow) (issue 12)
+#
+# A Parquet file written by `df.to_parquet()` or `pq.write_table(pa.Table.from_pylist(records))` from deal-log/1
+# records: one column per field, named as the field. Each column's type is checked once against what its field can
+# hold (else the file is refused, naming the column and the type); each row is then read as the JSON Lines reader
+# reads a parsed line: a null is an absent field, a struct is an object (its null members absent), text in a column
+# of lists or objects is JSON, a whole float in an integer column (pandas writes a column with gaps as float) is
+# that integer. Unknown columns are unknown fields (pandas' index columns are not).
+
+_STR_FIELDS = ("format", "game", "rules", "table", "game_id", "time", "pack", "turn_up", "shown", "beg")
+_INT_FIELDS = ("deal_no", "dealer", "cutter")
+_NESTED = {  # field -> (list depth of its values, element kind, what it is)
+    "players": (1, "string", "a list of player ids (list<string>)"),
+    "sides": (2, "integer", "a list of lists of seats (list<list<int>>)"),
+    "deck": (1, "string", "a list of cards (list<string>)"),
+    "hands": (2, "string", "a list of card lists, one per seat (list<list<string>>)"),
+    "discards": (2, "string", "a list of card lists, one per seat (list<list<string>>)"),
+    "tricks": (2, "string", "a list of tricks, each a list of cards (list<list<string>>)"),
+    "runs": (1, "struct", "a list of {cards, turn_up} objects (list<struct>)"),
+    "claims": (1, "struct", "a list of {revoke, trick} objects (list<struct>)"),
+    "options": (0, "struct", "an object (struct, map or JSON text)"),
+    "recorded": (0, "struct", "an object (struct, map or JSON text)"),
+}
+_INDEX_COL = "__index_level_"
+
+
+def is_records_table(names) -> bool:
+    """A table of records (one column per deal-log/1 field) rather than the auditor's own layout."""
+    names = set(names)
+    return "hand_lens" not in names and "trick_lens" not in names and bool(names & {"format", "hands", "tricks"})
+
+
+def _is_text(t) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _kind_ok(t, kind: str) -> bool:
+    import pyarrow as pa
+
+    if pa.types.is_null(t):
+        return True
+    if kind == "string":
+        return _is_text(t)
+    if kind == "integer":
+        return pa.types.is_integer(t) or pa.types.is_floating(t)
+    return pa.types.is_struct(t) or pa.types.is_map(t) or _is_text(t)
+
+
+def _list_value(t):
+    import pyarrow as pa
+
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return t.value_type
+    return None
+
+
+def column_problem(name: str, t) -> str | None:
+    """Why a column of Arrow type `t` cannot hold the deal-log/1 field `name` (None: it can)."""
+    import pyarrow as pa
+
+    t0 = t
+    if pa.types.is_null(t):
+        return None
+    if name in _STR_FIELDS:
+        ok = _is_text(t) or (name == "time" and pa.types.is_temporal(t))
+        want = "text (string)" + (" or a timestamp" if name == "time" else "")
+    elif name in _INT_FIELDS:
+        ok = pa.types.is_integer(t) or pa.types.is_floating(t)
+        want = "an integer"
+    elif name == "bunched":
+        ok = pa.types.is_boolean(t)
+        want = "true or false (bool)"
+    elif name in _NESTED:
+        depth, kind, want = _NESTED[name]
+        if _is_text(t):
+            return None  # JSON text, parsed row by row
+        ok = True
+        for _ in range(depth):
+            t = _list_value(t)
+            if t is None:
+                ok = False
+                break
+        ok = ok and _kind_ok(t, kind)
+    else:
+        return None
+    if ok:
+        return None
+    return f"column {name!r} has type {t0}; deal-log/1 {name!r} is {want}"
+
+
+def _records_table_chunks(pf, path: str, fi: int, reg: Registry, keep_all, rows: int) -> Iterator[Chunk]:
+    import orjson
+
+    from .fast.cols import ChunkBuilder
+
+    sch = pf.schema_arrow
+    for f in sch:
+        why = column_problem(f.name, f.type)
+        if why is not None:
+            raise _Refused(f"cannot read as a table of deal-log/1 records: {why}")
+    names = [f.name for f in sch if not f.name.startswith(_INDEX_COL)]
+    text_cols = {f.name for f in sch if f.name in _NESTED and _is_text(f.type)}
+    row0 = 0
+    for batch in pf.iter_batches(batch_size=min(rows, 8192), columns=names):
+        cols = {name: batch.column(name).to_pylist() for name in names}
+        b = ChunkBuilder(reg, fi, path, keep_all)
+        for i in range(batch.num_rows):
+            line = row0 + i + 1
+            src = f"{path}:{line}"
+            obj, err = _row_record(names, cols, i, text_cols)
+            if err is not None:
+                b.add_record(Record(src, fi, line, error=err, raw=obj))
+                b.raw_line[b.rows - 1] = _dumps_safe(obj, orjson)
+                continue
+            if not b.add_obj(obj, line):
+                rec = record_from_obj(obj, src, fi, line)
+                b.add_record(rec)
+                if rec.deal is None:
+                    b.raw_line[b.rows - 1] = _dumps_safe(obj, orjson)
+        row0 += batch.num_rows
+        yield b.finish()
+
+
+def _dumps_safe(obj, orjson) -> bytes:
+    """A bad row as a JSON line (convert keeps it as read)."""
+    try:
+        return orjson.dumps(obj, default=str)
+    except Exception:
+        return orjson.dumps({k: str(v) for k, v in obj.items()})
+
+
+def _row_record(names: list, cols: dict, i: int, text_cols: set) -> tuple[dict, str | None]:
+    """Row i as a deal-log/1 object, or the object so far and why the row cannot be one."""
+    import orjson
+
+    obj: dict[str, Any] = {}
+    for name in names:
+        v = cols[name][i]
+        if v is None:
+            continue
+        if name in text_cols:
+            try:
+                v = orjson.loads(v)
+            except orjson.JSONDecodeError:
+                text = v if len(v) <= 40 else v[:37] + "..."
+                return obj, f"column {name!r}: not valid JSON: {text!r}"
+            if v is None:
+                continue
+        elif name in ("options", "recorded"):
+            v = _object(v)
+        elif name in ("runs", "claims") and isinstance(v, list):
+            v = [_object(x) if isinstance(x, (dict, list)) else x for x in v]
+        elif name in _INT_FIELDS:
+            if isinstance(v, float):
+                if v != v:  # NaN: pandas' mark of a gap
+                    continue
+                if v.is_integer():
+                    v = int(v)
+        elif name == "time" and not isinstance(v, str):
+            v = v.isoformat() if hasattr(v, "isoformat") else str(v)
+        elif name not in _STR_FIELDS and name not in _NESTED and name != "bunched":
+            v = _jsonable(v)
+        obj[name] = v
+    return obj, None
+
+
+def _object(v):
+    """A struct's value (a dict; its null members are absent) or a map's (a list of pairs) as an object."""
+    if isinstance(v, list) and all(isinstance(x, tuple) and len(x) == 2 for x in v):
+        v = dict(v)
+    if isinstance(v, dict):
+        return {k: x for k, x in v.items() if x is not None}
+    return v
+
+
+def _jsonable(v):
+    """An unknown column's value as a JSON value (dates as ISO text, bytes as text)."""
+    import datetime
+    import decimal
+
+    if isinstance(v, (datetime.date, datetime.time)):
+        return v.isoformat()
+    if isinstance(v, datetime.timedelta):
+        return v.total_seconds()
+    if isinstance(v, decimal.Decimal):
+        return float(v)
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("utf-8", "replace")
+    if isinstance(v, float) and v != v:
+        return None
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, tuple):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return v

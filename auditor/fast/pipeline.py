@@ -126,34 +126,46 @@ def _segment_here(job, reg: Registry):
 
 def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, raw_lines: bool):
     """A large plain JSONL file: byte ranges parsed by worker processes (the 2 cores), chunks in file order. A
-    segment whose worker fails (a record its results cannot carry back) is read again here: never a lost file."""
+    segment whose worker fails or dies (a record its results cannot carry back) is read again here, and so is
+    every segment after a worker died: never a lost file, never a wait on a dead worker (issue 12)."""
     import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
 
     segs = _segments(path, SEGMENT_BYTES)
     jobs = [(path, fi, a, b, keep_all, rows, raw_lines) for a, b in segs]
     try:
-        pool = mp.get_context("fork").Pool(WORKERS)
+        pool = ProcessPoolExecutor(WORKERS, mp_context=mp.get_context("fork"))
     except (OSError, ValueError):
         yield from _jsonl_chunks(path, fi, reg, keep_all, rows, raw_lines)
         return
     offset = 0
+    ahead = WORKERS + 1  # segments in flight: the parent holds at most this many results
+    futures: list = []
+    broken = False
     try:
-        it = pool.imap(_parse_segment, jobs)
-        for job in jobs:
+        for k, job in enumerate(jobs):
+            while not broken and len(futures) < k + ahead and len(futures) < len(jobs):
+                try:
+                    futures.append(pool.submit(_parse_segment, jobs[len(futures)]))
+                except Exception:  # the pool broke: the rest is read here
+                    broken = True
             try:
-                chunks, tables, n_lines = it.next()
-            except StopIteration:  # pragma: no cover (one result per job)
-                break
+                if k >= len(futures):
+                    raise RuntimeError("not submitted")
+                chunks, tables, n_lines = futures[k].result()
             except Exception:
                 chunks, tables, n_lines = _segment_here(job, reg)
+            futures[k:k + 1] = [None] if k < len(futures) else []
             maps = _id_maps(tables, reg)
             for ch in chunks:
                 _renumber(ch, maps, offset, reg)
                 yield ch
             offset += n_lines
     finally:
-        pool.terminate()
-        pool.join()
+        for f in futures:
+            if f is not None:
+                f.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _id_maps(tables, reg: Registry):

@@ -115,21 +115,24 @@ def _nothing_replayed(cover) -> None:
         raise typer.Exit(EXIT_NOTHING)
 
 
-def _check_paths(paths: list[str]) -> None:
-    """Report unreadable files on stderr (they still become bad_record findings); exit 3 if none is readable."""
+def _check_paths(paths: list[str], max_record_bytes: int | None = None) -> None:
+    """Report unreadable files on stderr (they still become bad_record findings); exit 3 if none is readable.
+    A FIFO, a device or a socket is refused at once (never opened to wait on), a symlink loop named as one
+    (issue 12). `max_record_bytes`: the record-size limit of every reader (exit 2 when below 1)."""
+    from .dealog import check_input, set_max_record_bytes
+
+    if max_record_bytes is not None:
+        if max_record_bytes < 1:
+            _err(f"auditor: --max-record-bytes must be at least 1, got {max_record_bytes}")
+            raise typer.Exit(2)
+        set_max_record_bytes(max_record_bytes)
     readable = 0
     for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            _err(f"auditor: {p}: is a directory, not a log file")
-        elif not path.exists():
-            _err(f"auditor: {p}: no such file")
+        why = check_input(p)
+        if why is None:
+            readable += 1
         else:
-            try:
-                with open(path, "rb"):
-                    readable += 1
-            except OSError as e:
-                _err(f"auditor: {p}: cannot open: {e.strerror}")
+            _err(f"auditor: {p}: {why}")
     if readable == 0:
         raise typer.Exit(3)
 
@@ -183,6 +186,8 @@ def replay(
     engine: str = typer.Option("batch", "--engine", help="batch (fast, numpy; the default) or reference (per card)"),
     stats: bool = typer.Option(False, "--stats", help="print engine statistics on stderr (deals replayed by the "
                                                       "batch kernel, deals handed to the reference engine and why)"),
+    max_record_bytes: int = typer.Option(1 << 20, "--max-record-bytes", help="longest line read as a record; a "
+                                         "longer one is a bad_record (default 1 MiB)"),
 ) -> None:
     """Replay every deal under its rules and report every irregularity.
 
@@ -191,7 +196,7 @@ def replay(
     if engine not in ("batch", "reference"):
         _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
         raise typer.Exit(2)
-    _check_paths(paths)
+    _check_paths(paths, max_record_bytes)
     from .replay.run import dump_document, replay_paths
 
     if not json_out and sys.stderr.isatty():
@@ -292,6 +297,8 @@ def audit(
     table: Optional[list[str]] = typer.Option(None, "--table", help="only this table (repeatable)"),
     game: Optional[list[str]] = typer.Option(None, "--game", help="only this game_id, or this game: scotch_whist, "
                                                                   "all_fours (repeatable)"),
+    max_record_bytes: int = typer.Option(1 << 20, "--max-record-bytes", help="longest line read as a record; a "
+                                         "longer one is a bad_record (default 1 MiB)"),
 ) -> None:
     """Replay the logs and run every fairness test; flags are Benjamini-Hochberg discoveries per test family.
 
@@ -317,7 +324,7 @@ def audit(
     if engine not in ("batch", "reference"):
         _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
         raise typer.Exit(2)
-    _check_paths(paths)
+    _check_paths(paths, max_record_bytes)
     from .errors import UsageError
     from .select import Selection
 

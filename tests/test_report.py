@@ -192,7 +192,7 @@ def test_every_subject_gets_its_sensitivity_and_every_family_its_size(doc, html_
     for e in doc["tests"]:
         assert sentences.sensitivity_sentence(e) in text
     for fam in doc["families"]:
-        assert f"{fam['tests']} subjects tested together, at a false-discovery rate of 5%" in text
+        assert sentences.family_sentence(fam, fam["flagged"], fam["watch"]) in text
     assert sentences.MONTHLY_NOTE in text
     assert "Not flagged is not clean." in text
     # the verdict comes first: the flags' sentences appear before the replay section and before the test tables

@@ -124,12 +124,15 @@ HOW_TO_READ = [
     ("p-value", "how surprising the result would be for an honest player: the chance that honest play alone "
                 "gives a result at least this extreme. Small is suspicious; it is not the chance that he is "
                 "honest."),
-    ("q-value", "the p-value adjusted for the number of players tested in the same test (Benjamini-Hochberg). "
-                "Flagging everyone with q at or below the false-discovery rate keeps the expected share of "
-                "false flags among all flags at or below that rate."),
-    ("tiers", "'Flagged' means q is at or below the false-discovery rate; the 'watch list' (q up to "
-              f"{WATCH_Q:g} or p up to {WATCH_P:g}) is shown for attention, is expected to hold some honest "
-              "players, and is not an accusation."),
+    ("q-value", "the p-value adjusted for every test this audit made, of every player and pair (a weighted "
+                "Benjamini-Hochberg over the whole audit, each test holding a share of the error budget fixed in "
+                "advance). Flagging everyone with q at or below the audit's level keeps the chance that an honest "
+                "club is accused at all, and the expected share of false flags among the flags, at or below that "
+                "level."),
+    ("tiers", "'Flagged' means q is at or below the audit's level; 'strong' marks a flag that an honest club "
+              "would show less than once in a thousand audits of this size, even counting every test made; the "
+              f"'watch list' (q up to {WATCH_Q:g} or p up to {WATCH_P:g}) is shown for attention, is expected to "
+              "hold some honest players, and is not an accusation."),
     ("controls", "the same measurement on something a cheat cannot use (another card, deals where the player "
                  "did not deal, deals where he holds the card himself). A cheat stands out in the test but not "
                  "in the controls; a lucky or skilled honest player tends to stand out in both."),
@@ -506,22 +509,51 @@ def sensitivity_note(test: str, entries: list[dict]) -> str:
             f"({info['cheat']}): a subject who is not flagged may still cheat below that size.")
 
 
+STRONG_WORDS = ("'Strong' marks a flag so extreme that an honest club would show one like it less than once in a "
+                "thousand audits of this size, even counting every test made.")
+
+
+def audit_sentence(doc: dict) -> str:
+    """The audit-wide error level and the false flags it implies, in plain words ("" for a document without the
+    audit block)."""
+    a = doc.get("audit") if isinstance(doc.get("audit"), dict) else None
+    if a is None:
+        return ""
+    level = _finite(a.get("level"))
+    m = _finite(a.get("tests"))
+    if level is None or m is None:
+        return ""
+    flags = int(_finite(a.get("flags")) or 0)
+    expect = _finite(a.get("expected_false_flags_if_all_honest"))
+    text = (f"All {fmt_num(m)} tests of this audit were judged together at a level of {level:.0%}: if no one "
+            f"here cheated, the chance that the audit would flag anyone at all is at most {level:.0%}")
+    if expect is not None:
+        text += f" (about {expect:.2g} false flags expected)"
+    text += "."
+    if flags:
+        text += (f" Of its {flags} flag{'s' if flags != 1 else ''}, on average at most {flags * level:.2g} "
+                 "would be false.")
+        strong = int(_finite(a.get("strong")) or 0)
+        if strong:
+            text += f" {strong} of them {'are' if strong != 1 else 'is'} strong. " + STRONG_WORDS
+    return text
+
+
 def family_sentence(fam: dict, n_flagged: int, n_watch: int) -> str:
-    """Family size and the false reports it implies."""
+    """The test's size, its share of the audit's error budget and what it takes to be flagged on it."""
     m = int(_finite(fam.get("tests")) or 0)
     fdr = _finite(fam.get("fdr"))
     noun = "subject" if m == 1 else "subjects"
     if fdr is None:
         return f"{m} {noun} tested."
-    expect_false = _finite(fam.get("expected_false_reports_if_all_honest"))
-    if expect_false is None:
-        expect_false = fdr
-    parts = [f"{m} {noun} tested together, at a false-discovery rate of {fdr:.0%}."]
-    parts.append(f"If all {m} were honest, this test would flag anyone at all with a chance of at most "
-                 f"{fdr:.0%} (about {expect_false:.2g} false reports expected).")
+    share = _finite(fam.get("share"))
+    level = _finite(fam.get("per_test_level"))
+    parts = [f"{m} {noun} tested."]
+    if share is not None and level is not None and share < 1:
+        parts.append(f"This test holds {share:.0%} of the audit's error budget: a subject is flagged on it alone "
+                     f"when p ≤ {fmt_p(level)}, or a little above that when the audit finds other flags.")
     if n_flagged:
-        parts.append(f"Of its {n_flagged} flag{'s' if n_flagged != 1 else ''}, on average at most "
-                     f"{n_flagged * fdr:.2g} would be false.")
+        parts.append(f"{n_flagged} flag{'s' if n_flagged != 1 else ''} here.")
     watch_expect = m * WATCH_P
     parts.append(f"The watch list is looser: honest chance alone puts about {watch_expect:.2g} of {m} there "
                  f"(p ≤ {WATCH_P:g}), plus some through q ≤ {WATCH_Q:g}; it holds {n_watch} now.")
@@ -592,6 +624,7 @@ def entry_view(e: dict) -> dict:
         "power": power,
         "controls": control_items(e), "controls_sentence": controls_sentence(e),
         "pvalue": _finite(e.get("pvalue")), "qvalue": _finite(e.get("qvalue")),
+        "strong": bool(e.get("strong")),
     }
 
 
@@ -672,7 +705,7 @@ def build_view(doc: dict, charts: bool = True) -> dict:
         fv = {
             "test": t, "title": info["title"], "what": info["what"],
             "size": int(_finite(fam.get("tests")) or len(entries)),
-            "fdr": _finite(fam.get("fdr")), "method": str(fam.get("method", "")),
+            "fdr": _finite(fam.get("fdr")), "method": str(fam.get("method", "")), "share": _finite(fam.get("share")),
             "sentence": family_sentence(fam, nf, nw), "n_flagged": nf, "n_watch": nw,
             "rows": [entry_view(e) for e in entries], "charts": [],
             "sensitivity_note": sensitivity_note(t, entries),
@@ -695,6 +728,8 @@ def build_view(doc: dict, charts: bool = True) -> dict:
                      for s, v in sorted(subjects.items())]
 
     fdr_text = ", ".join(f"{f:.0%}" for f in fdrs) if fdrs else "n/a"
+    if isinstance(doc.get("audit"), dict) and _finite(doc["audit"].get("level")) is not None:
+        fdr_text = f"{_finite(doc['audit'].get('level')):.0%}"
     return {
         "title": "Fair-play audit",
         "deals": fmt_num(deals), "games": fmt_num(games), "seed": "n/a" if doc.get("seed") is None
@@ -709,6 +744,7 @@ def build_view(doc: dict, charts: bool = True) -> dict:
         "watch_shown": WATCH_SHOWN,
         "findings_shown": FINDINGS_SHOWN,
         "selection": selection_sentence(doc.get("selection")),
+        "audit_sentence": audit_sentence(doc),
     }
 
 

@@ -162,18 +162,20 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
     style = "bold red" if v["n_flags"] else "bold green" if cover.audited and not cover.not_read else "bold yellow"
     con.print(f"[{style}]{_esc(v['headline'])}.[/]")
     con.print(f"{v['deals']} deal records, {v['games']} games, {v['n_tests']} tests in {v['n_families']} "
-              f"families, FDR {v['fdr']}, seed {_esc(v['seed'])}")
+              f"families, audit-wide level {v['fdr']}, seed {_esc(v['seed'])}")
+    if v.get("audit_sentence"):
+        con.print(_esc(v["audit_sentence"]))
     if v.get("selection"):
         con.print(_esc(v["selection"]))
     if v["flags"]:
-        t = Table(title="Flagged (q ≤ FDR)", show_lines=True)
+        t = Table(title="Flagged (q ≤ the audit's level)", show_lines=True)
         t.add_column("subject", style="bold red", overflow="fold")
         t.add_column("test")
         t.add_column("what the logs show", overflow="fold")
         for f in v["flags"]:
             text = Text(visible(f["sentence"]) + (("\n" + visible(f["controls_sentence"]))
                                                    if f["controls_sentence"] else ""))
-            t.add_row(_esc(f["subject"]), _esc(f["test"]), _esc(text))
+            t.add_row(_esc(f["subject"]), _esc(f["test"] + (" (strong)" if f.get("strong") else "")), _esc(text))
         con.print(t)
     if v["watch"]:
         t = Table(title="Watch list (not a flag)")
@@ -186,11 +188,11 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
         con.print(t)
     if v["families"]:
         t = Table(title="Test families")
-        for col in ("test", "subjects", "FDR", "flags", "watch"):
+        for col in ("test", "subjects", "share", "flags", "watch"):
             t.add_column(col, justify="right" if col != "test" else "left")
         for fam in v["families"]:
-            fdr = f"{fam['fdr']:.0%}" if fam["fdr"] is not None else "n/a"
-            t.add_row(_esc(fam["test"]), str(fam["size"]), fdr, str(fam["n_flagged"]), str(fam["n_watch"]))
+            share = f"{fam['share']:.0%}" if fam.get("share") is not None else "n/a"
+            t.add_row(_esc(fam["test"]), str(fam["size"]), share, str(fam["n_flagged"]), str(fam["n_watch"]))
         con.print(t)
     if v["findings_by_code"]:
         t = Table(title=f"Replay findings ({v['n_findings']})")

@@ -17,7 +17,7 @@ Fields, with the `DealResult` / `Deal` attribute each one mirrors:
     file_index  int32   Deal.file_index              line      int64  Deal.line (None -> 0)
     order       int64   file_index << 32 | line
     table       int32   index into tables             game      int32  index into game_ids
-    deal_no     int32   Deal.deal_no                  pack      int32  index into packs, -1 when Deal.pack is None
+    deal_no     int64   Deal.deal_no                  pack      int32  index into packs, -1 when Deal.pack is None
     rset        int16   index into rulesets           n         int8   len(Deal.players)
     dealer      int8    Deal.dealer                   cutter    int8   Deal.cutter_seat
     n_sides     int8    Deal.n_sides
@@ -63,6 +63,8 @@ from .cards import CARD_STR, parse_card
 NOCARD = 255
 MAX_SEATS = 8
 MAX_DECK = 52
+DEAL_NO_MAX = (1 << 63) - 1  # a larger deal number (the reader takes any) is held as this in the columns; the
+# replay's findings and games keep the exact number, only the audit's per-deal views (top deals) show it capped
 
 # per-row array fields: name -> (dtype, trailing shape or None, fill)
 _ROW_FIELDS: dict[str, tuple] = {
@@ -71,7 +73,7 @@ _ROW_FIELDS: dict[str, tuple] = {
     "order": (np.int64, None, 0),
     "table": (np.int32, None, 0),
     "game": (np.int32, None, 0),
-    "deal_no": (np.int32, None, 0),
+    "deal_no": (np.int64, None, 0),
     "pack": (np.int32, None, -1),
     "rset": (np.int16, None, 0),
     "n": (np.int8, None, 0),
@@ -400,7 +402,7 @@ def from_results(results: Sequence) -> AuditColumns:
         a["line"][i] = d.line or 0
         a["table"][i] = idx("tables", d.table)
         a["game"][i] = idx("game_ids", d.game_id)
-        a["deal_no"][i] = d.deal_no
+        a["deal_no"][i] = min(d.deal_no, DEAL_NO_MAX)
         a["pack"][i] = -1 if d.pack is None else idx("packs", d.pack)
         a["rset"][i] = idx("rulesets", d.ruleset)
         n = d.n

@@ -280,13 +280,7 @@ def hostile_file(tmp_path: Path, seed: int, games: int = 4, rate: float = 0.5, m
     return path
 
 
-KNOWN = {  # problems found by this suite in code other work owns; xfail (not fail) while they remain, see the report
-    "audit_deal_no_int32": (re.compile(r"OverflowError: Python int.* (out of bounds for int32|too large to convert to "
-                                       r"C long) at columns\.py"),
-                            "the audit's columns (auditor/columns.py from_results) hold deal_no as int32: a deal "
-                            "number >= 2**31 in a deal replayed by the reference engine (any structural finding), "
-                            "or >= 2**62 in any deal, is an OverflowError traceback in `auditor audit`"),
-}
+KNOWN: dict = {}  # problems found by this suite in code other work owns; xfail (not fail) while they remain
 
 
 def _known(problem: str) -> str | None:

@@ -62,6 +62,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.special import ndtr
 
+from ..columns import DEAL_NO_MAX
 from ..cards import SUIT_MASK, rank_of, suit_of
 from ..rules import trump_strength
 from ..stats.family import TestResult
@@ -219,7 +220,7 @@ class MarkedTenCounts:
     names: list[str] = field(default_factory=list)
     pack_names: list[str] = field(default_factory=list)
     game: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # index into `games`
-    deal_no: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    deal_no: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     games: list[str] = field(default_factory=list)
     source: list[str] = field(default_factory=list)  # file:line of each deal
     targets: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
@@ -264,7 +265,7 @@ class _Builder:
         c.names = sorted(self.pid, key=self.pid.get)
         c.pack_names = sorted(self.packid, key=self.packid.get)
         c.game = np.asarray(self.game, np.int32)
-        c.deal_no = np.asarray(self.deal_no, np.int32)
+        c.deal_no = np.asarray(self.deal_no, np.int64)
         c.games = sorted(self.gid, key=self.gid.get)
         c.source = self.source
         c.targets = {t: {part: {k: np.asarray(v, COL_DTYPE.get(k, np.int8)) for k, v in cols.items()}
@@ -299,7 +300,7 @@ def _deal_key(res) -> int:
 
     d = res.deal
     tu = parse_card(d.turn_up)
-    words = [_str_hash(d.table), _str_hash(d.game_id), d.deal_no, d.n, *map(_str_hash, d.players), d.dealer,
+    words = [_str_hash(d.table), _str_hash(d.game_id), min(d.deal_no, DEAL_NO_MAX), d.n, *map(_str_hash, d.players), d.dealer,
              -1 if tu is None else tu, *[(k << 16) | (s << 8) | c for k, s, c in res.plays]]
     h = _FNV_OFFSET
     for w in words:
@@ -338,7 +339,7 @@ def extract_deal(res, counts: MarkedTenCounts, B: _Builder) -> bool:
     di = len(B.keys)
     B.keys.append(_deal_key(res))
     B.game.append(B.gid.setdefault(d.game_id, len(B.gid)))
-    B.deal_no.append(d.deal_no)
+    B.deal_no.append(min(d.deal_no, DEAL_NO_MAX))
     B.source.append(d.source)
     B.players.append([B.player(p) for p in d.players] + [-1] * (MAX_SEATS - d.n))
     if d.pack is None:
@@ -587,7 +588,7 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         out.pack = np.concatenate(pack).astype(np.int32)
         out.share = np.concatenate(share)
         out.game = np.concatenate(game).astype(np.int32)
-        out.deal_no = np.concatenate(deal_no).astype(np.int32)
+        out.deal_no = np.concatenate(deal_no).astype(np.int64)
     out.games = sorted(games, key=games.get)
     out.source = source
     out.names = sorted(names, key=names.get)

@@ -520,7 +520,7 @@ def count_columns(cols) -> "M.MarkedTenCounts":
     seen, remap = _first_seen(cols.game[rows], len(cols.game_ids))
     c.game = remap[cols.game[rows]].astype(np.int32)
     c.games = [cols.game_ids[k] for k in seen.tolist()]
-    c.deal_no = cols.deal_no[rows].astype(np.int32)
+    c.deal_no = cols.deal_no[rows].astype(np.int64)
     pts = cols.points[rows].astype(np.float64)
     tot = pts.sum(1)
     side = cols.side_of[rows].astype(np.int64)

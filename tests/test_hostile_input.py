@@ -322,7 +322,8 @@ def test_fifo_and_device_are_refused_at_once(tmp_path, engine):
     pq = tmp_path / "pipe.parquet"
     os.mkfifo(pq)
     out = _cli("replay", "--json", "--engine", engine, pq, EXAMPLES)
-    assert out.returncode == 1 and _bad(json.loads(out.stdout))[0]["message"] == "is a FIFO (named pipe), not a log file"
+    assert out.returncode == 1
+    assert _bad(json.loads(out.stdout))[0]["message"] == "is a FIFO (named pipe), not a log file"
 
 
 def test_symlink_loop_and_broken_symlink_are_named(tmp_path):

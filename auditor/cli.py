@@ -425,16 +425,42 @@ def calibrate(
     plot: Optional[str] = typer.Option("power_curve.png", "--plot",
                                        help="power-curve image (.png or .svg); '' for none"),
     play: bool = typer.Option(False, "--play", help="also run the play-knowledge study (as calibrate-play)"),
+    audit: bool = typer.Option(False, "--audit", help="instead, the whole audit on simulated clubs: honest clubs "
+                                                      "(any-flag rate v. the audit's level) and a lone cheater "
+                                                      "(power v. the oracle); see --audit-seasons"),
+    audit_seasons: int = typer.Option(400, "--audit-seasons", help="with --audit: honest club seasons"),
+    audit_deals: int = typer.Option(10_000, "--audit-deals", help="with --audit: deals per honest season"),
+    audit_power: int = typer.Option(100, "--audit-power", help="with --audit: seasons per lone-cheater study"),
+    workers: int = typer.Option(2, "--workers", help="with --audit: processes to run seasons in"),
     json_out: bool = typer.Option(False, "--json", help="print the numbers as JSON on stdout"),
     out: Optional[str] = typer.Option(None, "--out", help="also write the numbers as JSON to this file"),
 ) -> None:
     """Simulate honest and cheating seasons: false positives, realised FDR, power v. the exact oracle test.
 
     With --play, also the play-knowledge tests (marked_ten, collusion, revoke_pattern) against the likelihood-ratio
-    yardstick; their numbers go under "play"."""
+    yardstick; their numbers go under "play". With --audit, the audit as a whole (issue 11): every test together,
+    as `auditor audit` decides its flags."""
     if not 0.0 < fdr < 1.0:
         _err(f"auditor: --fdr must be between 0 and 1, got {fdr}")
         raise typer.Exit(2)
+    if audit:
+        if min(audit_seasons, audit_power) < 0 or audit_deals < 1 or workers < 1:
+            _err("auditor: --audit-seasons and --audit-power must be >= 0, --audit-deals and --workers >= 1")
+            raise typer.Exit(2)
+        if out:
+            _check_out(out)
+        from .calibrate_audit import calibrate_audit, format_report as audit_report
+
+        res = calibrate_audit(seed=seed, honest=audit_seasons, deals=audit_deals, power=audit_power,
+                              workers=workers, progress=lambda m: _err(f"calibrate --audit: {m}"))
+        if out:
+            _write_json(res, out)
+        if json_out:
+            _dump_json(res)
+        else:
+            with _stdout_guard():
+                sys.stdout.write(audit_report(res) + "\n")
+        return
     sizes = {"honest_seasons": 40, "power_seasons": 40, "curve_seasons": 20, "uniformity_seasons": 2,
              "shuffle_seasons": 1} if fast else {"honest_seasons": 200, "power_seasons": 200, "curve_seasons": 100,
                                                  "uniformity_seasons": 20, "shuffle_seasons": 10}

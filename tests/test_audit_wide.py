@@ -161,3 +161,21 @@ def test_small_honest_clubs_through_the_audit_are_rarely_accused():
     flagged = [r["flags"] for r in rows if r["flags"]]
     assert all(r["tests"] > 20 for r in rows)
     assert len(flagged) <= 3, flagged
+
+
+def test_calibrate_audit_command_runs_and_reports_its_targets(tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+
+    out = tmp_path / "cal.json"
+    r = CliRunner().invoke(app, ["calibrate", "--audit", "--audit-seasons", "2", "--audit-deals", "600",
+                                 "--audit-power", "0", "--workers", "1", "--seed", "3", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "Honest clubs: 2 seasons" in r.stdout and "Targets:" in r.stdout
+    res = json.loads(out.read_text())
+    assert res["honest"]["seasons"] == 2 and set(res["honest"]["per_test_rates"]) >= {"dealer_jack", "marked_ten"}
+    bad = CliRunner().invoke(app, ["calibrate", "--audit", "--audit-deals", "0"])
+    assert bad.exit_code == 2

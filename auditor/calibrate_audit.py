@@ -296,7 +296,11 @@ def summarise_power(key: str, rows: list[dict]) -> dict:
         "strong_own_test": round(sum(r["strong_own"] for r in rows) / n, 4) if n else None,
         "per_test_level": float(np.median([r["level"] for r in rows if r["level"]])) if n else None,
         "median_p": float(np.median([r["p"] for r in rows if r["p"] is not None])) if n else None,
-        "realised_fdp": round(false / flags, 4) if flags else 0.0,
+        # the false-discovery rate is the mean over seasons of false flags / flags (0 for a season without flags);
+        # the pooled share weighs seasons by their number of flags
+        "realised_fdr": round(float(np.mean([r["false_flags"] / r["flags"] if r["flags"] else 0.0 for r in rows])), 4)
+        if n else 0.0,
+        "false_share_pooled": round(false / flags, 4) if flags else 0.0,
         "seasons_with_a_false_flag": sum(r["false_flags"] > 0 for r in rows),
         "met": bool(n) and own / n >= st.target,
         "seconds": round(sum(r["seconds"] for r in rows), 1),
@@ -436,7 +440,7 @@ def format_report(res: dict) -> str:
         lines.append(f"Lone cheater, {p['cheat']} ({p['per_cheater']}, {p['seasons']} seasons): flagged on "
                      f"{p['test']} in {p['power_own_test']:.0%} (any test {p['power_any_test']:.0%}); per-test "
                      f"level {p['per_test_level']:.2g}; oracle {p['oracle_power']}; false flags in "
-                     f"{p['seasons_with_a_false_flag']} seasons")
+                     f"{p['seasons_with_a_false_flag']} seasons, realised FDR {p['realised_fdr']:.1%}")
     lines.append("Targets:")
     for what, ok, got in targets(res):
         lines.append(f"  [{'met' if ok else 'NOT met'}] {what}: {got}")

@@ -521,8 +521,8 @@ def audit_sentence(doc: dict) -> str:
         return ""
     level = _finite(a.get("level"))
     m = _finite(a.get("tests"))
-    if level is None or m is None:
-        return ""
+    if level is None or not m:
+        return ""  # nothing was tested: no level to speak of
     flags = int(_finite(a.get("flags")) or 0)
     expect = _finite(a.get("expected_false_flags_if_all_honest"))
     text = (f"All {fmt_num(m)} tests of this audit were judged together at a level of {level:.0%}: if no one "

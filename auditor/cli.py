@@ -410,6 +410,17 @@ def _write_bytes(data: bytes, path: str) -> None:
         raise UsageError(f"cannot write {path!r}: {e.strerror or e}")
 
 
+def _emit_study(res: dict, out: str | None, json_out: bool, fmt) -> None:
+    """A study's numbers: to `--out` as JSON, then as JSON or as `fmt`'s text on stdout."""
+    if out:
+        _write_json(res, out)
+    if json_out:
+        _dump_json(res)
+    else:
+        with _stdout_guard():
+            sys.stdout.write(fmt(res) + "\n")
+
+
 @app.command()
 def calibrate(
     seed: int = typer.Option(0, "--seed", help="seed of every simulated season (recorded in the output)"),
@@ -453,13 +464,7 @@ def calibrate(
 
         res = calibrate_audit(seed=seed, honest=audit_seasons, deals=audit_deals, power=audit_power,
                               workers=workers, progress=lambda m: _err(f"calibrate --audit: {m}"))
-        if out:
-            _write_json(res, out)
-        if json_out:
-            _dump_json(res)
-        else:
-            with _stdout_guard():
-                sys.stdout.write(audit_report(res) + "\n")
+        _emit_study(res, out, json_out, audit_report)
         return
     sizes = {"honest_seasons": 40, "power_seasons": 40, "curve_seasons": 20, "uniformity_seasons": 2,
              "shuffle_seasons": 1} if fast else {"honest_seasons": 200, "power_seasons": 200, "curve_seasons": 100,
@@ -665,13 +670,7 @@ def calibrate_play(
 
     res = run_play(seed=seed, fast=fast, sizes={k: v for k, v in given.items() if v is not None}, fdr=fdr,
                    workers=workers, progress=lambda m: _err(f"calibrate-play: {m}"))
-    if out:
-        _write_json(res, out)
-    if json_out:
-        _dump_json(res)
-    else:
-        with _stdout_guard():
-            sys.stdout.write(format_report(res) + "\n")
+    _emit_study(res, out, json_out, format_report)
 
 
 _MAIN_PID = None

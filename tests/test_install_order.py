@@ -115,18 +115,19 @@ def _readme_block() -> list[str]:
 
 
 def test_readme_block_is_what_ci_runs():
-    """The README opens with the three set-up lines .ci/run expects (it reads them from there)."""
+    """The README opens with the two set-up commands .ci/run expects (it reads them from there)."""
     first = (ROOT / "README.md").read_text(encoding="utf-8").split("```bash", 1)[0]
     assert first.count("\n") <= 3  # the block comes first
-    venv, install, tests = _readme_block()
-    assert "-m venv .venv" in venv and ". .venv/bin/activate" in venv
-    assert install.startswith("pip install . && auditor audit ") and install.endswith("--out report.html")
-    assert tests.startswith("pip install -e '.[test]' && python -m pytest ") and '-m "not slow"' in tests
+    install, tests = _readme_block()
+    assert install.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install . && auditor audit ")
+    assert install.endswith("--out report.html")
+    assert tests.startswith(". .venv/bin/activate && pip install -e '.[test]' && python -m pytest ")
+    assert '-m "not slow"' in tests
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "README.md" in ci and "eval" in ci
     out = subprocess.run(["bash", "-c", "awk '/^```bash[[:space:]]*$/ { inside = 1; next } inside && /^```/ "
                           "{ exit } inside && NF' README.md"], cwd=ROOT, capture_output=True, text=True)
-    assert out.stdout.splitlines() == [venv, install, tests]
+    assert out.stdout.splitlines() == [install, tests]
 
 
 @pytest.mark.slow

@@ -64,16 +64,21 @@ def _remove(path: Path) -> None:
         pass  # nothing more can be done; the destination is untouched either way
 
 
+def _reserve(tmp: Path, mode: int) -> Path:
+    """Create the temporary file now (so that a writer that opens the path itself finds it and the name cannot be
+    taken by another process) and register it for removal on SIGTERM."""
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    os.close(fd)
+    _ACTIVE.add(str(tmp))
+    return tmp
+
+
 @contextmanager
 def atomic_path(dest: str | os.PathLike) -> Iterator[str]:
     """Yield a temporary path to write `dest` through; on success it is fsynced and renamed over `dest`."""
     dest = Path(dest)
-    tmp = temp_name(dest)
-    # created here (mode 0666 less the umask, as open() would give `dest`), so that a writer that opens the path
-    # itself finds it and the name cannot be taken by another process
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    os.close(fd)
-    _ACTIVE.add(str(tmp))
+    # mode 0666 less the umask, as open() would give `dest`
+    tmp = _reserve(temp_name(dest), 0o666)
     try:
         yield str(tmp)
         _fsync_path(tmp)
@@ -90,10 +95,7 @@ def atomic_path(dest: str | os.PathLike) -> Iterator[str]:
 def scratch_path(near: str | os.PathLike) -> Iterator[str]:
     """A hidden temporary path beside `near` (ending like it) for an intermediate file, removed when the block
     ends, whatever happens."""
-    tmp = temp_name(near)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.close(fd)
-    _ACTIVE.add(str(tmp))
+    tmp = _reserve(temp_name(near), 0o600)
     try:
         yield str(tmp)
     finally:

@@ -1,17 +1,23 @@
 """The detector interface.
 
-A detector turns replayed deals into `TestResult`s in two steps so that its statistics add exactly across
-partitions of the input by table:
+A detector turns the table of replayed deals (`auditor.columns.AuditColumns`: one row per deal, whichever engine
+replayed it) into `TestResult`s in three steps, so that its statistics add exactly across partitions of the input
+(by table, by chunk, by day):
 
-    counts = detector.count(results, rng)      # per-subject sufficient statistics of one partition
-    total = detector.merge([c1, c2, ...])       # exact sum of partitions
-    tests = detector.finalize(total, rng)       # p-values etc. from the summed counts
+    counts = detector.count(table, rng, facts=facts)   # per-subject sufficient statistics of one part
+    total = detector.merge([c1, c2, ...])              # exact sum of parts (saved counts merge the same way)
+    tests = detector.finalize(total, rng)              # p-values etc. from the summed counts
 
-`run(results, rng)` is `finalize(count(results))`. `results` is the list of `DealResult` of the replay
-(`auditor.replay.reference.DealResult`: the deal record, dealt hands as bitmasks, plays, winners, revokes).
-Randomness only through the `numpy.random.Generator` passed in.
+`facts` are the part's `DealingFacts` (`auditor.facts.facts_from_columns(table)`), built once for every detector.
+A count may keep per-deal rows where the null is fitted on the whole field (`marked_ten` fits its model of honest
+play in `finalize`, over the merged rows of every player): counting is still one pass per part, fitting one pass
+over the merged counts. Counts are plain data (arrays, dicts, dataclasses of them): they pickle, so they can be
+saved and merged later. Randomness only through the `numpy.random.Generator` passed in.
 
-`count` may also be given the partition's `DealingFacts` (keyword `facts`), built once for every detector.
+Each detector carries its `TestSpec` (`spec`: title, unit, subject and chart kind, cost), which the report,
+`investigate` and the scheduler read. The per-card Python counts over `DealResult`s that each detector module
+keeps (its oracle, e.g. `facts_from_results`, `play_facts.walk`) are the executable spec its `count` is tested
+against; they are not a second production path.
 
 Helpers for the Poisson-binomial tests: `Trials` (one subject's trials: input-order key, outcome, null probability)
 merge by concatenation in input order, so a subject's counts, expectation and timeline are the same whatever the
@@ -26,25 +32,35 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
+from ..columns import AuditColumns
+from ..facts import DealingFacts
 from ..stats import exact
 from ..stats.family import TestResult
+from .spec import TestSpec
 
 MIN_DETECTABLE_POWER = 0.8
 TIMELINE_POINTS = 200
 
 
 class Detector(Protocol):
-    name: str
+    """What the audit calls: see the module docstring."""
 
-    def count(self, results: Sequence[Any], rng: np.random.Generator, facts: Any = None) -> Any: ...
+    spec: TestSpec
+    name: str  # = spec.name
+    fdr: float  # its part of the audit's error budget (level x share)
+
+    def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
+              facts: DealingFacts | None = None) -> Any: ...
 
     def merge(self, parts: Sequence[Any]) -> Any: ...
 
-    def finalize(self, counts: Any, rng: np.random.Generator) -> list[TestResult]: ...
+    def finalize(self, counts: Any, rng: np.random.Generator | None = None) -> list[TestResult]: ...
 
 
-def run(detector: Detector, results: Sequence[Any], rng: np.random.Generator, facts: Any = None) -> list[TestResult]:
-    return detector.finalize(detector.count(results, rng, facts=facts), rng)
+def run(detector: Detector, table: AuditColumns, rng: np.random.Generator,
+        facts: DealingFacts | None = None) -> list[TestResult]:
+    """`finalize(count(table))`: one detector over one table."""
+    return detector.finalize(detector.count(table, rng, facts=facts), rng)
 
 
 def subject_rng(rng: np.random.Generator, base: int, subject: str) -> np.random.Generator:

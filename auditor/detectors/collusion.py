@@ -17,7 +17,8 @@ giver is generous to everybody; a colluder only to his accomplice), and the reve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any, Sequence
 
 import numpy as np
@@ -28,6 +29,7 @@ from ..stats import exact
 from ..stats.family import TestResult
 from .base import deal_order, timeline, trail_code
 from .play_facts import JACK, deal_exclusion, walk
+from .spec import TestSpec
 
 NAME = "collusion"
 SW_COUNTING_RANKS = frozenset(r for r in SW_HONOURS if r != JACK)  # T A K Q of trumps
@@ -121,7 +123,28 @@ def count_deal(res, c: CollusionCounts) -> None:
         c.trail.setdefault(pair, {}).setdefault(cell, []).append(trail_code(order, play, ev))
 
 
+SPEC = TestSpec(
+    name='collusion',
+    title='Pairs who feed each other counting cards',
+    what='For each ordered pair of players at individual-play tables, how often the first gives counting cards to '
+         'tricks the second is winning, against what honest play gives.',
+    unit='chances to give',
+    unit_short='chances to give',
+    event='gave counting cards',
+    cheat='a feeding rate',
+    honest='an honest pair',
+    subject='pair',
+    chart='evidence',
+    section=7,
+    cost=20,
+    bernoulli=True,
+    sentence='{first} gave a counting card to a trick {second} was winning in {obs} of the {n} chances they had; '
+             'players in the same situations give about {exp}; {pq}.',
+)
+
+
 class Collusion:
+    spec = SPEC
     name = NAME
 
     def __init__(self, fdr: float = 0.05, details: bool = True, min_opportunities: int = 1, **_: Any):

@@ -19,8 +19,17 @@ import numpy as np
 from ..cards import rank_of
 from ..columns import AuditColumns
 from .collusion import CollusionCounts, counting
-from .play_columns import (MAX_SETS, beats, hands_by_set, is_revoke, legal, low_bit, strength, suit_mask,
-                           walk_setup)
+from .play_columns import (
+    MAX_SETS,
+    beats,
+    hands_by_set,
+    is_revoke,
+    legal,
+    low_bit,
+    strength,
+    suit_mask,
+    walk_setup,
+)
 
 
 def counting_table() -> np.ndarray:

@@ -28,11 +28,22 @@ import numpy as np
 from scipy import stats as _st
 
 from ..cards import cards_of
-from ..facts import (MAX_SEATS, N_CLASSES, TURNUP, UNDEALT, Config, DealingFacts, facts_from_results, honour_ranks,
-                     honours_held_pmf, location_probs)
+from ..facts import (
+    MAX_SEATS,
+    N_CLASSES,
+    TURNUP,
+    UNDEALT,
+    Config,
+    DealingFacts,
+    facts_from_results,
+    honour_ranks,
+    honours_held_pmf,
+    location_probs,
+)
 from ..stats import exact
 from ..stats.family import TestResult
 from .base import MIN_DETECTABLE_POWER, subject_rng, timeline
+from .spec import TestSpec
 
 COLS = (8, 9, 10, 11, 12, 0)  # table columns: trump T J Q K A, and the 2 (All Fours)
 RANK_NAMES = ("T", "J", "Q", "K", "A", "2")
@@ -301,7 +312,27 @@ def sequential_mc_pvalue(stat: float, simulate, rng: np.random.Generator, h: int
     return (g + 1) / (cap + 1), cap
 
 
+UNIFORMITY_SPEC = TestSpec(
+    name='deal_uniformity',
+    title='Where the trump honours land',
+    what='Whether the trump honours and the turn-up land on the seats around each dealer as a fair deal would put '
+         'them, so that stacking of any card is caught, not only the Jack.',
+    unit='deals they dealt',
+    unit_short='deals dealt',
+    event='dealt an unusual pattern of honours',
+    cheat='a stacking rate',
+    honest='a fair deal',
+    subject='dealer',
+    chart='evidence',
+    section=2,
+    cost=30,
+    sentence='Over the {n} deals {subject} dealt, the trump honours landed on the seats around the dealer with a '
+             'misfit of {obs} (Pearson X², about {exp} for a fair deal); {pq}.{cell}',
+)
+
+
 class DealUniformity:
+    spec = UNIFORMITY_SPEC
     name = "deal_uniformity"
 
     def __init__(self, fdr: float = 0.05, details: bool = True, mc_max: int | None = MC_MAX):
@@ -455,7 +486,28 @@ def _cutter_rows(facts: DealingFacts) -> dict[str, dict[Config, tuple[np.ndarray
     return out
 
 
+CUTTER_SPEC = TestSpec(
+    name='dealer_cutter',
+    title='Dealer and cutter together',
+    what='For each dealer and the player who cut for him, how many trump honours the dealer was dealt: a stacked '
+         'pack survives only a friendly cut, so a dealer who does well only after one cutter is suspicious '
+         'together with that cutter.',
+    unit='deals after this cut',
+    unit_short='deals',
+    event='was dealt trump honours',
+    cheat='a stacking rate',
+    honest='a fair deal',
+    subject='pair',
+    chart='evidence',
+    section=3,
+    cost=25,
+    sentence='When {second} cut for {first}, {first} was dealt {obs} trump honours in {n} deals; a fair deal gives '
+             'about {exp}; {pq}.',
+)
+
+
 class DealerCutter:
+    spec = CUTTER_SPEC
     name = "dealer_cutter"
 
     def __init__(self, fdr: float = 0.05, details: bool = True, min_deals: int = 20):

@@ -9,7 +9,6 @@ player who is simply lucky with trumps is high on the controls too.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..cards import RJ
@@ -17,6 +16,7 @@ from ..facts import MAX_SEATS, DealingFacts, held_prob
 from ..stats import exact
 from ..stats.family import TestResult
 from .base import Trials, TrialsDetector, control, funnel, pb_result, split_trials
+from .spec import TestSpec
 
 RA, RT = 12, 8
 METHOD = "exact poisson-binomial, one-sided"
@@ -72,7 +72,29 @@ def _seat_probs_sub(facts: DealingFacts, idx: np.ndarray, rank: int) -> np.ndarr
     return table[facts.cfg[idx]]
 
 
+SPEC = TestSpec(
+    name='dealer_jack',
+    title='Dealers who receive the Jack of trumps',
+    what='How often each dealer ends up holding the Jack of trumps (worth 11 points in Catch the Ten), against the '
+         'exact chance the rules give the dealer on each of his deals. The dealer holds the turn-up, so an honest '
+         'dealer gets the Jack more often than the other players.',
+    unit='deals they dealt',
+    unit_short='deals dealt',
+    event='received the Jack of trumps',
+    cheat='a stacking rate',
+    honest='an honest dealer',
+    subject='dealer',
+    chart='funnel',
+    section=0,
+    cost=2,
+    bernoulli=True,
+    chart_controls=('not_dealing', 'trump_ace_as_dealer', 'trump_ten_as_dealer'),
+    sentence='{subject} {event} in {obs} of the {n} {unit}; {honest} would in about {exp}{spread}; {pq}.',
+)
+
+
 class DealerJack(TrialsDetector):
+    spec = SPEC
     name = "dealer_jack"
     count_facts = staticmethod(count_facts)
 

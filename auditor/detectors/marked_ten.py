@@ -62,12 +62,22 @@ from typing import Any, Sequence
 import numpy as np
 from scipy.special import ndtr
 
-from ..columns import DEAL_NO_MAX
 from ..cards import SUIT_MASK, rank_of, suit_of
+from ..columns import DEAL_NO_MAX
 from ..rules import trump_strength
 from ..stats.family import TestResult
 from .base import timeline
-from .play_facts import ACE, QUEEN, TEN, PlayState, card_of, deal_exclusion, popcount, walk
+from .play_facts import (
+    ACE,
+    QUEEN,
+    TEN,
+    PlayState,
+    card_of,
+    deal_exclusion,
+    popcount,
+    walk,
+)
+from .spec import TestSpec
 
 NAME = "marked_ten"
 
@@ -457,10 +467,33 @@ def _candidates(st: PlayState, i: int, target: int, kind: int) -> tuple | None:
 # ---------------------------------------------------------------- the detector
 
 
+SPEC = TestSpec(
+    name='marked_ten',
+    title='Players whose play follows the hidden Ten of trumps',
+    what="Whether a player's leads and plays fit where the Ten of trumps really is better than anything he could "
+         'legally know explains. Controls beside the score (unmarked cards, deals where he holds the Ten himself, '
+         'late against early decisions) separate a good card reader from a cheat.',
+    unit='deals scored',
+    unit_short='deals scored',
+    event="played to the Ten's true place",
+    cheat="knowing the Ten's place on a share of decisions",
+    honest='an honest player',
+    subject='player',
+    chart='score',
+    section=6,
+    cost=40,
+    chart_controls=('queen', 'plain_ten', 'placebo'),
+    sentence="{subject}'s play fitted the true place of the Ten of trumps with a score of {obs} over {over}; for "
+             'an honest player, whatever he could legally know, about {exp}{z}; {pq}.',
+    sentence_needs_n=False,
+)
+
+
 class MarkedTen:
     """Detector interface (`auditor.detectors.base`): count / merge / finalize. `count` keeps, per deal, the plays
     and decisions the test needs (plain tuples); `merge` concatenates them, so any split of the input by table
     gives the same result; `finalize` fits the field's model and scores every player."""
+    spec = SPEC
 
     name = NAME
 
@@ -789,7 +822,8 @@ def saddlepoint_sf(t: float, V: np.ndarray, P: np.ndarray, grp: np.ndarray, nb: 
     summed without cancellation (`marked_ten_fit.cgf`), and the saddlepoint polished by one more Newton step once
     K'(s) is within 1e-9 sd of t (u = s sqrt(K''(s)) would otherwise carry the stopping point's error, relative
     1e-9 / z)."""
-    from .marked_ten_fit import cgf as block_cgf, group_max
+    from .marked_ten_fit import cgf as block_cgf
+    from .marked_ten_fit import group_max
 
     keep = P > 0
     if not keep.all():
@@ -1003,8 +1037,15 @@ def score_target(A: TargetArrays, n_players: int, fold_of: np.ndarray, folds: in
     conditional logit fitted by Newton's method over the other folds' decisions (`marked_ten_fit.clogit_pass5`;
     started from the previous fold's fit: the same optimum, the fits of folds being close) and the posterior
     computed for the fold's own decisions."""
-    from .marked_ten_fit import (chosen_rows, clogit_pass5, clogit_probs5, decision_sums, holder_counts, newton,
-                                 play_ranges)
+    from .marked_ten_fit import (
+        chosen_rows,
+        clogit_pass5,
+        clogit_probs5,
+        decision_sums,
+        holder_counts,
+        newton,
+        play_ranges,
+    )
 
     n_dec = len(A.d_deal)
     diag: dict = {"decisions": int(n_dec), "fits": []}

@@ -1,62 +1,37 @@
-"""The detectors `auditor audit` runs, in order, and their shares of the audit's error budget. To add one: write a
-class with `name`, `count`, `merge`, `finalize` (see `base.py`) whose constructor takes `fdr` and `details`, add one
-line to `DETECTORS` and one to `SHARES` (and take the shares it needs from the others: they sum to 1)."""
+"""The detectors `auditor audit` runs, in order, and their shares of the audit's error budget.
+
+To add a test: write one module with its `TestSpec` and a detector class (`spec`, `count`, `merge`, `finalize`; see
+`base.Detector`) whose constructor takes `fdr` and `details`; add one line to `REGISTRY` below, with its share (take
+the share it needs from the others: they sum to 1); and add its calibration test (see CONTRIBUTING.md). The
+report, `investigate` and the scheduler read everything else from the spec.
+"""
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
 
 from .base import Detector
+from .collusion import Collusion
+from .deal_uniformity import DealerCutter, DealUniformity
+from .dealer_jack import DealerJack
+from .marked_ten import MarkedTen
+from .revoke_pattern import RevokePattern
+from .shuffle_residue import ShuffleResidue, TrickStack
+from .spec import TestSpec
+from .turnup_jack import TurnupJack
 
 
-def _dealer_jack(**kw) -> Detector:
-    from .dealer_jack import DealerJack
+@dataclass(frozen=True)
+class Registered:
+    """One test of the audit: its detector class and its share of the error budget."""
 
-    return DealerJack(**kw)
+    detector: type
+    share: float
 
-
-def _turnup_jack(**kw) -> Detector:
-    from .turnup_jack import TurnupJack
-
-    return TurnupJack(**kw)
-
-
-def _deal_uniformity(**kw) -> Detector:
-    from .deal_uniformity import DealUniformity
-
-    return DealUniformity(**kw)
-
-
-def _dealer_cutter(**kw) -> Detector:
-    from .deal_uniformity import DealerCutter
-
-    return DealerCutter(**kw)
-
-
-def _shuffle_residue(**kw) -> Detector:
-    from .shuffle_residue import ShuffleResidue
-
-    return ShuffleResidue(**kw)
-
-
-def _trick_stack(**kw) -> Detector:
-    from .shuffle_residue import TrickStack
-
-    return TrickStack(**kw)
-
-
-# name -> factory(fdr=..., details=...)
-DETECTORS: dict[str, Callable[..., Detector]] = {
-    "dealer_jack": _dealer_jack,
-    "turnup_jack": _turnup_jack,
-    "deal_uniformity": _deal_uniformity,
-    "dealer_cutter": _dealer_cutter,
-    "shuffle_residue": _shuffle_residue,
-    "trick_stack": _trick_stack,
-    "marked_ten": lambda **kw: __import__("auditor.detectors.marked_ten", fromlist=["x"]).MarkedTen(**kw),
-    "collusion": lambda **kw: __import__("auditor.detectors.collusion", fromlist=["x"]).Collusion(**kw),
-    "revoke_pattern": lambda **kw: __import__("auditor.detectors.revoke_pattern", fromlist=["x"]).RevokePattern(**kw),
-}
+    @property
+    def spec(self) -> TestSpec:
+        spec: TestSpec = self.detector.spec
+        return spec
 
 
 # Each test's share of the audit's error budget, fixed in advance (docs/decisions.md, "One error budget"): the
@@ -64,17 +39,23 @@ DETECTORS: dict[str, Callable[..., Detector]] = {
 # at p <= level x share_t / (tests of t) (shares renormalised over the tests present). The shares follow where
 # power is needed: the exact Jack tests and the marked-Ten test guard the cheats a club fears most and must catch
 # a lone cheater in a few hundred deals; the pair tests have thousands of subjects and most of them little data.
-SHARES: dict[str, float] = {
-    "dealer_jack": 0.25,
-    "turnup_jack": 0.10,
-    "deal_uniformity": 0.10,
-    "dealer_cutter": 0.05,
-    "shuffle_residue": 0.05,
-    "trick_stack": 0.05,
-    "marked_ten": 0.20,
-    "collusion": 0.10,
-    "revoke_pattern": 0.10,
-}
+# The order is the order of the document's tests.
+REGISTRY: tuple[Registered, ...] = (
+    Registered(DealerJack, 0.25),
+    Registered(TurnupJack, 0.10),
+    Registered(DealUniformity, 0.10),
+    Registered(DealerCutter, 0.05),
+    Registered(ShuffleResidue, 0.05),
+    Registered(TrickStack, 0.05),
+    Registered(MarkedTen, 0.20),
+    Registered(Collusion, 0.10),
+    Registered(RevokePattern, 0.10),
+)
+
+DETECTORS: dict[str, type] = {r.spec.name: r.detector for r in REGISTRY}  # name -> class(fdr=..., details=...)
+SHARES: dict[str, float] = {r.spec.name: r.share for r in REGISTRY}
+SPECS: dict[str, TestSpec] = {r.spec.name: r.spec for r in REGISTRY}
+assert abs(sum(SHARES.values()) - 1.0) < 1e-12, "the shares of the error budget must sum to 1"
 
 
 def make_detectors(fdr: float = 0.05, details: bool = True, only: list[str] | None = None,

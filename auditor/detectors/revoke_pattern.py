@@ -22,7 +22,8 @@ against the field's, in cells of game and player count: exact one-sided Poisson-
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -36,6 +37,7 @@ from ..stats.family import TestResult
 from .base import deal_order, timeline, trail_code
 from .collusion import counting
 from .play_facts import JACK, PlayState, deal_exclusion, walk
+from .spec import TestSpec
 
 NAME = "revoke_pattern"
 
@@ -141,7 +143,28 @@ def count_deal(res, c: RevokeCounts) -> None:
             _add(c, d.players[s], cell, opp_by_seat[s], 0, 0, Fraction(0))
 
 
+SPEC = TestSpec(
+    name='revoke_pattern',
+    title='Revokes that pay',
+    what="Whether a player's revokes (failures to follow suit) win him points more often than the accidental "
+         'revokes of the field do, and whether he revokes more often than the field.',
+    unit='revokes',
+    unit_short='revokes',
+    event='won a counting card by revoking',
+    cheat='a share of deliberate revokes',
+    honest='an honest player',
+    subject='player',
+    chart='evidence',
+    section=8,
+    cost=1,
+    bernoulli=True,
+    sentence="{obs} of {subject}'s {n} revokes won a counting card; accidental revokes in the field would win "
+             'about {exp}; {pq}.',
+)
+
+
 class RevokePattern:
+    spec = SPEC
     name = NAME
 
     def __init__(self, fdr: float = 0.05, details: bool = True, **_: Any):

@@ -18,7 +18,16 @@ import numpy as np
 
 from ..columns import AuditColumns
 from .collusion_fast import counting_table
-from .play_columns import MAX_SETS, beats, hands_by_set, is_revoke, legal, low_bit, suit_mask, walk_setup
+from .play_columns import (
+    MAX_SETS,
+    beats,
+    hands_by_set,
+    is_revoke,
+    legal,
+    low_bit,
+    suit_mask,
+    walk_setup,
+)
 from .revoke_pattern import RevokeCounts, points
 
 

@@ -33,13 +33,16 @@ import numba
 import numpy as np
 from scipy import stats as _st
 
-from ..columns import deck_of as _deck_of  # the dealt order of the pack, as the audit's columns hold it
+from ..columns import (
+    deck_of as _deck_of,  # the dealt order of the pack, as the audit's columns hold it
+)
 from ..columns import parsed_tricks as _tricks_of
 from ..facts import config
 from ..rules import layout
 from ..stats import exact
 from ..stats.family import TestResult
 from .base import MIN_DETECTABLE_POWER, timeline
+from .spec import TestSpec
 
 MIN_PEERS = 3  # peers a dealer needs; a table with more dealers than this is its own stratum for centring
 
@@ -378,7 +381,27 @@ def _predictive_z(people: dict, d: str) -> tuple[float, dict] | None:
                "t": round(float(t), 3)}
 
 
+RESIDUE_SPEC = TestSpec(
+    name='shuffle_residue',
+    title='Tricks that survive the shuffle',
+    what="Whether the cards of the previous deal's tricks stay together through a dealer's shuffle more than they "
+         'do for the other dealers of the same table or club.',
+    unit='deals they dealt',
+    unit_short='deals dealt',
+    event='left tricks together',
+    cheat='a share of unshuffled deals',
+    honest='the other dealers',
+    subject='dealer',
+    chart='evidence',
+    section=5,
+    cost=3,
+    sentence="{subject}'s deals kept {obs} pairs of cards from the previous deal's tricks side by side over the "
+             '{n} deals they dealt; the other dealers of the same tables would keep about {exp}; {pq}.',
+)
+
+
 class ShuffleResidue:
+    spec = RESIDUE_SPEC
     name = "shuffle_residue"
     stat = "residue"
     unit = "adjacent cards from one trick of the previous deal"
@@ -490,7 +513,28 @@ class ShuffleResidue:
         return round(float(q), 4) if q <= 1 else None
 
 
+STACK_SPEC = TestSpec(
+    name='trick_stack',
+    title="Dealers who deal themselves the previous deal's tricks",
+    what="How many pairs of cards from one trick of the previous deal end up together in the dealer's own hand, "
+         'against the other dealers of the same tables: a dealer who puts a rich trick back into his own hand '
+         'while gathering the cards leaves this trace.',
+    unit='deals they dealt',
+    unit_short='deals dealt',
+    event='held cards of one previous trick',
+    cheat='a share of stacked deals',
+    honest='the other dealers',
+    subject='dealer',
+    chart='evidence',
+    section=4,
+    cost=3,
+    sentence="{subject}'s own hand held {obs} pairs of cards from one trick of the previous deal over the {n} "
+             'deals they dealt; the other dealers of the same tables would hold about {exp}; {pq}.',
+)
+
+
 class TrickStack(ShuffleResidue):
+    spec = STACK_SPEC
     name = "trick_stack"
     stat = "stack"
     unit = "pairs of cards of one previous trick in the dealer's own hand"

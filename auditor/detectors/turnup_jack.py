@@ -12,13 +12,13 @@ turn-ups, and every turn-up together, each with its exact null.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..facts import DealingFacts
 from ..stats import exact
 from ..stats.family import TestResult
 from .base import Trials, TrialsDetector, control, pb_result, split_trials
+from .spec import TestSpec
 
 METHOD = "exact poisson-binomial, one-sided (null given the cards already out)"
 
@@ -37,7 +37,27 @@ def count_facts(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
     return out
 
 
+SPEC = TestSpec(
+    name='turnup_jack',
+    title='Dealers who turn up a Jack (All Fours)',
+    what='How often each dealer turns up a Jack, a free point for the dealer, against the exact chance of each '
+         'turn-up given the cards already out.',
+    unit='turn-ups they made',
+    unit_short='turn-ups',
+    event='turned up a Jack',
+    cheat='a Jack-turning rate',
+    honest='an honest dealer',
+    subject='dealer',
+    chart='funnel',
+    section=1,
+    cost=2,
+    bernoulli=True,
+    sentence='{subject} {event} in {obs} of the {n} {unit}; {honest} would in about {exp}{spread}; {pq}.',
+)
+
+
 class TurnupJack(TrialsDetector):
+    spec = SPEC
     name = "turnup_jack"
     count_facts = staticmethod(count_facts)
 

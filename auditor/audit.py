@@ -1,22 +1,39 @@
-"""The audit: replay every record, run every detector of the registry, decide the flags over the whole audit (one
-weighted Benjamini–Hochberg, `auditor.stats.family.apply_audit`, with the registry's shares), and build the
-`auditor audit --json` document of outputs.md.
+"""The audit: one orchestration, `audit(replay, ...)`, over the one result of a replay.
 
-Detectors count per table and the counts are merged exactly (`Detector.merge`), so the result does not depend on
-how the input is split across files or tables. Monte-Carlo steps draw from generators seeded from `seed` and the
+    replay = replay_for_audit(paths, engine=..., selection=...)   # read, validate, replay: a `Replay` with its table
+    report = audit(replay, fdr=..., seed=...)                      # every detector over the table, then the flags
+
+`audit` runs every detector of the registry over the table of replayed deals (`Replay.table`), decides the flags
+over the whole audit (one weighted Benjamini–Hochberg, `auditor.stats.family.apply_audit`, with the registry's
+shares), and returns the `AuditReport` whose `to_json()` is the `auditor audit --json` document of outputs.md. The
+CLI, `investigate` and the calibration studies all come through here.
+
+Detectors count the table and their counts merge exactly (`Detector.merge`), so the result does not depend on how
+the input is split across files or tables. Monte-Carlo steps draw from generators seeded from `seed` and the
 detector's name: the same input and seed give the same document.
 """
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing as mp
+import os
+import sys
+import time
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import Iterable
+from typing import Any, Callable, ContextManager, Iterable, Sequence
 
 import numpy as np
 
-from .detectors.registry import SHARES, make_detectors
-from .facts import DealingFacts, facts_from_results
+from .columns import AuditColumns, from_results
+from .dealog import Record, read_records
+from .detectors.base import Detector
+from .detectors.registry import SHARES, SPECS, make_detectors
+from .facts import DealingFacts, facts_from_columns
+from .replay.result import Replay, dump_document
+from .replay.run import replay_paths, replay_records
+from .select import Selection, selected_chunks
 from .stats.family import AuditWide, Family, TestResult, apply_audit, cleaned, most_significant_first
 
 DEFAULT_SEED = 0
@@ -39,7 +56,7 @@ NOTES = [
 
 @dataclass
 class AuditReport:
-    replay: object  # ReplayReport, or the batch pipeline's Replayed
+    replay: Replay
     seed: int
     fdr: float
     tests: list[TestResult]
@@ -56,11 +73,7 @@ class AuditReport:
     def to_json(self, games: bool = True) -> dict:
         """The audit document. `games=False` leaves `replay.games_summary` empty (what the reports read; a
         million-deal log has half a million game entries, which `json_bytes` splices in as bytes)."""
-        if games:
-            rep = self.replay.to_json()
-        else:
-            rep = {"deals": self.replay.deals, "games": self.replay.games,
-                   "findings": [f.to_json() for f in self.replay.findings], "games_summary": []}
+        rep = self.replay.to_json() if games else self.replay.head_json()
         if self._tests_json is None:  # each test serialised once (a flag is one of the tests)
             self._tests_json = {id(t): t.to_json() for t in self.tests}
         tj = self._tests_json
@@ -81,8 +94,6 @@ class AuditReport:
         """The document as `replay --json` writes its own (orjson, 2-space indent, UTF-8), with the games summary
         spliced in from the replay's own byte writer (no Python object per game). `doc`: `to_json(games=False)` if
         the caller has it already."""
-        from .replay.run import dump_document
-
         gs = self.replay.games_summary
         if not len(gs) or not hasattr(gs, "json_entries"):
             return dump_document(self.to_json())
@@ -98,159 +109,150 @@ def detector_rng(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([int(seed), zlib.crc32(name.encode())])
 
 
-def run_detectors(results: list, fdr: float = 0.05, seed: int = DEFAULT_SEED, detectors=None,
-                  details: bool = True) -> tuple[list[TestResult], list[Family], dict]:
-    """`run_detectors_audit` without the audit-wide summary (tests, families, dealing)."""
-    tested, fams, dealing, _ = run_detectors_audit(results, fdr, seed, detectors, details)
-    return tested, fams, dealing
-
-
-def run_detectors_audit(results: list, fdr: float = 0.05, seed: int = DEFAULT_SEED, detectors=None,
-                        details: bool = True) -> tuple[list[TestResult], list[Family], dict, AuditWide]:
-    """Every detector over the replayed deals, counted per table and merged; then the families."""
-    by_table: dict[str, list] = {}
-    for r in results:
-        by_table.setdefault(r.deal.table, []).append(r)
-    facts: dict[str, DealingFacts] = {t: facts_from_results(rs) for t, rs in by_table.items()}
-    dets = detectors if detectors is not None else make_detectors(fdr=fdr, details=details)
-    tests: list[TestResult] = []
-    for det in dets:
-        rng = detector_rng(seed, det.name)
-        parts = [det.count(by_table[t], rng, facts=facts[t]) for t in sorted(by_table)]
-        tests += det.finalize(det.merge(parts), rng)
-    tested, fams, wide = apply_audit(tests, fdr, SHARES)
-    dealing = {"deals_audited": int(sum(len(f) for f in facts.values())),
-               "deals_not_auditable": int(sum(f.skipped for f in facts.values())),
-               "tables": len(by_table)}
-    return tested, fams, dealing, wide
-
-
-def run_detectors_columns(cols, fdr: float = 0.05, seed: int = DEFAULT_SEED, detectors=None,
-                          details: bool = True) -> tuple[list[TestResult], list[Family], dict, AuditWide]:
-    """Every detector over the replayed deals as columns (`auditor.columns.AuditColumns`), counted once over the
-    whole input (the counts are the merge of per-table counts: the same numbers as `run_detectors`)."""
-    from .facts import facts_from_columns
-
-    t0 = _clock()
-    facts = facts_from_columns(cols)
-    _stage("dealing facts", t0)
-    dets = detectors if detectors is not None else make_detectors(fdr=fdr, details=details)
-    tests: list[TestResult] = []
-    t0 = _clock()
-    for got in _each_detector(cols, facts, list(dets), seed):
-        tests += got
-    _stage("detectors' counts and tests", t0)
-    t0 = _clock()
-    tested, fams, wide = apply_audit(tests, fdr, SHARES)
-    _stage("audit-wide flags", t0)
-    dealing = {"deals_audited": int(len(facts)), "deals_not_auditable": int(facts.skipped),
-               "tables": int(len(np.unique(cols.table))) if len(cols) else 0}
-    return tested, fams, dealing, wide
-
-
-def _clock() -> float:
-    import time
-
+def clock() -> float:
     return time.perf_counter()
 
 
-def _stage(what: str, t0: float) -> None:
+def stage(what: str, t0: float) -> None:
     """With AUDITOR_TIMING=1 in the environment, the wall time of each stage on stderr (for bench/)."""
-    import os
-    import sys
-
     if os.environ.get("AUDITOR_TIMING"):
-        print(f"auditor timing: {what} {_clock() - t0:.2f} s", file=sys.stderr, flush=True)
+        print(f"auditor timing: {what} {clock() - t0:.2f} s", file=sys.stderr, flush=True)
 
 
-PARALLEL_MIN_DEALS = 100_000  # below this the detectors run one after the other
-HEAVY_FIRST = ("marked_ten", "deal_uniformity", "dealer_cutter", "collusion")  # scheduled first when parallel
-_SHARED: tuple | None = None  # what forked workers read (copy-on-write): columns, facts, detectors, seed
+# ---------------------------------------------------------------- the two stages
 
 
-def _one_detector(i: int):
-    cols, facts, dets, seed = _SHARED
-    det = dets[i]
-    rng = detector_rng(seed, det.name)
-    t0 = _clock()
-    out = det.finalize(det.count_columns(cols, rng, facts=facts), rng)
-    # the JSON form of the details is made here, in the worker when there are workers
-    out = [replace(t, controls=cleaned(t.controls), detail=cleaned(t.detail)) for t in out]
-    _stage(f"  {det.name}", t0)
-    return i, out
-
-
-def _each_detector(cols, facts, dets: list, seed: int, workers: int | None = None) -> list[list[TestResult]]:
-    """Every detector's results, in the detectors' order. On a large input with two or more cores the detectors
-    run in forked worker processes that read the columns copy-on-write (each detector owns its random generator,
-    so the results are the same whichever process runs it); otherwise one after the other."""
-    global _SHARED
-    import os
-
-    workers = workers if workers is not None else min(2, os.cpu_count() or 1)
-    _SHARED = (cols, facts, dets, seed)
-    try:
-        if workers > 1 and len(dets) > 1 and len(cols) >= PARALLEL_MIN_DEALS:
-            import multiprocessing as mp
-
-            try:
-                ctx = mp.get_context("fork")
-            except ValueError:
-                ctx = None
-            if ctx is not None:
-                order = sorted(range(len(dets)), key=lambda i: (HEAVY_FIRST.index(dets[i].name)
-                                                                 if dets[i].name in HEAVY_FIRST else len(HEAVY_FIRST)))
-                with ctx.Pool(workers) as pool:
-                    got = dict(pool.imap_unordered(_one_detector, order))
-                return [got[i] for i in range(len(dets))]
-        return [_one_detector(i)[1] for i in range(len(dets))]
-    finally:
-        _SHARED = None
-
-
-def audit_paths(paths: list[str], fdr: float = 0.05, seed: int = DEFAULT_SEED, progress=None, selection=None,
-                detectors=None, status=None) -> AuditReport:
-    """The audit of files through the batch pipeline: the replay builds the detectors' columns chunk by chunk
-    (no Python object per deal), then every detector counts them once. `selection`: an `auditor.select.Selection`
-    (records outside it are not read into the audit; its summary goes into the document). `progress(records)`
-    follows the replay; `status(text)`, a context manager, is entered while the tests run (the CLI's spinner)."""
-    rep = replay_for_audit(paths, progress=progress, selection=selection)
-    return audit_replayed(rep, fdr=fdr, seed=seed, selection=selection, detectors=detectors, status=status)
-
-
-def replay_for_audit(paths: list[str], progress=None, selection=None):
-    """The first half of `audit_paths`: the replay, with the audit's columns."""
-    from .fast.pipeline import replay_paths
-
-    chunks = None
-    if selection is not None and selection.active:
-        from .select import selected_chunks
-
-        chunks = selected_chunks(selection)
-    t0 = _clock()
-    rep = replay_paths([str(p) for p in paths], progress=progress, columns=True, chunks=chunks)
-    _stage("replay and columns", t0)
+def replay_for_audit(paths: Sequence[str], engine: str = "batch", progress: Callable[[int], None] | None = None,
+                     selection: Selection | None = None) -> Replay:
+    """Read, validate and replay the files with the table the detectors read. `selection`: only the records it
+    selects are replayed (its counts are kept in it for the document)."""
+    t0 = clock()
+    paths = [str(p) for p in paths]
+    active = selection is not None and selection.active
+    if engine == "batch":
+        rep = replay_paths(paths, progress=progress, table=True,
+                           chunks=selected_chunks(selection) if active and selection is not None else None)
+    else:
+        records: Iterable[Record] = read_records(paths)
+        if active and selection is not None:
+            records = selection.filter(records)
+        rep = replay_records(_progressed(records, progress), engine=engine, table=True)
+    stage("replay and columns", t0)
     return rep
 
 
-def audit_replayed(rep, fdr: float = 0.05, seed: int = DEFAULT_SEED, selection=None, detectors=None,
-                   status=None) -> AuditReport:
-    """The second half of `audit_paths`: every test over the replay's columns, then the families."""
-    import contextlib
+def _progressed(records: Iterable[Record], progress: Callable[[int], None] | None) -> Iterable[Record]:
+    if progress is None:
+        yield from records
+        return
+    i = 0
+    for i, rec in enumerate(records, 1):
+        if i % 2048 == 0:
+            progress(i)
+        yield rec
+    progress(i)
 
-    t0 = _clock()
-    with (status or (lambda text: contextlib.nullcontext()))(f"running the tests on {len(rep.columns):,} deals"):
-        tests, fams, dealing, wide = run_detectors_columns(rep.columns, fdr=fdr, seed=seed, detectors=detectors)
-    _stage("detectors", t0)
-    rep.columns = None  # the report does not need them any more
+
+def audit(replay: Replay, fdr: float = 0.05, seed: int = DEFAULT_SEED, selection: Selection | None = None,
+          detectors: Sequence[Detector] | None = None,
+          status: Callable[[str], ContextManager[Any]] | None = None, keep_table: bool = False) -> AuditReport:
+    """Every test over the replay's table, then the flags over the whole audit. `detectors`: instead of the
+    registry's (a study of some tests). `status(text)`, a context manager, is entered while the tests run (the
+    CLI's spinner). The table is dropped from the replay afterwards (the report does not read it) unless
+    `keep_table` (`investigate` shows the deals behind a score)."""
+    table = replay.table
+    if table is None:
+        if replay.results is None:
+            raise ValueError("this replay kept neither its table nor its deals: replay with table=True")
+        table = replay.table = from_results(replay.results)
+    t0 = clock()
+    with (status or (lambda text: contextlib.nullcontext()))(f"running the tests on {len(table):,} deals"):
+        tests, fams, dealing, wide = run_detectors(table, fdr=fdr, seed=seed, detectors=detectors)
+    stage("detectors", t0)
+    if not keep_table:
+        replay.table = None
     sel = selection.summary() if selection is not None and selection.active else None
-    return AuditReport(rep, seed, fdr, tests, fams, dealing, selection=sel, audit=wide)
+    return AuditReport(replay, seed, fdr, tests, fams, dealing, selection=sel, audit=wide)
 
 
-def audit_records(records: Iterable, fdr: float = 0.05, seed: int = DEFAULT_SEED, engine: str = "reference",
-                  detectors=None) -> AuditReport:
-    from .replay.run import replay_records
+def audit_paths(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEED, engine: str = "batch",
+                selection: Selection | None = None, detectors: Sequence[Detector] | None = None) -> AuditReport:
+    """`audit(replay_for_audit(paths))`: the two stages in one call."""
+    return audit(replay_for_audit(paths, engine=engine, selection=selection), fdr=fdr, seed=seed,
+                 selection=selection, detectors=detectors)
 
-    rep = replay_records(records, engine=engine)
-    tests, fams, dealing, wide = run_detectors_audit(rep.results, fdr=fdr, seed=seed, detectors=detectors)
-    return AuditReport(rep, seed, fdr, tests, fams, dealing, audit=wide)
+
+def audit_records(records: Iterable[Record], fdr: float = 0.05, seed: int = DEFAULT_SEED,
+                  engine: str = "reference", detectors: Sequence[Detector] | None = None) -> AuditReport:
+    """`audit(replay_records(records, table=True))`: the audit of records in memory."""
+    return audit(replay_records(records, engine=engine, table=True), fdr=fdr, seed=seed, detectors=detectors)
+
+
+# ---------------------------------------------------------------- the detectors over the table
+
+
+def run_detectors(table: AuditColumns, fdr: float = 0.05, seed: int = DEFAULT_SEED,
+                  detectors: Sequence[Detector] | None = None, details: bool = True,
+                  ) -> tuple[list[TestResult], list[Family], dict[str, int], AuditWide]:
+    """Every detector over the table (counted once over the whole input: the merge of per-table counts), then
+    the audit-wide flags: (tests, families, dealing summary, audit-wide summary)."""
+    t0 = clock()
+    facts = facts_from_columns(table)
+    stage("dealing facts", t0)
+    dets = list(detectors) if detectors is not None else make_detectors(fdr=fdr, details=details)
+    tests: list[TestResult] = []
+    t0 = clock()
+    for got in each_detector(table, facts, dets, seed):
+        tests += got
+    stage("detectors' counts and tests", t0)
+    t0 = clock()
+    tested, fams, wide = apply_audit(tests, fdr, SHARES)
+    stage("audit-wide flags", t0)
+    dealing = {"deals_audited": int(len(facts)), "deals_not_auditable": int(facts.skipped),
+               "tables": int(len(np.unique(table.table))) if len(table) else 0}
+    return tested, fams, dealing, wide
+
+
+PARALLEL_MIN_DEALS = 100_000  # below this the detectors run one after the other
+_SHARED: tuple[AuditColumns, DealingFacts, list[Detector], int] | None = None  # what forked workers read
+
+
+def _one_detector(i: int) -> tuple[int, list[TestResult]]:
+    assert _SHARED is not None
+    table, facts, dets, seed = _SHARED
+    det = dets[i]
+    rng = detector_rng(seed, det.name)
+    t0 = clock()
+    count = getattr(det, "count_columns", det.count)  # TRANSITION (issue 13): until every detector counts the table
+    out = det.finalize(count(table, rng, facts=facts), rng)
+    # the JSON form of the details is made here, in the worker when there are workers
+    out = [replace(t, controls=cleaned(t.controls), detail=cleaned(t.detail)) for t in out]
+    stage(f"  {det.name}", t0)
+    return i, out
+
+
+def cost(det: Detector) -> int:
+    """The scheduler's estimate of a detector's running time (its spec's `cost`; unknown: 0)."""
+    spec = getattr(det, "spec", None) or SPECS.get(det.name)
+    return int(spec.cost) if spec is not None else 0
+
+
+def each_detector(table: AuditColumns, facts: DealingFacts, dets: list[Detector], seed: int,
+                  workers: int | None = None) -> list[list[TestResult]]:
+    """Every detector's results, in the detectors' order. On a large input with two or more cores the detectors
+    run in forked worker processes that read the table copy-on-write, the costliest first (each detector owns its
+    random generator, so the results are the same whichever process runs it); otherwise one after the other."""
+    global _SHARED
+    workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    _SHARED = (table, facts, dets, seed)
+    try:
+        if workers > 1 and len(dets) > 1 and len(table) >= PARALLEL_MIN_DEALS \
+                and "fork" in mp.get_all_start_methods():
+            ctx = mp.get_context("fork")
+            order = sorted(range(len(dets)), key=lambda i: -cost(dets[i]))
+            with ctx.Pool(workers) as pool:
+                got = dict(pool.imap_unordered(_one_detector, order))
+            return [got[i] for i in range(len(dets))]
+        return [_one_detector(i)[1] for i in range(len(dets))]
+    finally:
+        _SHARED = None

@@ -25,7 +25,14 @@ from typing import Callable
 import numpy as np
 
 from . import dealgen
+from .audit import audit
+from .cards import RJ
 from .dealgen import Cheat
+from .dealog import record_from_obj
+from .detectors.registry import DETECTORS, make_detectors
+from .facts import config, held_prob
+from .replay.run import replay_records
+from .rules import resolve
 from .stats import exact
 from .stats.family import bh_qvalues
 
@@ -65,7 +72,6 @@ def _season_rng(seed: int, study: str, kind: str, i: int) -> np.random.Generator
 
 
 def _detector(test: str, fdr: float):
-    from .detectors.registry import DETECTORS
 
     return DETECTORS[test](fdr=fdr, details=False)
 
@@ -208,9 +214,6 @@ def oracle_power_curve(study: Study, qs, alpha: float) -> list[float]:
 
 
 def _null_rate(study: Study) -> float:
-    from .cards import RJ
-    from .facts import config, held_prob
-    from .rules import resolve
 
     if study.cheat_kind == "jack":
         game, preset = study.rules.split("/")
@@ -252,10 +255,6 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
     """Honest tables of four (Scotch Whist, Foster) whose dealers shuffle the gathered tricks as people do; the rate
     of p <= alpha of every dealing test and the seasons with any (false) flag, per scenario. With the simulator
     present, also its club season's human-shuffle tables with every cheater removed (`simulator_club`)."""
-    from .audit import run_detectors
-    from .dealog import record_from_obj
-    from .detectors.registry import make_detectors
-    from .replay.reference import replay_deal
 
     only = ["dealer_jack", "deal_uniformity", "shuffle_residue", "trick_stack"]
     out = {}
@@ -275,12 +274,13 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
                     rif = {p: int(spec) for p in players}
                 recs += list(dealgen.table_sequence("scotch_whist/foster", players, deals_per_table, rng, rif,
                                                     table=f"t{t}"))
-            results = [replay_deal(record_from_obj(r, "sim", 0, k + 1).deal) for k, r in enumerate(recs)]
+            rep = replay_records([record_from_obj(r, "sim", 0, k + 1) for k, r in enumerate(recs)], engine="batch",
+                                 table=True)
             dets = make_detectors(fdr=fdr, details=False, only=only)
             for d in dets:
                 if hasattr(d, "mc_max"):
                     d.mc_max = 2000
-            tests, _fams, _ = run_detectors(results, fdr=fdr, seed=int(rng.integers(2**31)), detectors=dets)
+            tests = audit(rep, fdr=fdr, seed=int(rng.integers(2**31)), detectors=dets).tests
             per_season.append(tests)
         out[name] = _rates(per_season, seasons)
         out[name]["_seconds"] = round(time.perf_counter() - t0, 2)
@@ -298,12 +298,13 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
                 + [TableSpec("sw5", 5, human_shuffle=True), TableSpec("af4", 4, game="all_fours", human_shuffle=True)],
                 n_deals=simulator_deals, players=30, season=f"cal{i}")
             sim = simulate_season(spec, rng)
-            results = [replay_deal(record_from_obj(r, "sim", 0, k + 1).deal) for k, r in enumerate(sim.records)]
+            rep = replay_records([record_from_obj(r, "sim", 0, k + 1) for k, r in enumerate(sim.records)],
+                                 engine="batch", table=True)
             dets = make_detectors(fdr=fdr, details=False, only=only + ["turnup_jack"])
             for d in dets:
                 if hasattr(d, "mc_max"):
                     d.mc_max = 2000
-            tests, _fams, _ = run_detectors(results, fdr=fdr, seed=int(rng.integers(2**31)), detectors=dets)
+            tests = audit(rep, fdr=fdr, seed=int(rng.integers(2**31)), detectors=dets).tests
             per_season.append(tests)
         out["simulator_club_2_to_4_riffles"] = _rates(per_season, seasons)
         out["simulator_club_2_to_4_riffles"]["_seconds"] = round(time.perf_counter() - t0, 2)

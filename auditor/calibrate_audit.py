@@ -30,6 +30,11 @@ from typing import Callable
 
 import numpy as np
 
+from .audit import audit_paths
+from .simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
+from .simulate.spec import player_names
+from .stats import exact
+
 ALPHAS = (0.001, 0.01, 0.05)
 CHEATER = "cheat"  # the lone cheater's name in the power studies
 
@@ -64,7 +69,6 @@ def _rng(seed: int, study: str, i: int) -> np.random.Generator:
 def honest_club_spec(rng: np.random.Generator, i: int, n_deals: int):
     """The i-th honest club: its make-up drawn from `rng` (skill mixes in turn by i; every table kind appears
     within a few seasons)."""
-    from .simulate import SeasonSpec, TableSpec, partnerships
 
     members = int(rng.choice([40, 60, 80]))
     mix_name = list(MIXES)[i % len(MIXES)]
@@ -81,7 +85,6 @@ def honest_club_spec(rng: np.random.Generator, i: int, n_deals: int):
                                 sides=partnerships(n, sides) if sides else None,
                                 packs=("red", "blue") if rng.random() < 0.3 else (),
                                 human_shuffle=bool(rng.random() < 0.3)))
-    from .simulate.spec import player_names
 
     names = player_names(members)
     clumsy = [str(x) for x in rng.choice(names, size=int(rng.integers(1, 4)), replace=False)]
@@ -109,13 +112,11 @@ class PowerStudy:
     per: str  # what the season's size counts for him
 
     def spec(self):
-        from .simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships
 
         n = self.table_size
         tables = [TableSpec(f"t{j}", n, game=self.game, sides=partnerships(n, "pairs") if n == 4 else None)
                   for j in range(60 // n)]
         skill = "strong" if self.kind == "marked_ten" else "club"
-        from .simulate.spec import player_names
 
         return SeasonSpec(tables=tables, n_deals=self.deals, players=[CHEATER] + player_names(59),
                           skills={CHEATER: skill},
@@ -143,7 +144,6 @@ def _audit_records(records: list[dict], seed: int) -> dict:
     """The records written as deal-log/1 and audited as `auditor audit` does; the document without games."""
     import orjson
 
-    from .audit import audit_paths
 
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "season.jsonl")
@@ -167,7 +167,6 @@ def _rates(doc: dict) -> dict:
 
 
 def honest_season(seed: int, i: int, n_deals: int) -> dict:
-    from .simulate import simulate_season
 
     t0 = time.perf_counter()
     rng = _rng(seed, "honest", i)
@@ -180,7 +179,6 @@ def honest_season(seed: int, i: int, n_deals: int) -> dict:
 
 
 def power_season(seed: int, key: str, i: int) -> dict:
-    from .simulate import simulate_season
 
     st = POWER[key]
     t0 = time.perf_counter()
@@ -269,7 +267,6 @@ def summarise_honest(rows: list[dict], level: float = 0.05) -> dict:
 def oracle_exact(st: PowerStudy, rows: list[dict]) -> float | None:
     """The exact binomial test of the cheater's own deals alone at the per-test level the audit gave him, averaged
     over the seasons (his deals and the level vary a little from season to season)."""
-    from .stats import exact
 
     vals = []
     for r in rows:

@@ -33,6 +33,18 @@ from typing import Callable
 
 import numpy as np
 
+from .audit import audit
+from .cards import parse_card
+from .dealog import record_from_obj
+from .detectors.marked_ten import Blocks
+from .detectors.play_facts import deal_exclusion, walk
+from .detectors.registry import DETECTORS
+from .replay.result import Replay
+from .replay.run import replay_records
+from .simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
+from .simulate.play import marked_ten_probs
+from .simulate.policy import tables
+
 ALPHAS = (0.001, 0.01, 0.05)
 SKILLS = ("novice", "club", "strong", "reader")
 CHEATER = "ada"
@@ -51,7 +63,6 @@ def _rng(seed: int, study: str, i: int) -> np.random.Generator:
 
 def marked_spec(q: float = 0.0, n_players: int = 60, deals_each: int = 400, human: bool = False,
                 cheater_skill: str = "strong", log_decisions: bool = False, equal_skills: bool = True):
-    from .simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships
 
     tables = [TableSpec(f"sw4-{i}", 4, sides=partnerships(4, "pairs"), human_shuffle=human)
               for i in range(n_players // 4)]
@@ -64,7 +75,6 @@ def marked_spec(q: float = 0.0, n_players: int = 60, deals_each: int = 400, huma
 
 
 def collusion_spec(q: float = 0.0, n_tables: int = 3, deals_each: int = 500, human: bool = False):
-    from .simulate import CheaterSpec, SeasonSpec, TableSpec
 
     tables = [TableSpec(f"sw5-{i}", 5, human_shuffle=human) for i in range(n_tables)]
     cheaters = [CheaterSpec(CHEATER, "colluder", q, partner=PARTNER),
@@ -74,7 +84,6 @@ def collusion_spec(q: float = 0.0, n_tables: int = 3, deals_each: int = 500, hum
 
 
 def revoke_spec(q: float = 0.0, n_players: int = 20, deals_each: int = 1000, human: bool = False):
-    from .simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships
 
     tables = [TableSpec(f"sw4-{i}", 4, sides=partnerships(4, "pairs"), human_shuffle=human)
               for i in range(n_players // 4)]
@@ -83,26 +92,17 @@ def revoke_spec(q: float = 0.0, n_players: int = 20, deals_each: int = 1000, hum
                       deck=False, time=False, season="cal")
 
 
-def _replay(records: list[dict]) -> list:
-    from .dealog import record_from_obj
-    from .replay.reference import replay_deal
+def _replay(records: list[dict]) -> Replay:
+    """The simulated records replayed as the audit replays them, with the table (and each deal's result, which
+    the likelihood-ratio yardstick reads)."""
+    return replay_records([record_from_obj(r, "sim", 0, k + 1) for k, r in enumerate(records)], engine="batch",
+                          table=True)
 
-    return [replay_deal(record_from_obj(r, "sim", 0, k + 1).deal) for k, r in enumerate(records)]
 
-
-def _detect(name: str, results: list, fdr: float) -> list:
-    """One detector counted per table and merged (as `auditor audit` does), then its family."""
-    from .detectors.registry import DETECTORS
-    from .stats.family import apply_families
-
-    det = DETECTORS[name](fdr=fdr, details=True)
-    by_table: dict[str, list] = {}
-    for r in results:
-        by_table.setdefault(r.deal.table, []).append(r)
-    rng = np.random.default_rng(0)
-    parts = [det.count(by_table[t], rng) for t in sorted(by_table)]
-    tests, _ = apply_families(det.finalize(det.merge(parts), rng), fdr)
-    return tests
+def _detect(name: str, rep: Replay, fdr: float) -> list:
+    """One test alone through the audit (`auditor.audit.audit` with that one detector: its family at the whole
+    level, as a study of one test needs)."""
+    return audit(rep, fdr=fdr, seed=0, detectors=[DETECTORS[name](fdr=fdr, details=True)], keep_table=True).tests
 
 
 # ---------------------------------------------------------------- the likelihood-ratio yardstick
@@ -112,11 +112,6 @@ def lr_yardstick(sim, results: list, q: float, players: set[str] | None = None) 
     """Per player: the optimal likelihood-ratio statistic of his decisions, honest policy vs the marked-Ten
     mixture q * cheat + (1 - q) * honest (the simulator's own policies), and its one-sided p-value under the honest
     policy (saddlepoint over his decisions; each decision's term drawn from the honest probabilities)."""
-    from .cards import parse_card
-    from .detectors.marked_ten import Blocks
-    from .detectors.play_facts import deal_exclusion, walk
-    from .simulate.play import marked_ten_probs
-    from .simulate.policy import tables
 
     rows = {}
     for d in sim.decisions or []:
@@ -174,14 +169,13 @@ def lr_yardstick(sim, results: list, q: float, players: set[str] | None = None) 
 
 def marked_season(seed: int, i: int, q: float, human: bool = False, fdr: float = 0.05, n_players: int = 60,
                   deals_each: int = 400, yardstick: bool = True) -> dict:
-    from .simulate import simulate_season
 
     t0 = time.perf_counter()
     study = f"marked-{q}-{int(human)}-{deals_each}"
     log = yardstick and q > 0
     sim = simulate_season(marked_spec(q, n_players, deals_each, human, log_decisions=log), _rng(seed, study, i))
-    results = _replay(sim.records)
-    tests = _detect("marked_ten", results, fdr)
+    rep = _replay(sim.records)
+    tests = _detect("marked_ten", rep, fdr)
     skills = {p: v["skill"] for p, v in sim.key["players"].items()}
     played: dict[str, int] = {}
     for r in sim.records:
@@ -198,14 +192,13 @@ def marked_season(seed: int, i: int, q: float, human: bool = False, fdr: float =
                      "p_plain_ten": c["plain_ten"]["p"], "p_placebo": c["placebo"]["p"]})
     out = {"rows": rows, "family": len(tests), "seconds": round(time.perf_counter() - t0, 2)}
     if log:
-        ys = lr_yardstick(sim, results, q)
+        ys = lr_yardstick(sim, rep.results or [], q)
         out["yardstick"] = ys
     return out
 
 
 def collusion_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: int = 500,
                      human: bool = False) -> dict:
-    from .simulate import simulate_season
 
     t0 = time.perf_counter()
     sim = simulate_season(collusion_spec(q, deals_each=deals_each, human=human),
@@ -223,7 +216,6 @@ def collusion_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each:
 
 def revoke_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: int = 1000,
                   human: bool = False) -> dict:
-    from .simulate import simulate_season
 
     t0 = time.perf_counter()
     sim = simulate_season(revoke_spec(q, deals_each=deals_each, human=human),

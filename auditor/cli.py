@@ -197,7 +197,7 @@ def replay(
         _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
         raise typer.Exit(2)
     _check_paths(paths, max_record_bytes)
-    from .replay.run import dump_document, replay_paths
+    from .replay.run import replay_paths
 
     if not json_out and sys.stderr.isatty():
         from .report.terminal import replay_progress
@@ -216,19 +216,13 @@ def replay(
     with _stdout_guard():
         if json_out:
             out = _stdout_bytes()
-            if out is not None and hasattr(report, "write_json"):
+            if out is not None:
                 sys.stdout.flush()
                 report.write_json(out)
                 out.write(b"\n")
                 out.flush()
             else:
-                data = dump_document(report.to_json()) + b"\n"
-                if out is not None:
-                    sys.stdout.flush()
-                    out.write(data)
-                    out.flush()
-                else:
-                    sys.stdout.write(data.decode())
+                sys.stdout.write(report.to_json_bytes().decode() + "\n")
         else:
             from .report.terminal import print_replay
 
@@ -334,36 +328,22 @@ def audit(
         _err(f"auditor: {e}")
         raise typer.Exit(2)
     show = not json_out and sys.stderr.isatty()
-    if engine == "batch":
-        from .audit import audit_paths
+    from .audit import audit, clock, replay_for_audit, stage
+
+    if show:
+        from rich.console import Console
+
         from .report.terminal import replay_progress
 
-        if show:
-            from rich.console import Console
-
-            from .audit import audit_replayed, replay_for_audit
-
-            err_console = Console(stderr=True)
-            with replay_progress(paths) as progress:  # the bar, then a spinner while the tests run
-                rep = replay_for_audit(paths, progress=progress, selection=sel)
-            report = audit_replayed(rep, fdr=fdr, seed=seed, selection=sel,
-                                    status=lambda text: err_console.status(text))
-        else:
-            report = audit_paths(paths, fdr=fdr, seed=seed, selection=sel)
+        err_console = Console(stderr=True)
+        with replay_progress(paths) as progress:  # the bar, then a spinner while the tests run
+            rep = replay_for_audit(paths, engine=engine, progress=progress, selection=sel)
+        report = audit(rep, fdr=fdr, seed=seed, selection=sel, status=lambda text: err_console.status(text))
     else:
-        from .audit import audit_records
-
-        records = _progress_reader(paths, show)
-        if sel.active:
-            records = sel.filter(records)
-        report = audit_records(records, fdr=fdr, seed=seed, engine=engine)
-        if sel.active:
-            report.selection = sel.summary()
-    from .audit import _clock, _stage
-
-    t0 = _clock()
+        report = audit(replay_for_audit(paths, engine=engine, selection=sel), fdr=fdr, seed=seed, selection=sel)
+    t0 = clock()
     doc = report.to_json(games=False)  # what the reports read; --json streams the games summary in
-    _stage("document", t0)
+    stage("document", t0)
     from .report.verdict import Coverage
 
     cover = Coverage.of_doc(doc)
@@ -381,9 +361,9 @@ def audit(
         _wrote(out)
     with _stdout_guard():
         if json_out:
-            t0 = _clock()
+            t0 = clock()
             data = report.json_bytes(doc) + b"\n"
-            _stage("JSON bytes", t0)
+            stage("JSON bytes", t0)
             buf = _stdout_bytes()
             sys.stdout.flush()
             if buf is not None:

@@ -18,10 +18,22 @@ from __future__ import annotations
 
 import difflib
 import math
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from markupsafe import Markup
+from rich.markup import escape as _markup
+from rich.table import Table
+
+from .atomic import write_text
 from .cards import CARD_STR, RJ, parse_card, rank_of
+from .errors import RulesError, UsageError
+from .facts import config, held_prob
 from .report import sentences, svg
+from .report.html import environment, html_safe
+from .report.terminal import SafeConsole
+from .report.verdict import Coverage
+from .textsafe import visible
 
 TOP_DEALS = 10
 SUIT_WORDS = ("spades", "hearts", "diamonds", "clubs")
@@ -38,10 +50,8 @@ def concerns(subject: str, player: str) -> bool:
 
 def player_entries(doc: dict, player: str) -> list[dict]:
     tests = doc.get("tests") if isinstance(doc.get("tests"), list) else []
-    order = {t: i for i, t in enumerate(sentences.ORDER)}
     out = [e for e in tests if isinstance(e, dict) and concerns(e.get("subject", ""), player)]
-    return sorted(out, key=lambda e: (order.get(e.get("test"), len(order)), str(e.get("test")),
-                                      str(e.get("subject"))))
+    return sorted(out, key=lambda e: (*sentences.section_key(e.get("test")), str(e.get("subject"))))
 
 
 def known_players(doc: dict, results: Sequence | None = None) -> list[str]:
@@ -62,8 +72,6 @@ def suggest(player: str, names: Iterable[str]) -> list[str]:
 
 
 def _dealer_jack_deals(results: Sequence, player: str) -> list[dict]:
-    from .facts import config, held_prob
-
     out = []
     for r in results:
         d = r.deal
@@ -74,7 +82,8 @@ def _dealer_jack_deals(results: Sequence, player: str) -> list[dict]:
             continue
         try:
             p0 = float(held_prob(config(d.ruleset, d.n), 0, RJ))  # exact, relative seat 0 = the dealer
-        except Exception:  # a layout the rules cannot give: the replay has already reported the record
+        except (RulesError, LookupError, ValueError, ArithmeticError):  # a layout the rules cannot give: the
+            # replay has already reported the record
             continue
         turned = parse_card(d.turn_up) == jack
         what = (f"{player} dealt and held the Jack of trumps ({CARD_STR[jack]})"
@@ -129,7 +138,7 @@ def top_deals(entry: dict, results: Sequence | None, player: str, k: int = TOP_D
     if isinstance(listed, list) and listed and all(isinstance(x, dict) for x in listed):
         rows = []
         for x in listed:
-            contrib = sentences._finite(x.get("contribution", x.get("score")))
+            contrib = sentences.finite(x.get("contribution", x.get("score")))
             rows.append({"game_id": x.get("game_id"), "deal_no": x.get("deal_no"), "source": x.get("source"),
                          "contribution": contrib, "what": str(x.get("what") or x.get("message") or "")})
         rows.sort(key=lambda x: -(x["contribution"] if x["contribution"] is not None else -math.inf))
@@ -148,7 +157,7 @@ def top_deals(entry: dict, results: Sequence | None, player: str, k: int = TOP_D
 
 
 def _fmt_contrib(x: Any) -> str:
-    v = sentences._finite(x)
+    v = sentences.finite(x)
     return "n/a" if v is None else f"{v:+.2f}"
 
 
@@ -216,13 +225,11 @@ def build_investigation(doc: dict, player: str, results: Sequence | None = None,
         headline = f"{player} is not flagged by any of {len(tests)} tests"
     else:
         headline = f"No test of this audit concerns {player}"
-    from .report.verdict import Coverage
-
     headline += Coverage.of_doc(doc).unread_clause()  # issue 12: "; 3 records not read (2 not valid JSON, ...)"
     return {
         "player": player, "headline": headline, "n_flagged": len(flagged), "tests": tests,
         "findings": [{"code": str(f.get("code", "")), "source": str(f.get("source") or ""),
-                      "where": sentences._where(f), "message": str(f.get("message") or "")} for f in findings],
+                      "where": sentences.finding_where(f), "message": str(f.get("message") or "")} for f in findings],
         "summary": player_summary(results, player), "seed": "n/a" if doc.get("seed") is None else str(doc["seed"]),
         "not_clean_note": sentences.NOT_CLEAN_NOTE, "monthly_note": sentences.MONTHLY_NOTE,
         "how_to_read": sentences.HOW_TO_READ,
@@ -232,9 +239,8 @@ def build_investigation(doc: dict, player: str, results: Sequence | None = None,
 def _deals_note(test: str, total: int, shown: int, origin: str) -> str:
     if origin == "none":
         return "This test does not attribute its score to single deals."
-    info = sentences.test_info(test)
     if total == 0:
-        return f"No deal of this player {info['event']}."
+        return f"No deal of this player {sentences.spec_of(test).event}."
     more = f" (the {shown} that weigh most are listed)" if total > shown else ""
     return (f"{total} deal{'s add' if total != 1 else ' adds'} to the score{more}. Contribution: what the deal added "
             f"to observed minus expected (a rarer event adds more).")
@@ -244,22 +250,12 @@ def _deals_note(test: str, total: int, shown: int, origin: str) -> str:
 
 
 def render_investigation_html(view: dict) -> str:
-    from markupsafe import Markup
-
-    from .report.html import environment, html_safe
-
     for t in view["tests"]:
         t["timeline"] = Markup(t["timeline"])
     return html_safe(environment().get_template("investigate.html.j2").render(v=view))
 
 
 def print_investigation(view: dict, console=None) -> None:
-    from rich.markup import escape as _markup
-    from rich.table import Table
-
-    from .report.terminal import SafeConsole
-    from .textsafe import visible
-
     def escape(text) -> str:  # issue 12: no control or bidi character from a log reaches the terminal
         return _markup(visible(text))
 
@@ -306,15 +302,9 @@ def print_investigation(view: dict, console=None) -> None:
 
 
 def write_investigation(view: dict, path) -> None:
-    from pathlib import Path
-
-    from .errors import UsageError
-
     path = Path(path)
     if path.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"--out {str(path)!r}: the investigation is written as HTML (.html)")
-    from .atomic import write_text
-
     try:
         write_text(path, render_investigation_html(view))  # whole or not at all (issue 12)
     except OSError as e:
@@ -336,15 +326,13 @@ def investigate_records(records, player: str, fdr: float = 0.05, seed: int = 0, 
         hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
         raise UsageError(f"no player {player!r} in these logs{hint}")
     if engine == "batch":
-        # the audit through the columns (as `auditor audit`); the deals behind the scores are his deals only, so
+        # the audit through the table (as `auditor audit`); the deals behind the scores are his deals only, so
         # only those are replayed into per-deal results
-        from .audit import audit_replayed
-        from .fast.pipeline import replay_paths
-        from .replay.run import replay_records
+        from .audit import audit
+        from .replay.run import replay_paths, replay_records
         from .select import records_chunks
 
-        rep = replay_paths([], columns=True, chunks=records_chunks(records))
-        report = audit_replayed(rep, fdr=fdr, seed=seed)
+        report = audit(replay_paths([], table=True, chunks=records_chunks(records)), fdr=fdr, seed=seed)
         results = replay_records([r for r in records if r.deal is not None and player in r.deal.players],
                                  engine="batch").results
     else:

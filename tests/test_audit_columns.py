@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 from auditor import audit
-from auditor.audit import audit_paths, audit_records, run_detectors_columns
+from auditor.audit import audit_paths, audit_records, run_detectors
 from auditor.dealog import read_records
 from auditor.fast.pipeline import replay_paths
 from auditor.testing.generate import Style, random_log
@@ -45,11 +45,11 @@ def test_mixed_and_mutated_log_columns_equal_records(tmp_path):
 
 
 def test_parallel_detectors_equal_serial(monkeypatch):
-    cols = replay_paths([DEMO], columns=True).columns
+    cols = replay_paths([DEMO], table=True).table
     monkeypatch.setattr(audit, "PARALLEL_MIN_DEALS", 1)
-    par = run_detectors_columns(cols, seed=5)
+    par = run_detectors(cols, seed=5)
     monkeypatch.setattr(audit, "PARALLEL_MIN_DEALS", 10**12)
-    ser = run_detectors_columns(cols, seed=5)
+    ser = run_detectors(cols, seed=5)
     assert [t.to_json() for t in par[0]] == [t.to_json() for t in ser[0]]
     assert [f.to_json() for f in par[1]] == [f.to_json() for f in ser[1]]
     assert par[2] == ser[2]

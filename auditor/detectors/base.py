@@ -33,7 +33,7 @@ from typing import Any, Mapping, Protocol, Sequence
 import numpy as np
 
 from ..columns import AuditColumns
-from ..facts import DealingFacts
+from ..facts import DealingFacts, facts_from_columns
 from ..stats import exact
 from ..stats.family import TestResult
 from .spec import TestSpec
@@ -250,16 +250,11 @@ class TrialsDetector:
     def count_facts(facts) -> dict:
         raise NotImplementedError
 
-    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts=None) -> dict:
-        from ..facts import facts_from_results
-
-        return self.count_facts(facts if facts is not None else facts_from_results(results))
-
-    def count_columns(self, cols, rng: np.random.Generator | None = None, facts=None) -> dict:
-        """`count` over the audit's columns (`auditor.columns.AuditColumns`): the same dealing facts."""
-        from ..facts import facts_from_columns
-
-        return self.count_facts(facts if facts is not None else facts_from_columns(cols))
+    def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
+              facts: DealingFacts | None = None) -> dict:
+        """The per-subject trials of the table's dealing facts (`facts_from_columns(table)` unless given; the
+        oracle is the same `count_facts` over `facts_from_results` of the deals)."""
+        return self.count_facts(facts if facts is not None else facts_from_columns(table))
 
     def merge(self, parts: Sequence[dict]) -> dict:
         return merge_streams(parts)

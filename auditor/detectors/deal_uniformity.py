@@ -28,6 +28,7 @@ import numpy as np
 from scipy import stats as _st
 
 from ..cards import cards_of
+from ..columns import AuditColumns
 from ..facts import (
     MAX_SEATS,
     N_CLASSES,
@@ -35,7 +36,7 @@ from ..facts import (
     UNDEALT,
     Config,
     DealingFacts,
-    facts_from_results,
+    facts_from_columns,
     honour_ranks,
     honours_held_pmf,
     location_probs,
@@ -345,14 +346,9 @@ class DealUniformity:
             return int(self.mc_max)
         return int(min(200_000, max(2_000, np.ceil(2 * m / self.fdr))))
 
-    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None,
+    def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
               facts: DealingFacts | None = None) -> dict:
-        return _uniformity_rows(facts if facts is not None else facts_from_results(results))
-
-    def count_columns(self, cols, rng: np.random.Generator | None = None, facts: DealingFacts | None = None) -> dict:
-        from ..facts import facts_from_columns
-
-        return _uniformity_rows(facts if facts is not None else facts_from_columns(cols))
+        return _uniformity_rows(facts if facts is not None else facts_from_columns(table))
 
     def merge(self, parts: Sequence[dict]) -> dict:
         return _merge_cfg(parts)
@@ -515,14 +511,9 @@ class DealerCutter:
         self.details = details
         self.min_deals = min_deals
 
-    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None,
+    def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
               facts: DealingFacts | None = None) -> dict:
-        return _cutter_rows(facts if facts is not None else facts_from_results(results))
-
-    def count_columns(self, cols, rng: np.random.Generator | None = None, facts: DealingFacts | None = None) -> dict:
-        from ..facts import facts_from_columns
-
-        return _cutter_rows(facts if facts is not None else facts_from_columns(cols))
+        return _cutter_rows(facts if facts is not None else facts_from_columns(table))
 
     def merge(self, parts: Sequence[dict]) -> dict:
         return _merge_cfg(parts)

@@ -27,6 +27,7 @@ is not flagged, a dealer well outside it is. A dealer alone at his tables has no
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Sequence
 
 import numba
@@ -36,8 +37,9 @@ from scipy import stats as _st
 from ..columns import (
     deck_of as _deck_of,  # the dealt order of the pack, as the audit's columns hold it
 )
+from ..columns import AuditColumns
 from ..columns import parsed_tricks as _tricks_of
-from ..facts import config
+from ..facts import DealingFacts, config
 from ..rules import layout
 from ..stats import exact
 from ..stats.family import TestResult
@@ -223,8 +225,20 @@ def _residue_rows_kernel(cur, prev, pack_size, deck, deck_len, hands, has_hands,
     return out
 
 
-def count_columns(cols) -> dict:
-    """`count_results(results)` from `auditor.columns.from_results(results)` (or the batch pipeline's columns):
+_LAST: list[tuple[weakref.ref[AuditColumns], dict]] = []  # the rows of the last table counted (both tests read them)
+
+
+def rows_of(table: AuditColumns) -> dict:
+    """`count_table(table)`, counted once for the two residue tests of one audit."""
+    if _LAST and _LAST[0][0]() is table:
+        return _LAST[0][1]
+    rows = count_table(table)
+    _LAST[:] = [(weakref.ref(table), rows)]
+    return rows
+
+
+def count_table(cols: AuditColumns) -> dict:
+    """`count_results(results)` from the table (`auditor.columns.from_results(results)`, or the batch pipeline's):
     the previous deal of each deal's pack at its table found by sorting, the residues counted by a numba kernel."""
     D = len(cols)
     n = cols.n.astype(np.int64)
@@ -411,24 +425,11 @@ class ShuffleResidue:
         self.fdr = fdr
         self.details = details
 
-    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts: Any = None) -> dict:
-        if facts is not None:  # both residue tests read the same per-deal rows: count a partition once
-            cached = getattr(facts, "_residue_rows", None)
-            if cached is None:
-                cached = count_results(results)
-                facts._residue_rows = cached
-            return cached
-        return count_results(results)
-
-    def count_columns(self, cols: Any, rng: np.random.Generator | None = None, facts: Any = None) -> dict:
-        """`count` from the audit columns (`auditor.columns.AuditColumns`), the same rows."""
-        if facts is not None:
-            cached = getattr(facts, "_residue_rows", None)
-            if cached is None:
-                cached = count_columns(cols)
-                facts._residue_rows = cached
-            return cached
-        return count_columns(cols)
+    def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
+              facts: DealingFacts | None = None) -> dict:
+        """The per-deal residue rows of the table (`count_table`; the oracle is `count_results` over the deals).
+        Both residue tests read the same rows: the rows of the last table counted are kept for the other."""
+        return rows_of(table)
 
     def merge(self, parts: Sequence[dict]) -> dict:
         out: dict[str, dict] = {}

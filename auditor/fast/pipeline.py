@@ -17,11 +17,16 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..dealog import Deal, LongLine, Record, _parse_line, record_from_obj, validate
+from ..dealog import Deal, LongLine, Record, record_from_obj, validate
+from ..dealog import parse_line as _parse_line
 from ..errors import InputError
 from ..findings import Finding
+from ..replay.reference import replay_deal
+from ..replay.result import Replay, bad_record_finding
+from .audit_cols import ColumnsBuilder
 from .cols import GAMES as GAMES_
 from .cols import Chunk, ChunkBuilder, Registry, row_to_obj, uniq
+from .kernel import FALLBACK_REASONS, replay_chunk
 
 CHUNK_ROWS = 32768
 
@@ -328,62 +333,6 @@ _ACC_KEYS = ("fi", "line", "gid", "chunk", "deal_no", "dealer", "n", "ns", "game
              "rt_has", "rw", "rec_has")
 
 
-@dataclass
-class Replayed:
-    """What `replay_paths` found: enough for the JSON document and the terminal summary."""
-
-    deals: int
-    games: int
-    findings: list[Finding]
-    games_summary: "GameList"
-    stats: dict
-    columns: object = None  # AuditColumns when asked (the audit)
-
-    def to_json(self) -> dict:
-        return {"deals": self.deals, "games": self.games, "findings": [f.to_json() for f in self.findings],
-                "games_summary": [g.to_json() for g in self.games_summary]}
-
-    def _head_bytes(self) -> bytes:
-        """The document with an empty `games_summary`, indented as `json.dumps(..., indent=2)` writes it."""
-        head = {"deals": self.deals, "games": self.games, "findings": [f.to_json() for f in self.findings],
-                "games_summary": []}
-        try:
-            import orjson
-
-            return orjson.dumps(head, option=orjson.OPT_INDENT_2)
-        except (ImportError, TypeError):
-            import json
-
-            return json.dumps(head, indent=2, ensure_ascii=False).encode()
-
-    def to_json_bytes(self) -> bytes:
-        """The document as `json.dumps(self.to_json(), indent=2, ensure_ascii=False)` writes it, built without
-        a Python object per game."""
-        text = self._head_bytes()
-        if not len(self.games_summary):
-            return text
-        tail = b"[]\n}"
-        assert text.endswith(tail)
-        return text[:-len(tail)] + b"[\n" + self.games_summary.json_entries() + b"\n  ]\n}"
-
-    def write_json(self, out) -> None:
-        """Write the document (as `to_json_bytes`) to a binary stream, without joining it into one bytes."""
-        text = self._head_bytes()
-        if not len(self.games_summary):
-            out.write(text)
-            return
-        tail = b"[]\n}"
-        out.write(text[:-len(tail)] + b"[\n")
-        out.write(self.games_summary.json_buffer())
-        out.write(b"\n  ]\n}")
-
-    def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for f in self.findings:
-            out[f.code] = out.get(f.code, 0) + 1
-        return out
-
-
 class GameList:
     """`games_summary` in order: games chained by arrays (built on demand) and games chained by `chain_games`."""
 
@@ -445,7 +394,7 @@ class GameList:
             ids_json = pc.binary_join_element_wise(lit('"'), ids, lit('"'), lit(""))
             unsafe = pc.match_substring_regex(ids, r'["\\\x00-\x1f]')
             if pc.any(unsafe).as_py():
-                from ..parquet import _np
+                from .arrow import to_numpy as _np
 
                 where = np.flatnonzero(_np(unsafe, bool, False))
                 fixed = ids_json.to_pylist()
@@ -483,20 +432,14 @@ class GameList:
         return allv.buffers()[2].slice(int(offs[0]) + 2, int(offs[-1] - offs[0]) - 2)
 
 
-def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None, columns: bool = False,
-                 chunks: Callable | None = None) -> Replayed:
-    """Replay every file. `columns`: also build the audit's `AuditColumns` of every replayed deal
-    (`Replayed.columns`). `chunks`: a function (paths, registry) -> chunks to read instead of the files (the
+def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None, table: bool = False,
+                 chunks: Callable | None = None) -> Replay:
+    """Replay every file. `table`: also build the table of every replayed deal (`Replay.table`, the
+    detectors' input). `chunks`: a function (paths, registry) -> chunks to read instead of the files (the
     audit's selection)."""
-    from ..replay.reference import replay_deal
-    from .kernel import FALLBACK_REASONS, replay_chunk
-
     reg = Registry()
-    cb = None
-    if columns:
-        from .audit_cols import ColumnsBuilder
-
-        cb = ColumnsBuilder(reg)
+    cb = ColumnsBuilder(reg) if table else None
+    columns = table
     acc = _Acc()
     deal_findings: list[tuple] = []  # (fi, line, seq, Finding)
     n_read = 0
@@ -521,8 +464,6 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
         ref_results: dict[int, object] = {}
         for i in ref_rows:
             if ch.status[i] == 2:
-                from ..replay.run import bad_record_finding
-
                 rec = ch.slow[i]
                 seq += 1
                 deal_findings.append((ch.fi, rec.line or 0, seq, bad_record_finding(rec)))
@@ -549,8 +490,8 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
     games = int(np.count_nonzero(np.bincount(acc.gid))) if acc.n else 0
     stats = {"engine": "batch", "records": n_read, "deals": acc.n, "kernel": kernel_deals,
              "fallback": sum(reasons.values()), "fallback_reasons": dict(sorted(reasons.items()))}
-    return Replayed(deals=n_read, games=games, findings=[f for *_, f in deal_findings], games_summary=summaries,
-                    stats=stats, columns=cb.finish() if cb is not None else None)
+    return Replay(deals=n_read, games=games, findings=[f for *_, f in deal_findings], games_summary=summaries,
+                  stats=stats, table=cb.finish() if cb is not None else None)
 
 
 def _accumulate(acc: _Acc, ch: Chunk, out, handled: np.ndarray, ref_results: dict, reg: Registry) -> None:
@@ -702,7 +643,7 @@ def _unify_game_ids(acc: _Acc, arr: dict):
 
     allv = pa.concat_arrays(acc.gid_vals + [lstr([g for _, g in acc.slow_gid])])
     enc = pc.dictionary_encode(allv)
-    from ..parquet import _np
+    from .arrow import to_numpy as _np
 
     codes = _np(enc.indices, np.int64, -1)
     local = arr["gid"]

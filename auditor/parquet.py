@@ -27,13 +27,23 @@ Reading is streamed by record batches, so memory stays bounded whatever the file
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+import datetime
+import decimal
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
+import orjson
 
 from .cards import CARD_STR
-from .dealog import Record, record_from_obj
-from .fast.cols import BEGS, GAMES, NOCARD, Chunk, Ragged, Registry, uniq
+from .errors import InputError
+from .fast.arrow import to_numpy, validity
+from .fast.cols import BEGS, GAMES, NOCARD, Chunk, ChunkBuilder, DictColumn, Ragged, Registry, row_to_obj, uniq
+from .logparse import Record, json_loader, open_input, parse_line, record_from_obj
+
+# pyarrow (and pyarrow.parquet, pyarrow.compute) is imported in the functions that use it, never at module level:
+# it costs a quarter of a second of start-up, and `auditor.dealog` imports this module for every command that reads
+# a log, most of which never open a Parquet file.
 
 LAYOUT_VERSION = "1"
 CARD_COLS = ("deck", "hands", "runs", "discards", "tricks")
@@ -114,7 +124,6 @@ def _list_col(vals: np.ndarray, has: np.ndarray, ns: np.ndarray):
 
 def chunk_to_table(ch: Chunk, reg: Registry):
     """The Parquet rows of a chunk read with `keep_all` (slow rows as `raw`)."""
-    import orjson
     import pyarrow as pa
 
     n = ch.n
@@ -226,9 +235,6 @@ def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: bool = Fals
                         rows: int = 65536) -> Iterator[Chunk]:
     """Record batches of a deal-log/1 Parquet file as chunks. A file that is not one gives a chunk with one bad
     row (source = the path)."""
-    from .dealog import InputError, open_input
-    from .fast.cols import ChunkBuilder
-
     done = 0  # rows given so far
     try:
         import pyarrow.parquet as pq
@@ -289,45 +295,6 @@ def _native_chunks(pf, names: set, path: str, fi: int, reg: Registry, keep_all, 
         yield ch
 
 
-_NP_TYPES = {"int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16, "int32": np.int32,
-             "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64}
-
-
-def _valid(arr) -> np.ndarray | None:
-    """The validity of an Arrow array as a bool array (None: no nulls), read from its bitmap."""
-    if arr.null_count == 0:
-        return None
-    if arr.null_count == len(arr):
-        return np.zeros(len(arr), bool)
-    bits = np.unpackbits(np.frombuffer(arr.buffers()[0], np.uint8), bitorder="little")
-    return bits[arr.offset:arr.offset + len(arr)].astype(bool)
-
-
-def _np(arr, dtype, fill=0) -> np.ndarray:
-    """A primitive Arrow array as numpy (nulls as `fill`), straight from its buffers."""
-    n = len(arr)
-    t = str(arr.type)
-    if t == "bool":
-        if arr.buffers()[1] is None:
-            vals = np.zeros(n, bool)
-        else:
-            bits = np.unpackbits(np.frombuffer(arr.buffers()[1], np.uint8), bitorder="little")
-            vals = bits[arr.offset:arr.offset + n].astype(bool)
-    elif t in _NP_TYPES:
-        buf = arr.buffers()[1]
-        vals = np.frombuffer(buf, _NP_TYPES[t], count=n, offset=arr.offset * np.dtype(_NP_TYPES[t]).itemsize) \
-            if buf is not None else np.zeros(n, _NP_TYPES[t])
-    elif t == "null":
-        return np.full(n, fill, dtype)
-    else:
-        raise ValueError(f"column of type {t}")
-    ok = _valid(arr)
-    out = vals.astype(dtype, copy=True)
-    if ok is not None:
-        out[~ok] = fill
-    return out
-
-
 def _ragged(arr) -> Ragged:
     """A binary Arrow array as a Ragged (zero copy where possible)."""
     import pyarrow as pa
@@ -342,7 +309,7 @@ def _ragged(arr) -> Ragged:
     bufs = arr.buffers()
     off = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    ok = _valid(arr)
+    ok = validity(arr)
     return Ragged(off, data, np.ones(n, bool) if ok is None else ok)
 
 
@@ -353,14 +320,12 @@ def _dict_parts(arr) -> tuple[np.ndarray, list]:
 
     if not pa.types.is_dictionary(arr.type):
         arr = pc.dictionary_encode(arr)
-    return _np(arr.indices, np.int64, -1), arr.dictionary.to_pylist()
+    return to_numpy(arr.indices, np.int64, -1), arr.dictionary.to_pylist()
 
 
 def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: bool) -> Chunk:
-    import orjson
     import pyarrow as pa
     import pyarrow.compute as pc
-    from .fast.cols import Chunk
 
     n = batch.num_rows
     c = {name: batch.column(name) for name in batch.schema.names}
@@ -371,7 +336,7 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
     raw_line: dict[int, bytes] = {}
     bad = np.zeros(n, bool)  # column rows that fail a check: judged the slow way
     if raw_arr.null_count < n:
-        okr = _valid(raw_arr)
+        okr = validity(raw_arr)
         is_raw = np.ones(n, bool) if okr is None else okr
         for i in np.flatnonzero(is_raw).tolist():
             raw = raw_arr[i].as_py()
@@ -382,7 +347,7 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
             slow[i] = rec
             status[i] = 1 if rec.deal is not None else 2
     col = status == 0
-    game = _np(c["game"], np.uint8, 255)
+    game = to_numpy(c["game"], np.uint8, 255)
     bad |= col & (game > 1)
     # rules and options -> ruleset ids
     r_codes, r_vals = _dict_parts(c["rules"])
@@ -442,20 +407,20 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
     g_arr = c["game_id"]
     if not pa.types.is_dictionary(g_arr.type):
         g_arr = pc.dictionary_encode(g_arr)
-    gid = _np(g_arr.indices, np.int64, -1)
+    gid = to_numpy(g_arr.indices, np.int64, -1)
     gid_vals = g_arr.dictionary
     bad |= col & (gid < 0)
-    deal_no = _np(c["deal_no"], np.int64, 0)
+    deal_no = to_numpy(c["deal_no"], np.int64, 0)
     bad |= col & ((deal_no < 1) | (deal_no >= 2 ** 62))
-    dealer = _np(c["dealer"], np.int16, -1)
+    dealer = to_numpy(c["dealer"], np.int16, -1)
     bad |= col & ((dealer < 0) | (dealer >= nplayers))
-    cutter = _np(c["cutter"], np.int16, -1)
+    cutter = to_numpy(c["cutter"], np.int16, -1)
     bad |= col & (cutter >= nplayers)
-    turn_up = _np(c["turn_up"], np.uint8, NOCARD)
-    shown = _np(c["shown"], np.uint8, NOCARD)
-    beg = _np(c["beg"], np.int8, 0)
+    turn_up = to_numpy(c["turn_up"], np.uint8, NOCARD)
+    shown = to_numpy(c["shown"], np.uint8, NOCARD)
+    beg = to_numpy(c["beg"], np.int8, 0)
     bad |= col & ((turn_up >= 52) | ((shown >= 52) & (shown != NOCARD)) | (beg > 3) | (beg < 0))
-    bunched = _np(c["bunched"], bool, False)
+    bunched = to_numpy(c["bunched"], bool, False)
     rg = {name: _ragged(c[name]) for name in CARD_COLS}
     lens = {name: _ragged(c[LEN_COLS[name]]) for name in LEN_COLS}
     for name in CARD_COLS:  # every card code < 52
@@ -489,9 +454,9 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
     rp, rp_has, okp = _lists(c["rec_points"], ns, S)
     rt, rt_has, okt = _lists(c["rec_totals"], ns, S)
     bad |= col & (~okp | ~okt)
-    rw = _np(c["rec_winner"], np.int16, -1)
+    rw = to_numpy(c["rec_winner"], np.int16, -1)
     bad |= col & (rw >= ns)
-    rec_has = _np(c["recorded"], bool, False)
+    rec_has = to_numpy(c["recorded"], bool, False)
     bad |= col & ~rec_has & (rp_has | rt_has | (rw >= 0))
     # rows that failed a check: rebuilt as JSON objects and judged by the reader
     for i in np.flatnonzero(bad).tolist():
@@ -503,8 +468,6 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
         raw_line[i] = orjson.dumps(obj)
     extra = table = time = pack = None
     if keep_all == "meta":  # the audit: table and pack as codes, no Python string per row
-        from .fast.cols import DictColumn
-
         table = DictColumn.of(c["table"])
         pack = DictColumn.of(c["pack"]) if "pack" in c else None
     elif keep_all:
@@ -538,13 +501,13 @@ def _lists(arr, ns: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     out = np.zeros((n, S), np.int32)
     if pa.types.is_null(arr.type):
         return out, np.zeros(n, bool), np.ones(n, bool)
-    ok_v = _valid(arr)
+    ok_v = validity(arr)
     has = np.ones(n, bool) if ok_v is None else ok_v
     off = np.frombuffer(arr.buffers()[1], np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
     lens = np.diff(off)
     ok = ~has | (lens == ns)
     values = arr.values
-    vals = _np(values, np.int64, 0) if len(values) else np.zeros(0, np.int64)
+    vals = to_numpy(values, np.int64, 0) if len(values) else np.zeros(0, np.int64)
     fill = has & ok & (lens <= S)
     cnt = np.where(fill, lens, 0)
     rows = np.repeat(np.arange(n), cnt)
@@ -556,9 +519,7 @@ def _lists(arr, ns: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def _parse_raw(raw: bytes, path: str, fi: int, row: int):
-    from .dealog import _loads, _parse_line
-
-    yield from _parse_line(raw, path, fi, row, _loads())
+    yield from parse_line(raw, path, fi, row, json_loader())
 
 
 def _row_obj(batch, i: int) -> dict:
@@ -584,8 +545,6 @@ def _split(b: bytes, lens: bytes | None) -> list[list[str]]:
 
 def row_dict_to_obj(row: dict) -> Any:
     """A Parquet row (as Python values) back to its deal-log/1 record (a dict), or the raw line (bytes)."""
-    import orjson
-
     if row.get("raw") is not None:
         return row["raw"]
     out: dict[str, Any] = {"format": "deal-log/1"}
@@ -645,8 +604,6 @@ def row_dict_to_obj(row: dict) -> Any:
 
 def read_records(path: str, file_index: int = 0) -> Iterator[Record]:
     """Every row of a deal-log/1 Parquet file as a `Record` (for `dealog.read_records`), streamed by batches."""
-    from .fast.cols import row_to_obj
-
     reg = Registry()
     for ch in iter_parquet_chunks(path, file_index, reg, keep_all=True):
         for i in range(ch.n):
@@ -659,9 +616,6 @@ def read_records(path: str, file_index: int = 0) -> Iterator[Record]:
 
 def iter_lines(path: str) -> Iterator[bytes]:
     """The rows of a Parquet file as JSON Lines (canonical records; raw rows as stored)."""
-    import orjson
-    from .fast.cols import row_to_obj
-
     reg = Registry()
     for ch in iter_parquet_chunks(path, 0, reg, keep_all=True):
         for i in range(ch.n):
@@ -769,10 +723,6 @@ def column_problem(name: str, t) -> str | None:
 
 
 def _records_table_chunks(pf, path: str, fi: int, reg: Registry, keep_all, rows: int) -> Iterator[Chunk]:
-    import orjson
-
-    from .fast.cols import ChunkBuilder
-
     sch = pf.schema_arrow
     for f in sch:
         why = column_problem(f.name, f.type)
@@ -790,18 +740,18 @@ def _records_table_chunks(pf, path: str, fi: int, reg: Registry, keep_all, rows:
             obj, err = _row_record(names, cols, i, text_cols)
             if err is not None:
                 b.add_record(Record(src, fi, line, error=err, raw=obj))
-                b.raw_line[b.rows - 1] = _dumps_safe(obj, orjson)
+                b.raw_line[b.rows - 1] = _dumps_safe(obj)
                 continue
             if not b.add_obj(obj, line):
                 rec = record_from_obj(obj, src, fi, line)
                 b.add_record(rec)
                 if rec.deal is None:
-                    b.raw_line[b.rows - 1] = _dumps_safe(obj, orjson)
+                    b.raw_line[b.rows - 1] = _dumps_safe(obj)
         row0 += batch.num_rows
         yield b.finish()
 
 
-def _dumps_safe(obj, orjson) -> bytes:
+def _dumps_safe(obj) -> bytes:
     """A bad row as a JSON line (convert keeps it as read)."""
     try:
         return orjson.dumps(obj, default=str)
@@ -811,8 +761,6 @@ def _dumps_safe(obj, orjson) -> bytes:
 
 def _row_record(names: list, cols: dict, i: int, text_cols: set) -> tuple[dict, str | None]:
     """Row i as a deal-log/1 object, or the object so far and why the row cannot be one."""
-    import orjson
-
     obj: dict[str, Any] = {}
     for name in names:
         v = cols[name][i]
@@ -855,9 +803,6 @@ def _object(v):
 
 def _jsonable(v):
     """An unknown column's value as a JSON value (dates as ISO text, bytes as text)."""
-    import datetime
-    import decimal
-
     if isinstance(v, (datetime.date, datetime.time)):
         return v.isoformat()
     if isinstance(v, datetime.timedelta):

@@ -22,9 +22,11 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from .dealog import _GAME_ALIASES as GAME_ALIASES
-from .dealog import Record, _norm_name, read_records
+from .dealog import read_records
 from .errors import UsageError
+from .fast.cols import ChunkBuilder, Registry
+from .fast.pipeline import CHUNK_ROWS
+from .logparse import GAME_ALIASES, Record, norm_name
 
 
 def parse_when(text: str, end: bool) -> _dt.datetime:
@@ -69,7 +71,7 @@ class Selection:
         self._until = parse_when(self.until, end=True) if self.until else None
         if self._since and self._until and self._since > self._until:
             raise UsageError(f"--since {self.since} is after --until {self.until}")
-        kinds = {GAME_ALIASES.get(_norm_name(g)) for g in self.games}
+        kinds = {GAME_ALIASES.get(norm_name(g)) for g in self.games}
         self._kinds = {k for k in kinds if k}
 
     @property
@@ -140,9 +142,6 @@ def selected_chunks(selection: Selection):
 def records_chunks(records: list[Record], paths: list[str] | None = None):
     """A `chunks` function for `replay_paths` over records already read (in input order); `paths` are the input
     files by file index (else taken from the records' sources)."""
-    from .fast.cols import ChunkBuilder
-    from .fast.pipeline import CHUNK_ROWS
-
     def chunks(_paths, reg) -> Iterator:
         names = [str(p) for p in paths] if paths is not None else _paths_of(records)
         reg.paths.extend(names)

@@ -12,7 +12,8 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from auditor import parquet  # noqa: E402
-from auditor.dealog import _Bad, read_records, validate  # noqa: E402
+from auditor.dealog import read_records, validate  # noqa: E402
+from auditor.errors import RecordError  # noqa: E402
 from auditor.fast.convert import convert_file  # noqa: E402
 from auditor.fast.pipeline import replay_paths  # noqa: E402
 from auditor.replay.run import replay_records  # noqa: E402
@@ -39,7 +40,7 @@ def _canonical_lines(data: bytes) -> list[bytes]:
             continue
         try:
             out.append(orjson.dumps(validate(orjson.loads(raw)).to_canonical()))
-        except (_Bad, orjson.JSONDecodeError):
+        except (RecordError, orjson.JSONDecodeError):
             out.append(raw)
     return out
 

@@ -11,8 +11,10 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from auditor.dealog import FIELD_ORDER, Record, _loads, _parse_line, record_from_obj
+from auditor.dealog import FIELD_ORDER, Record, record_from_obj
 from auditor.findings import CODES
+from auditor.logparse import json_loader as _loads
+from auditor.logparse import parse_line as _parse_line
 from auditor.replay.reference import replay_deal
 from auditor.replay.run import replay_records
 from auditor.rules import AF_SWITCHES, SW_SWITCHES

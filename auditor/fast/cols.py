@@ -17,13 +17,26 @@ repeats across records (rules, player line-ups, sides, game ids) so that each is
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
+import orjson
 
 from ..cards import CARD_STR, parse_card
-from ..dealog import _GAME_ALIASES, FIELD_ORDER, FORMAT, KNOWN_FIELDS, Deal, Record, _norm_name
-from ..rules import Rules, resolve
+from ..logparse import (
+    FIELD_ORDER,
+    FORMAT,
+    GAME_ALIASES,
+    KNOWN_FIELDS,
+    Deal,
+    Record,
+    json_loader,
+    norm_name,
+    parse_line,
+    record_from_obj,
+)
+from ..rules import Rules, layout, resolve
 
 GAMES = ("scotch_whist", "all_fours")
 GAME_CODE = {"scotch_whist": 0, "all_fours": 1}
@@ -130,8 +143,6 @@ class Registry:
 
     # -- rules
     def ruleset_id(self, game: str, preset: str, options: dict) -> int:
-        import orjson
-
         key = (game, preset, orjson.dumps(options) if options else b"")
         i = self._rs.get(key)
         if i is None:
@@ -143,8 +154,6 @@ class Registry:
 
     def fast_rules(self, game_raw: Any, rules_raw: Any, options: Any) -> int:
         """The ruleset id for a record's raw `game`, `rules`, `options`, or -1 when the slow path must judge."""
-        import orjson
-
         try:
             key = (game_raw, rules_raw, orjson.dumps(options) if options else b"")
             hit = self._fast_rules.get(key)
@@ -154,10 +163,10 @@ class Registry:
             return hit
         i = -1
         if isinstance(game_raw, str) and isinstance(rules_raw, str) and (options is None or isinstance(options, dict)):
-            game = _GAME_ALIASES.get(_norm_name(game_raw))
+            game = GAME_ALIASES.get(norm_name(game_raw))
             if game is not None:
                 try:
-                    i = self.ruleset_id(game, _norm_name(rules_raw), options or {})
+                    i = self.ruleset_id(game, norm_name(rules_raw), options or {})
                 except (KeyError, ValueError):
                     i = -1
         self._fast_rules[key] = i
@@ -183,8 +192,6 @@ class Registry:
 
     def sides_id(self, sides: Any, n: int) -> int:
         """Id of a valid `sides` for n seats; -1: no sides; -2: invalid (the slow path gives the message)."""
-        import orjson
-
         if sides is None:
             return -1
         try:
@@ -319,29 +326,6 @@ _GAME_OF = GAME_CODE
 _SPAN = object()  # a card list cut from the raw line (ChunkBuilder.add_line)
 _BYTES_ONLY = {bytes}
 _SPAN_TBL = bytes(b if b in b'[],"' else ord("?") for b in range(256))
-_ORJSON = None
-
-
-_ORJSON_DUMPS = None
-
-
-def _orjson_dumps():
-    global _ORJSON_DUMPS
-    if _ORJSON_DUMPS is None:
-        import orjson
-
-        _ORJSON_DUMPS = orjson.dumps
-    return _ORJSON_DUMPS
-
-
-def _orjson_loads():
-    global _ORJSON
-    if _ORJSON is None:
-        import orjson
-
-        _ORJSON = orjson.loads
-    return _ORJSON
-
 
 _TEMPLATES: dict = {}
 
@@ -379,8 +363,6 @@ def _hand_shape(R: Rules, n: int, dealer: int, rs: int) -> tuple:
     key = ("h", rs, n, dealer)
     v = _SHAPES.get(key)
     if v is None:
-        from ..rules import layout
-
         v = _SHAPES[key] = tuple(layout(R, n, dealer).hand_sizes)
     return v
 
@@ -400,8 +382,6 @@ def _trick_shape(R: Rules, n: int, runs, rs: int) -> tuple | None:
     key = ("ts", rs, n)
     v = _SHAPES.get(key)
     if v is None:
-        from ..rules import layout
-
         L = layout(R, n, n - 1)
         sizes = [n] * L.n_tricks
         if L.extra_card_seat is not None:
@@ -513,8 +493,8 @@ class ChunkBuilder:
         got["h"] = raw[ph + 8:eh + 2]
         got["t"] = raw[pt + 9:et + 2]
         try:
-            obj = _orjson_loads()(red)
-        except Exception:
+            obj = orjson.loads(red)
+        except orjson.JSONDecodeError:
             return False
         try:
             return self._add_obj(obj, line, raw, got)
@@ -559,7 +539,7 @@ class ChunkBuilder:
             sd = -1
             ns = n
         else:
-            sk = (n, _orjson_dumps()(sides))
+            sk = (n, orjson.dumps(sides))
             hit = self._sides.get(sk)
             if hit is None:
                 sd = reg.sides_id(sides, n)
@@ -732,8 +712,6 @@ class ChunkBuilder:
         if self.keep_all:
             extra = {k: v for k, v in obj.items() if k not in KNOWN_FIELDS} if self.keep_all is True else None
             if extra:
-                import orjson
-
                 extra_s = orjson.dumps(extra).decode()
             else:
                 extra_s = None
@@ -743,8 +721,6 @@ class ChunkBuilder:
     # ------------------------------------------------------------ finish
     def finish(self) -> Chunk:
         n = self.rows
-        from itertools import chain
-
         M = np.fromiter(chain.from_iterable(self.meta), np.int64, 15 * n).reshape(n, 15).T
         (line, status, game, rset, lineup, sides, nplayers, dealer, cutter, gid, deal_no, beg, bunched, rec_has,
          rw) = M
@@ -812,8 +788,6 @@ def _dense(lists, n: int, S: int) -> tuple[np.ndarray, np.ndarray]:
     has = np.array([v is not None for v in lists], bool) if n else np.zeros(0, bool)
     if not has.any():
         return out, has
-    from itertools import chain
-
     full = [v for v in lists if v is not None]
     if set(map(len, full)) == {S}:
         out[has] = np.fromiter(chain.from_iterable(full), np.int64, S * len(full)).reshape(-1, S)
@@ -900,8 +874,6 @@ def _ragged_of(strs, lens) -> Ragged:
 
 def _lens_of(lens) -> Ragged:
     """Per-row tuples of lengths (None: absent) as a ragged uint8 field."""
-    from itertools import chain
-
     n = len(lens)
     first = lens[0] if n else None
     if n and first is not None and lens.count(first) == n:  # every row the same shape
@@ -914,15 +886,11 @@ def _lens_of(lens) -> Ragged:
 
 def demote(ch: Chunk, i: int, raw: Any) -> None:
     """Turn column row i into a slow row (its record validated from the object or Deal it came from)."""
-    from ..dealog import record_from_obj
-
     src = f"{ch.path}:{int(ch.line[i])}"
     if isinstance(raw, Deal):
         rec = Record(raw.source, raw.file_index, raw.line, deal=raw)
     elif isinstance(raw, (bytes, bytearray)):  # the line as read
-        from ..dealog import _loads, _parse_line
-
-        rec = next(iter(_parse_line(bytes(raw), ch.path, ch.fi, int(ch.line[i]), _loads())))
+        rec = next(iter(parse_line(bytes(raw), ch.path, ch.fi, int(ch.line[i]), json_loader())))
     else:
         rec = record_from_obj(raw, src, ch.fi, int(ch.line[i]))
     ch.slow[i] = rec
@@ -986,8 +954,6 @@ def row_to_obj(ch: Chunk, i: int, reg: Registry) -> dict:
     if ch.rec_has[i]:
         out["recorded"] = recd
     if ch.extra is not None and ch.extra[i] is not None:
-        import orjson
-
         out.update(orjson.loads(ch.extra[i]))
     return out
 

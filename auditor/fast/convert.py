@@ -12,7 +12,16 @@ half-written output, no temporary file, and an older file of the same name as it
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import BinaryIO
+
+import orjson
+
+from ..atomic import atomic_path
+from ..parquet import Writer
+from .cols import Chunk, Registry, row_to_obj
+from .pipeline import iter_chunks
 
 FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".jsonl.gz": "jsonl.gz", ".gz": "jsonl.gz"}
 
@@ -33,9 +42,6 @@ class Converted:
 
 
 def convert_file(src: str, dst: str, rows: int = 32768) -> Converted:
-    from ..atomic import atomic_path
-    from .cols import Registry
-
     out_kind = kind_of(dst)
     if out_kind is None:
         raise ValueError(f"{dst}: the output must end in .jsonl, .jsonl.gz or .parquet")
@@ -46,51 +52,50 @@ def convert_file(src: str, dst: str, rows: int = 32768) -> Converted:
     return res
 
 
-def _convert_into(src: str, tmp: str, out_kind: str, reg, res: Converted, rows: int) -> None:
-    import orjson
-
-    from .cols import row_to_obj
-    from .pipeline import iter_chunks
-
-    writer = None
-    raw_f = None
-    f = None
-    try:
-        if out_kind == "parquet":
-            from ..parquet import Writer
-
-            writer = Writer(tmp)
-        else:
-            raw_f = open(tmp, "wb")
-            f = gzip.GzipFile(filename="", mode="wb", fileobj=raw_f, mtime=0) if out_kind == "jsonl.gz" else raw_f
-        for ch in iter_chunks([src], reg, keep_all=True, rows=rows, raw_lines=True):
-            for i, rec in ch.slow.items():
-                if rec.deal is None and i not in ch.raw_line:
-                    res.lost.append(f"{rec.source}: {rec.error}")
-                elif rec.deal is None:
-                    res.raw += 1
-            if writer is not None:
+def _convert_into(src: str, tmp: str, out_kind: str, reg: Registry, res: Converted, rows: int) -> None:
+    """Write the records of `src` to `tmp` as `out_kind`; the file is closed on success and on failure (then
+    `atomic_path` removes it)."""
+    chunks = _tallied(iter_chunks([src], reg, keep_all=True, rows=rows, raw_lines=True), res)
+    if out_kind == "parquet":
+        writer = Writer(tmp)
+        try:
+            for ch in chunks:
                 res.records += writer.write(ch, reg)
-                continue
-            lines = []
-            for i in range(ch.n):
-                if ch.status[i] == 0:
-                    lines.append(orjson.dumps(row_to_obj(ch, i, reg)))
-                    continue
-                rec = ch.slow[i]
-                if rec.deal is not None:
-                    lines.append(orjson.dumps(rec.deal.to_canonical()))
-                elif i in ch.raw_line:
-                    lines.append(ch.raw_line[i].removesuffix(b"\n"))
-                else:
-                    continue
-            if lines:
-                f.write(b"\n".join(lines) + b"\n")
-                res.records += len(lines)
-    finally:  # closed on success and on failure (atomic_path then removes the file)
-        if f is not None:
-            f.close()
-        if raw_f is not None and raw_f is not f:
-            raw_f.close()
-        if writer is not None:
+        finally:
             writer.close()
+        return
+    with open(tmp, "wb") as raw_f:
+        if out_kind == "jsonl.gz":
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw_f, mtime=0) as gz:
+                _write_lines(chunks, gz, reg, res)
+        else:
+            _write_lines(chunks, raw_f, reg, res)
+
+
+def _tallied(chunks: Iterator[Chunk], res: Converted) -> Iterator[Chunk]:
+    """The chunks, each counted first: its bad lines kept as read (`raw`) and what cannot be kept (`lost`)."""
+    for ch in chunks:
+        for i, rec in ch.slow.items():
+            if rec.deal is None and i not in ch.raw_line:
+                res.lost.append(f"{rec.source}: {rec.error}")
+            elif rec.deal is None:
+                res.raw += 1
+        yield ch
+
+
+def _write_lines(chunks: Iterator[Chunk], f: BinaryIO | gzip.GzipFile, reg: Registry, res: Converted) -> None:
+    """The records as JSON Lines: canonical records, bad lines as read."""
+    for ch in chunks:
+        lines = []
+        for i in range(ch.n):
+            if ch.status[i] == 0:
+                lines.append(orjson.dumps(row_to_obj(ch, i, reg)))
+                continue
+            rec = ch.slow[i]
+            if rec.deal is not None:
+                lines.append(orjson.dumps(rec.deal.to_canonical()))
+            elif i in ch.raw_line:
+                lines.append(ch.raw_line[i].removesuffix(b"\n"))
+        if lines:
+            f.write(b"\n".join(lines) + b"\n")
+            res.records += len(lines)

@@ -9,6 +9,7 @@ import json
 from ..atomic import atomic_open, atomic_path, scratch_path
 from ..dealog import write_jsonl
 from ..errors import UsageError
+from ..fast.convert import convert_file
 
 
 def format_of(path: str) -> str:
@@ -26,8 +27,6 @@ def write_simulation(sim, out: str, fmt: str | None = None, key_path: str | None
     elif fmt == "parquet":
         if not str(out).endswith(".parquet"):
             raise UsageError(f"{out}: a Parquet output must end in .parquet")
-        from ..fast.convert import convert_file
-
         # the JSON Lines go through a hidden temporary file beside `out`, removed whatever happens; the Parquet
         # file itself is written atomically by convert_file
         with scratch_path(out + ".jsonl") as tmp:

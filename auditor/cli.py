@@ -280,7 +280,7 @@ def schema() -> None:
 def audit(
     paths: list[str] = typer.Argument(..., help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
     json_out: bool = typer.Option(False, "--json", help="print the audit JSON document of outputs.md on stdout"),
-    fdr: float = typer.Option(0.05, "--fdr", help="false-discovery rate of every test family (0 < fdr < 1)"),
+    fdr: float = typer.Option(0.05, "--fdr", help="the audit-wide error level: false-discovery rate over every test and subject (0 < fdr < 1)"),
     seed: int = typer.Option(0, "--seed", help="seed of every Monte-Carlo step (recorded in the output)"),
     out: Optional[str] = typer.Option(None, "--out", help="also write the report: .html, .md or .json"),
     engine: str = typer.Option("batch", "--engine", help="replay engine: batch (fast) or reference (per card)"),
@@ -294,7 +294,8 @@ def audit(
     max_record_bytes: int = typer.Option(1 << 20, "--max-record-bytes", help="longest line read as a record; a "
                                          "longer one is a bad_record (default 1 MiB)"),
 ) -> None:
-    """Replay the logs and run every fairness test; flags are Benjamini-Hochberg discoveries per test family.
+    """Replay the logs and run every fairness test; flags are decided over the whole audit (one error budget for
+    every test and subject together).
 
     Exit 0 when no one is flagged, 1 with flags, 2 for a bad option or an --out that cannot be written (checked
     before the replay), 3 when no deal was replayed (nothing to audit: an empty or unreadable input, a selection
@@ -505,7 +506,7 @@ def investigate(
     paths: list[str] = typer.Argument(..., help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
     player: str = typer.Option(..., "--player", help="the player id as written in the logs"),
     out: Optional[str] = typer.Option(None, "--out", help="also write the investigation as HTML (.html)"),
-    fdr: float = typer.Option(0.05, "--fdr", help="false-discovery rate of every test family (0 < fdr < 1)"),
+    fdr: float = typer.Option(0.05, "--fdr", help="the audit-wide error level: false-discovery rate over every test and subject (0 < fdr < 1)"),
     seed: int = typer.Option(0, "--seed", help="seed of every Monte-Carlo step (use the audit's seed)"),
     top: int = typer.Option(10, "--top", help="deals listed per test"),
     engine: str = typer.Option("batch", "--engine", help="replay engine: batch (fast) or reference (per card)"),

@@ -59,6 +59,7 @@ from typing import Sequence
 import numpy as np
 
 from .cards import CARD_STR, parse_card
+from .rules import layout
 
 NOCARD = 255
 MAX_SEATS = 8
@@ -370,7 +371,6 @@ def parsed_tricks(deal) -> list[list[int]] | None:
 
 def from_results(results: Sequence) -> AuditColumns:
     """The columns of the reference engine's results (in the order given; the audit passes input order)."""
-    from .rules import layout
 
     c = AuditColumns()
     D = len(results)

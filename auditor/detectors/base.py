@@ -49,12 +49,19 @@ class Detector(Protocol):
     name: str  # = spec.name
     fdr: float  # its part of the audit's error budget (level x share)
 
-    def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
-              facts: DealingFacts | None = None) -> Any: ...
+    def count(self, table: AuditColumns, rng: np.random.Generator, facts: DealingFacts | None = None) -> Any: ...
 
     def merge(self, parts: Sequence[Any]) -> Any: ...
 
-    def finalize(self, counts: Any, rng: np.random.Generator | None = None) -> list[TestResult]: ...
+    def finalize(self, counts: Any, rng: np.random.Generator) -> list[TestResult]: ...
+
+
+class DetectorClass(Protocol):
+    """A detector class as the registry holds it: its spec, and a constructor taking its part of the budget."""
+
+    spec: TestSpec
+
+    def __call__(self, *, fdr: float = ..., details: bool = ...) -> Detector: ...
 
 
 def run(detector: Detector, table: AuditColumns, rng: np.random.Generator,
@@ -122,7 +129,7 @@ def split_trials(subject: np.ndarray, names: Sequence[str], key: np.ndarray, obs
     starts = np.concatenate([[0], cuts])
     ends = np.concatenate([cuts, [len(subject)]])
     return {names[int(subject[a])]: Trials(key[a:b], obs[a:b].astype(np.int8), p[a:b].astype(float))
-            for a, b in zip(starts, ends)}
+            for a, b in zip(starts, ends, strict=False)}
 
 
 def merge_streams(parts: Sequence[Mapping[str, Mapping[str, Trials]]]) -> dict[str, dict[str, Trials]]:
@@ -151,7 +158,7 @@ def timeline(obs: np.ndarray, expected: np.ndarray, points: int = TIMELINE_POINT
     idx = np.unique(np.linspace(0, n - 1, min(points, n)).round().astype(np.int64))
     out = [[int(i + 1), int(co[i]) if counts else round(float(co[i]), 4), round(float(ce[i]), 4)] for i in idx]
     if variance is not None:
-        for row, i in zip(out, idx):
+        for row, i in zip(out, idx, strict=False):
             row.append(round(max(float(variance[i]), 0.0), 4))
     return out
 

@@ -419,8 +419,7 @@ def _dealer_timeline(by_cfg) -> list[list]:
         keys.append(k)
         got.append(own.sum(axis=1))
         exp_.append(np.full(len(k), e_own))
-    keys = np.concatenate(keys)
-    order = np.argsort(keys, kind="stable")
+    order = np.argsort(np.concatenate(keys), kind="stable")
     return timeline(np.concatenate(got)[order], np.concatenate(exp_)[order])
 
 
@@ -460,7 +459,7 @@ def _min_detectable_x2(by_cfg, exp_, mask, df, level) -> float | None:
 
 def _cutter_rows(facts: DealingFacts) -> dict[str, dict[Config, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
     """{dealer: {config: (keys, honours dealt to the dealer, cutter player index as names later)}}."""
-    out: dict[str, dict[Config, list]] = {}
+    out: dict[str, dict[Config, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
     if len(facts) == 0:
         return {}
     for ci, cfg in enumerate(facts.configs):
@@ -525,12 +524,12 @@ class DealerCutter:
             # each configuration's deals grouped by cutter once (a mask per pair is quadratic in a dealer's years)
             groups: dict = {}
             per_cutter: dict = {}
-            for cfg, (keys, held, cut) in by_cfg.items():
+            for cfg, (_keys, _held, cut) in by_cfg.items():
                 o = np.argsort(cut, kind="stable")
                 u, starts = np.unique(cut[o], return_index=True)
                 ends = np.append(starts[1:], len(o))
-                groups[cfg] = {c: o[a:b] for c, a, b in zip(u.tolist(), starts.tolist(), ends.tolist())}
-                for c, a, b in zip(u.tolist(), starts.tolist(), ends.tolist()):
+                groups[cfg] = {c: o[a:b] for c, a, b in zip(u.tolist(), starts.tolist(), ends.tolist(), strict=False)}
+                for c, a, b in zip(u.tolist(), starts.tolist(), ends.tolist(), strict=False):
                     per_cutter[c] = per_cutter.get(c, 0) + (b - a)
             for cutter in sorted(per_cutter):
                 if per_cutter[cutter] < self.min_deals:
@@ -565,7 +564,7 @@ class DealerCutter:
         has tens of thousands of such deals: `exact.sum_tail` (exact where the tail is small)."""
         pmfs = []
         n = obs = 0
-        for cfg, (keys, held, cut) in by_cfg.items():
+        for cfg, (_keys, held, cut) in by_cfg.items():
             mine = groups[cfg].get(cutter)
             k = len(cut) - (0 if mine is None else len(mine))
             if not k:

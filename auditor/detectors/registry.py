@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import Detector
+from .base import Detector, DetectorClass
 from .collusion import Collusion
 from .deal_uniformity import DealerCutter, DealUniformity
 from .dealer_jack import DealerJack
@@ -25,13 +25,12 @@ from .turnup_jack import TurnupJack
 class Registered:
     """One test of the audit: its detector class and its share of the error budget."""
 
-    detector: type
+    detector: DetectorClass
     share: float
 
     @property
     def spec(self) -> TestSpec:
-        spec: TestSpec = self.detector.spec
-        return spec
+        return self.detector.spec
 
 
 # Each test's share of the audit's error budget, fixed in advance (docs/decisions.md, "One error budget"): the
@@ -52,7 +51,7 @@ REGISTRY: tuple[Registered, ...] = (
     Registered(RevokePattern, 0.10),
 )
 
-DETECTORS: dict[str, type] = {r.spec.name: r.detector for r in REGISTRY}  # name -> class(fdr=..., details=...)
+DETECTORS: dict[str, DetectorClass] = {r.spec.name: r.detector for r in REGISTRY}  # name -> class(fdr=..., details=...)
 SHARES: dict[str, float] = {r.spec.name: r.share for r in REGISTRY}
 SPECS: dict[str, TestSpec] = {r.spec.name: r.spec for r in REGISTRY}
 assert abs(sum(SHARES.values()) - 1.0) < 1e-12, "the shares of the error budget must sum to 1"

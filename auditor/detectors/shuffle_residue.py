@@ -70,7 +70,7 @@ def residue(deck: list[int], tricks: list[list[int]], pack_size: int) -> tuple[i
             trick_of[c] = i
     obs = 0
     pairs = 0
-    for a, b in zip(deck, deck[1:]):
+    for a, b in zip(deck, deck[1:], strict=False):
         if a < 0 or b < 0:
             continue
         pairs += 1
@@ -135,7 +135,7 @@ def count_results(results: Sequence[Any]) -> dict:
             stk = stack_pairs(hand, tricks, cfg.pack_size) if hand else (np.nan, np.nan, np.nan)
             rows.append(((d.file_index << 32) | (d.line or 0), d.players[d.dealer], cfg.label, *res, *stk))
         if rows:
-            cols = list(zip(*rows))
+            cols = list(zip(*rows, strict=False))
             out[table] = {"key": np.array(cols[0], np.int64), "dealer": np.array(cols[1], dtype=object),
                           "label": np.array(cols[2], dtype=object)}
             for j, name in enumerate(("residue_obs", "residue_exp", "residue_max", "stack_obs", "stack_exp",
@@ -271,7 +271,10 @@ def count_table(cols: AuditColumns) -> dict:
     # the previous deal's tricks: its plays grouped by trick, or the recorded tricks where they differ
     log_slot = np.full(D, -1, np.int64)
     has_tricks = cols.n_plays > 0
-    lp, lc, lt, ln = [0], [], [], []
+    lp: list[int] = [0]
+    lc: list[int] = []
+    lt: list[int] = []
+    ln: list[int] = []
     for r in sorted(cols.log_tricks):
         tr = cols.log_tricks[r]
         has_tricks[r] = tr is not None
@@ -298,12 +301,12 @@ def count_table(cols: AuditColumns) -> dict:
     label = np.array(labels + [""], dtype=object)[g_label[ginv[cur]]]
     key = cols.order[cur].astype(np.int64)
     tab = cols.table[cur]
-    out = {}
+    out: dict[str, dict[str, np.ndarray]] = {}
     if not len(cur):
         return out
     starts = np.flatnonzero(np.r_[True, tab[1:] != tab[:-1]])
     ends = np.r_[starts[1:], len(cur)]
-    spans = {int(tab[a]): (a, b) for a, b in zip(starts, ends)}
+    spans = {int(tab[a]): (a, b) for a, b in zip(starts, ends, strict=False)}
     first_row = np.full(len(cols.tables), D, np.int64)  # tables in order of first appearance in the input
     np.minimum.at(first_row, cols.table.astype(np.int64), np.arange(D))
     for t in sorted(spans, key=lambda t: first_row[t]):
@@ -459,7 +462,7 @@ class ShuffleResidue:
         level = exact.per_test_level(self.fdr, len(scored))
         out = []
         for d, (z, info) in scored.items():
-            sel = [(st, inv == cmap[d]) for st, (cmap, inv) in zip(strata, codes) if d in cmap]
+            sel = [(st, inv == cmap[d]) for st, (cmap, inv) in zip(strata, codes, strict=False) if d in cmap]
             n = int(sum(m.sum() for _, m in sel))
             obs_total = float(sum(st[f"{self.stat}_obs"][m].sum() for st, m in sel))
             peer_x = {st["name"]: (float(st["x"][~m].mean()) if (~m).any() else 0.0) for st, m in sel}

@@ -4,8 +4,9 @@ Seats are handled relative to the eldest hand (relative seat o = (seat - eldest)
 every deal of a group the same whatever its dealer. For each group the kernel checks what the reference engine
 checks before play (cards in the pack, no card twice, hand sizes, the turn-up's owner, the deck, All Fours
 begging and discards) and sends every deal that would get such a finding to the reference engine (`fallback`,
-with a reason); the rest it plays: card in hand, revoke, trick winner, then the points of the hand. Revokes and
-cards not in hand are found here, with the reference engine's messages.
+with a reason); the rest it plays: card in hand, revoke, trick winner, then the points of the hand. Revokes are
+found here, with the reference engine's messages; a deal where a card played is not in its player's hand goes to
+the reference engine too (reason "not_in_hand"), so every finding about it is the reference engine's own.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ for _c in range(52):
     _r = _c % 13
     if _r in (8, 12, 11, 10, 9):
         HONOUR_BIT[_c] = 1 << (8, 12, 11, 10, 9).index(_r)
-SUITMASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)] + [0] * 4, dtype=np.uint64)
 AF_PIP = np.array([AF_PIPS.get(int(r), 0) for r in RANK], np.int16)
 SW_STEP_NAMES = ("penalty", "ten", "cards", "ace", "king", "queen", "jack")
 _SW_HON_STEP = {8: 1, 12: 3, 11: 4, 10: 5, 9: 6}  # rank -> index in SW_STEP_NAMES
 
 AF_LABELS = ("turned_jack", "gift", "revoke_penalty", "high", "low", "jack", "game")
-FALLBACK_REASONS = ("no_play", "hand_size", "play_shape", "cards", "turn_up", "deck", "begging", "two_cards")
+FALLBACK_REASONS = ("no_play", "hand_size", "play_shape", "cards", "turn_up", "deck", "begging", "two_cards",
+                    "not_in_hand")
 
 
 @dataclass
@@ -338,10 +339,6 @@ class _Group:
         side, ns = self.side_rel(rows, eldest)
         self.score_sw(rows, play, side, ns, trump)
         self.finish(rows, play, eldest, hands, trump)
-        if play.drop.size:  # a card of the tricks outside the pack: the reference engine reports it
-            self.out.handled[rows[play.drop]] = False
-            self.out.scored[rows[play.drop]] = False
-            self.fail(rows[play.drop], "cards")
 
     def score_sw(self, rows, play: "PlayOut", side, ns, trump) -> None:
         R, L0, out = self.R, self.L0, self.out
@@ -359,15 +356,6 @@ class _Group:
             shb = np.bitwise_or.reduce(hb * (wside == sd), axis=0)
             for b, r in enumerate((8, 12, 11, 10, 9)):
                 steps[_SW_HON_STEP[r], sd] = SW_HONOURS[r] * ((shb >> b) & 1)
-        if play.seq.size:  # deals replayed card by card may hold a card twice: count each copy
-            q = play.seq
-            rk = RANK[cards[:, :, q]]
-            iq = istr[:, :, q] & (cards[:, :, q] != NOCARD)
-            wq = wside[:, q]
-            for r, st in _SW_HON_STEP.items():
-                cnt = ((rk == r) & iq).sum(1)
-                for sd in range(S):
-                    steps[st, sd, q] = SW_HONOURS[r] * (cnt * (wq == sd)).sum(0)
         sizes = np.asarray(play.sizes)[:, None]
         base = np.zeros((S, N), np.int64)
         for o in range(self.n):
@@ -623,16 +611,29 @@ class _Group:
         return [int(rel_masks[(s - eldest) % n]) for s in range(n)]
 
     def finish(self, rows, play: "PlayOut", eldest, hands, trump) -> None:
+        """The results of the played deals; the deals the play left to the reference engine (`play.drop`) are
+        handed back as unhandled, with their reason, and keep nothing of the kernel's."""
         out = self.out
         out.handled[rows] = True
         n = self.n
-        dropped = set(play.drop.tolist())
+        if play.drop.size:
+            gone = rows[play.drop]
+            out.handled[gone] = False
+            out.scored[gone] = False
+            out.points[gone] = 0
+            out.steps[gone] = 0
+            out.events[gone] = -1
+            out.elabel[gone] = -1
+            out.gift[gone] = -1
+            out.tj[gone] = 0
+            out.penal[gone] = 0
+            for reason in np.unique(play.drop_reason).tolist():
+                self.fail(gone[play.drop_reason == reason], FALLBACK_REASONS[reason])
+        # a dropped deal has no finding and no revoke of the kernel: the play judges only deals played as held
         for i, lst in play.revokes.items():
-            if i not in dropped:
-                out.revokes[int(rows[i])] = [(k, (o + int(eldest[i])) % n) for k, o in lst]  # play order
+            out.revokes[int(rows[i])] = [(k, (o + int(eldest[i])) % n) for k, o in lst]  # play order
         for i, k, p, f in play.findings:
-            if i not in dropped:
-                out.findings.append((int(rows[i]), k, p, f))
+            out.findings.append((int(rows[i]), k, p, f))
         if not self.detail:
             return
         masks = np.bitwise_or.reduce(BIT[hands], axis=1)  # [n, N]
@@ -641,7 +642,9 @@ class _Group:
                              play.winners, list(play.sizes), n))
             return
         cards, seats, winners = play.cards, play.seats, play.winners
-        for i in range(len(rows)):
+        kept = np.ones(len(rows), bool)
+        kept[play.drop] = False
+        for i in np.flatnonzero(kept).tolist():
             e = int(eldest[i])
             plays = []
             for k, sz in enumerate(play.sizes):
@@ -654,7 +657,11 @@ class _Group:
 @dataclass
 class PlayOut:
     """The play of N deals: cards [T, P, N], relative seats [T, P, N], winners [T, N], the kernel's findings
-    (local deal index, trick, position, Finding) and revokes per deal (trick 1-based, relative seat)."""
+    (local deal index, trick, position, Finding) and revokes per deal (trick 1-based, relative seat).
+
+    `drop`: the deals left to the reference engine (local indices), each with its reason (`drop_reason`, an index
+    into FALLBACK_REASONS): a card played that is not in the player's hand, or is played twice ("not_in_hand"),
+    or a card of the tricks outside the pack ("cards")."""
 
     cards: np.ndarray
     sizes: list
@@ -662,8 +669,8 @@ class PlayOut:
     winners: np.ndarray
     findings: list
     revokes: dict
-    drop: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # deals left to the reference
-    seq: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # deals replayed card by card
+    drop: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    drop_reason: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
 
 
 def play_tricks(g: _Group, rows, eldest, tricks, sizes, tps, holds, reset, trump, af, must, extra,
@@ -672,7 +679,7 @@ def play_tricks(g: _Group, rows, eldest, tricks, sizes, tps, holds, reset, trump
     for every trick in one pass; only the leaders follow one another. Then each trick is turned to seat order
     (the card each seat played): a deal where every seat played exactly the cards it held is judged in bulk (a
     seat still holds a suit when it plays that suit in a later trick of the set); a deal where some card is not
-    in hand is replayed card by card (`_Play`), as the reference engine does."""
+    in hand is left to the reference engine (`PlayOut.drop`)."""
     n = g.n
     T, P, N = tricks.shape
     ar = np.arange(N)
@@ -771,12 +778,12 @@ def play_tricks(g: _Group, rows, eldest, tricks, sizes, tps, holds, reset, trump
     events = []
     hit = rv & ok
     if hit.any():
-        for k, o, i in zip(*np.nonzero(hit)):
+        for k, o, i in zip(*np.nonzero(hit), strict=True):
             events.append((int(i), int(k), (int(o) - int(leaders[k, i])) % n, int(lead[k, i]), "lead"))
     if rv2 is not None:
         hit2 = rv2 & ok
         if hit2.any():
-            for k, o, i in zip(*np.nonzero(hit2)):
+            for k, o, i in zip(*np.nonzero(hit2), strict=True):
                 events.append((int(i), int(k), (int(o) - int(leaders[k, i])) % n, int(trump[i]), "trump"))
     what = "neither followed suit nor trumped" if af else "did not follow suit"
     for i, k, p, suit_held, kind in sorted(events):
@@ -789,24 +796,15 @@ def play_tricks(g: _Group, rows, eldest, tricks, sizes, tps, holds, reset, trump
         card = int(tricks[k, p, i])
         msg_what = what if kind == "lead" else "discarded while holding a trump (must trump)"
         _add_revoke(g, out, rows, eldest, i, k, p, seat_rel, card, int(lead[k, i]), example, msg_what)
-    # deals with a card not in hand (or played twice): card by card, unless a card is outside the pack
+    # deals with a card not in hand (or played twice): the reference engine replays them, card by card; a card of
+    # the tricks outside the pack is its own finding there ("cards", as the checks before the play)
     bad = np.flatnonzero(~ok)
-    if bad.size and pack is not None:
-        tor = np.bitwise_or.reduce(BIT[tricks[:, :, bad]].reshape(-1, bad.size), axis=0)
-        outside = (tor & ~pack) != 0
-        out.drop = bad[outside]
-        bad = bad[~outside]
-    out.seq = bad
     if bad.size:
-        sub = _Play(g, rows[bad], eldest[bad], np.ascontiguousarray(tricks[:, :, bad].transpose(2, 0, 1)), sizes,
-                    tps, [np.ascontiguousarray(h[:, bad].T) for h in holds], reset, trump[bad], af, must, extra)
-        sub.run()
-        seats[:, :, bad] = sub.seats.transpose(1, 2, 0)
-        winners[:, bad] = sub.winners.T
-        for li, k, p, f in sub.findings:
-            out.findings.append((int(bad[li]), k, p, f))
-        for li, lst in sub.revokes.items():
-            out.revokes[int(bad[li])] = lst
+        why = np.full(bad.size, FALLBACK_REASONS.index("not_in_hand"), np.int8)
+        if pack is not None:
+            tor = np.bitwise_or.reduce(BIT[tricks[:, :, bad]].reshape(-1, bad.size), axis=0)
+            why[(tor & ~pack) != 0] = FALLBACK_REASONS.index("cards")
+        out.drop, out.drop_reason = bad, why
     return out
 
 
@@ -829,137 +827,3 @@ def _add_revoke(g: _Group, out: PlayOut, rows, eldest, i, k, p, seat_rel, card, 
                 CARD_STR[card], ch.source(r), msg)
     out.findings.append((i, k, p, f))
     out.revokes.setdefault(i, []).append((k + 1, seat_rel))
-
-
-class _Play:
-    """Trick-by-trick play of N deals: seats, card in hand, revokes, winners."""
-
-    def __init__(self, g: _Group, rows, eldest, cards, sizes, tricks_per_set, holds, reset_leader, trump, af,
-                 must_trump, extra_seat):
-        self.g, self.rows, self.eldest, self.cards, self.sizes = g, rows, eldest, cards, sizes
-        self.tps, self.holds, self.reset, self.trump, self.af = tricks_per_set, holds, reset_leader, trump, af
-        self.must, self.extra = must_trump, extra_seat
-        N, T, P = cards.shape
-        self.seats = np.zeros((N, T, P), np.int8)
-        self.winners = np.zeros((N, T), np.int8)
-        self.revokes: dict[int, list] = {}
-        self.findings: list = []
-
-    def run(self) -> None:
-        g = self.g
-        n = g.n
-        cards = self.cards
-        N, T, P = cards.shape
-        ar = np.arange(N)
-        base = ar * n
-        suit = SUIT[cards]
-        rank = RANK[cards]
-        trump = self.trump.astype(np.int8)
-        strength = rank.astype(np.int16)
-        if not self.af:
-            strength = np.where(rank == RJ, 13, strength)
-        key_trump = np.where(suit == trump[:, None, None], 32 + strength, 0)
-        trump_mask = SUITMASK[trump]
-        leader = np.zeros(N, np.int64)
-        k = 0
-        for j, cnt in enumerate(self.tps):
-            hold = np.ascontiguousarray(self.holds[j]).reshape(-1).copy()
-            if j > 0 and self.reset:
-                leader[:] = 0
-            for _ in range(cnt):
-                size = self.sizes[k]
-                if size == n + 1:  # the eldest plays two cards at his turn (relative seat 0)
-                    q = (-leader) % n
-                    p_ = np.arange(size)[None, :]
-                    sk = np.where(p_ <= q[:, None], (leader[:, None] + p_) % n,
-                                  np.where(p_ == q[:, None] + 1, 0, (leader[:, None] + p_ - 1) % n))
-                    two = (p_ == q[:, None]) | (p_ == q[:, None] + 1)
-                else:
-                    sk = (leader[:, None] + np.arange(size)[None, :]) % n
-                    two = None
-                self.seats[:, k, :size] = sk
-                lead = suit[:, k, 0]
-                lead_mask = SUITMASK[lead]
-                for p in range(size):
-                    s = sk[:, p]
-                    c = cards[:, k, p]
-                    b = BIT[c]
-                    fi = base + s
-                    h = hold[fi]
-                    inh = (h & b) != 0
-                    if p > 0:
-                        cs = suit[:, k, p]
-                        follow = h & lead_mask
-                        rv = inh & (cs != lead) & (follow != 0)
-                        if self.af:
-                            rv &= cs != trump
-                        if two is not None:
-                            rv &= ~two[:, p]
-                        if rv.any():
-                            self._revoke(np.flatnonzero(rv), k, p, s, c, follow, lead,
-                                         "neither followed suit nor trumped" if self.af else "did not follow suit")
-                        if self.must:
-                            tm = h & trump_mask
-                            rv2 = inh & (cs != lead) & (follow == 0) & (cs != trump) & (tm != 0)
-                            if two is not None:
-                                rv2 &= ~two[:, p]
-                            if rv2.any():
-                                self._revoke(np.flatnonzero(rv2), k, p, s, c, tm, lead,
-                                             "discarded while holding a trump (must trump)")
-                    hold[fi] = h & ~b
-                    if not inh.all():
-                        self._not_in_hand(np.flatnonzero(~inh), hold, k, p, s, c)
-                key = np.where(suit[:, k, :size] == lead[:, None], 16 + rank[:, k, :size], 0)
-                key = np.maximum(key, key_trump[:, k, :size])
-                pos = key.argmax(1)
-                w = sk[ar, pos]
-                self.winners[:, k] = w
-                leader = w.astype(np.int64)
-                k += 1
-
-    def who(self, i: int, o: int) -> tuple[int, str]:
-        g = self.g
-        seat = (o + int(self.eldest[i])) % g.n
-        players = g.reg.lineups[int(g.ch.lineup[self.rows[i]])]
-        return seat, f"{players[seat]} (seat {seat})"
-
-    def _finding(self, i: int, code: str, k: int, seat: int, card: int, message: str) -> Finding:
-        g = self.g
-        r = int(self.rows[i])
-        ch = g.ch
-        players = g.reg.lineups[int(ch.lineup[r])]
-        return Finding(code, ch.game_id_of(r), int(ch.deal_no[r]), k + 1, seat, players[seat],
-                       CARD_STR[card], ch.source(r), message)
-
-    def _revoke(self, idx, k, p, s, c, could, lead, what) -> None:
-        for i in idx.tolist():
-            seat, who = self.who(i, int(s[i]))
-            cv = int(could[i])
-            example = CARD_STR[(cv & -cv).bit_length() - 1]
-            card = int(c[i])
-            msg = (f"{who} played {CARD_STR[card]} to a {SUIT_NAME[int(lead[i])]} lead while holding {example}: "
-                   f"{what}")
-            self.findings.append((i, k, p, self._finding(i, "revoke", k, seat, card, msg)))
-            self.revokes.setdefault(i, []).append((k + 1, int(s[i])))
-
-    def _not_in_hand(self, idx, hold, k, p, s, c) -> None:
-        n = self.g.n
-        for i in idx.tolist():
-            b = int(BIT[c[i]])
-            e = int(self.eldest[i])
-            holder = None
-            for a in range(n):
-                o = (a - e) % n
-                if int(hold[i * n + o]) & b:
-                    holder = a
-                    hold[i * n + o] = np.uint64(int(hold[i * n + o]) & ~b)
-                    break
-            seat, who = self.who(i, int(s[i]))
-            if holder is not None:
-                players = self.g.reg.lineups[int(self.g.ch.lineup[self.rows[i]])]
-                why = f"held by {players[holder]} (seat {holder})"
-            else:
-                why = "not held by anyone now"
-            card = int(c[i])
-            msg = f"{who} played {CARD_STR[card]} in trick {k + 1}, a card {why}"
-            self.findings.append((i, k, p, self._finding(i, "card_not_in_hand", k, seat, card, msg)))

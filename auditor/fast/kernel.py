@@ -41,7 +41,64 @@ _SW_HON_STEP = {8: 1, 12: 3, 11: 4, 10: 5, 9: 6}  # rank -> index in SW_STEP_NAM
 
 AF_LABELS = ("turned_jack", "gift", "revoke_penalty", "high", "low", "jack", "game")
 FALLBACK_REASONS = ("no_play", "hand_size", "play_shape", "cards", "turn_up", "deck", "begging", "two_cards",
-                    "not_in_hand")
+                    "not_in_hand", "unsupported_rule")
+
+# The switch values the kernel replays, per game (rules.md Part C; `auditor.rules.SWITCHES` lists every value the
+# rules know). A deal whose rules have a switch or a value not listed here goes to the reference engine (fallback
+# reason "unsupported_rule"), never replayed wrongly. To add a value: make the kernel handle it, hold it to the
+# reference engine in tests/test_batch_support.py, then list it here.
+SUPPORTED_SWITCHES: dict[str, dict[str, tuple[object, ...]]] = {
+    "scotch_whist": {
+        "odd_pack": ("remove_spade_six", "show_36th_dead", "remove_club_six", "turnup_36th_to_eldest"),
+        "extra_card_play": ("two_cards_in_last_trick", "unspecified"),
+        "extra_card_base": ("cards_received", "nominal"),
+        "small_table_deal": ("sets_of_six", "ten_each_rest_aside"),
+        "two_three_player_deal_order": ("round_robin_by_hand", "packet_per_hand", "record_supplied"),
+        "set_leader": ("last_trick_winner", "eldest"),
+        "trump_card_pickup": ("dealer_first_trick", "with_last_hand", "with_second_hand"),
+        "deal_packet": ("one_at_a_time", "other"),
+        "partnership_4": ("pairs_opposite", "none"),
+        "partnership_6": ("none", "two_sides_of_three_alternate", "three_pairs_opposite"),
+        "partnership_8": ("none", "two_sides_of_four_alternate", "four_pairs"),
+        "void_rule": ("trump_or_discard", "must_trump_if_able"),
+        "revoke_penalty": ("lose_game", "minus_10"),
+        "revoke_requires_claim": (True, False),
+        "revoke_stakes_payer": ("side", "individual"),
+        "cards_under": ("zero", "negative"),
+        "countout_cards_collision": ("higher_running_total", "more_cards", "unresolved_error"),
+        "target": (41,),
+        "negative_scores": ("allowed", "floor_zero"),
+    },
+    "all_fours": {
+        "target": (7, 10, 11),
+        "game_tie": ("elder_hand", "nobody"),
+        "game_tie_multi": ("nearest_dealers_left", "nobody"),
+        "low_to": ("dealt_holder", "trick_winner"),
+        "after_run": ("discard_to_six", "keep_if_nine_else_discard", "keep_all"),
+        "pack_exhausted": ("bunch_same_dealer", "other"),
+        "jack_on_rejected_turnup": ("no_point", "point"),
+        "gift_three_players": ("both_adversaries", "eldest_only"),
+        "gift_cannot_win": (True, False),
+        "second_beg": ("forbidden", "by_agreement"),
+        "bunch_by_agreement_2p": ("allowed", "forbidden"),
+        "revoke": ("foster_graduated", "one_point"),
+        "turnup_jack_void_on_misdeal": (True,),
+        "gift_partnership": ("one_point_to_side",),
+    },
+}
+
+
+def unsupported_switches(R: Rules) -> list[tuple[str, object]]:
+    """The switches of `R` whose value the kernel does not replay (`SUPPORTED_SWITCHES`), as (name, value).
+    Values compare as `Rules.with_options` checks them: same type and equal (True is not 1)."""
+    known = SUPPORTED_SWITCHES.get(R.game)
+    if known is None:
+        return [("game", R.game)]
+    out: list[tuple[str, object]] = []
+    for name, value in R.switches.items():
+        if not any(type(value) is type(a) and value == a for a in known.get(name, ())):
+            out.append((name, value))
+    return out
 
 
 @dataclass
@@ -129,6 +186,9 @@ def replay_chunk(ch: Chunk, reg: Registry, detail: bool | str = False) -> ChunkR
         rs = int(ch.rset[rows[0]])
         n = int(ch.nplayers[rows[0]])
         R = reg.rulesets[rs]
+        if unsupported_switches(R):
+            out.reason[rows] = FALLBACK_REASONS.index("unsupported_rule")
+            continue
         g = _Group(ch, reg, rows, R, n, out, detail)
         if R.game == "scotch_whist":
             g.run_sw()

@@ -54,12 +54,14 @@ Fields, with the `DealResult` / `Deal` attribute each one mirrors:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from .cards import CARD_STR, parse_card
-from .rules import layout
+from .dealog import Deal
+from .replay.reference import DealResult
+from .rules import Layout, Rules, layout
 
 NOCARD = 255
 MAX_SEATS = 8
@@ -68,7 +70,7 @@ DEAL_NO_MAX = (1 << 63) - 1  # a larger deal number (the reader takes any) is he
 # replay's findings and games keep the exact number, only the audit's per-deal views (top deals) show it capped
 
 # per-row array fields: name -> (dtype, trailing shape or None, fill)
-_ROW_FIELDS: dict[str, tuple] = {
+_ROW_FIELDS: dict[str, tuple[Any, int | str | None, Any]] = {
     "file_index": (np.int32, None, 0),
     "line": (np.int64, None, 0),
     "order": (np.int64, None, 0),
@@ -111,13 +113,13 @@ class AuditColumns:
     game_ids: list[str] = field(default_factory=list)
     players: list[str] = field(default_factory=list)
     packs: list[str] = field(default_factory=list)
-    rulesets: list = field(default_factory=list)
+    rulesets: list[Rules] = field(default_factory=list)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     rev_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     rev_trick: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))
     rev_seat: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
-    log_tricks: dict[int, list | None] = field(default_factory=dict)
-    runs: dict[int, list] = field(default_factory=dict)
+    log_tricks: dict[int, list[list[int]] | None] = field(default_factory=dict)
+    runs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
     source_of: dict[int, str] = field(default_factory=dict)  # rows whose Deal.source is not "path:line"
 
     def __getattr__(self, name: str) -> np.ndarray:
@@ -139,13 +141,13 @@ class AuditColumns:
     def revokes_of(self, i: int) -> list[tuple[int, int]]:
         """DealResult.revokes of row i."""
         a, b = np.searchsorted(self.rev_row, [i, i + 1])
-        return [(int(k), int(s)) for k, s in zip(self.rev_trick[a:b], self.rev_seat[a:b])]
+        return [(int(k), int(s)) for k, s in zip(self.rev_trick[a:b], self.rev_seat[a:b], strict=True)]
 
     def plays_of(self, i: int) -> list[tuple[int, int, int]]:
         """DealResult.plays of row i."""
         m = int(self.n_plays[i])
         return [(int(k), int(s), int(c)) for k, s, c in
-                zip(self.play_trick[i, :m], self.play_seat[i, :m], self.play_card[i, :m])]
+                zip(self.play_trick[i, :m], self.play_seat[i, :m], self.play_card[i, :m], strict=True)]
 
     def tricks_of(self, i: int) -> list[list[int]] | None:
         """The recorded tricks of row i, parsed (None when absent or some card does not parse)."""
@@ -158,7 +160,7 @@ class AuditColumns:
             out[k].append(c)
         return out or None
 
-    def rules(self, i: int):
+    def rules(self, i: int) -> Rules:
         return self.rulesets[int(self.rset[i])]
 
     def take(self, rows: np.ndarray) -> "AuditColumns":
@@ -217,10 +219,10 @@ class AuditColumns:
     def concat(parts: Sequence["AuditColumns"]) -> "AuditColumns":
         """Rows of every part in turn, string tables unified. Parts keep their own row order."""
         out = AuditColumns()
-        idx: dict[str, dict] = {k: {} for k in ("tables", "game_ids", "players", "packs")}
-        rs_idx: dict = {}
+        idx: dict[str, dict[str, int]] = {k: {} for k in ("tables", "game_ids", "players", "packs")}
+        rs_idx: dict[Rules, int] = {}
 
-        shared: dict[str, list] = {}  # parts built by one ColumnsBuilder share their string lists: ids stay
+        shared: dict[str, list[str]] = {}  # parts built by one ColumnsBuilder share their string lists: ids stay
 
         def remap(part: AuditColumns, key: str) -> np.ndarray | None:
             names = getattr(part, key)
@@ -242,14 +244,14 @@ class AuditColumns:
             m[-1] = -1  # index -1 stays -1
             return m
 
-        arrays: dict[str, list] = {k: [] for k in _ROW_FIELDS}
+        arrays: dict[str, list[np.ndarray]] = {k: [] for k in _ROW_FIELDS}
         widths = {"P": 1, "T": 1, "S": 1}
         for p in parts:
             for k, (_, shape, _) in _ROW_FIELDS.items():
                 if isinstance(shape, str) and k in p.arrays:
                     widths[shape] = max(widths[shape], p.arrays[k].shape[1])
         base = 0
-        rev = ([], [], [])
+        rev: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])
         for p in parts:
             if not len(p):
                 continue
@@ -271,8 +273,9 @@ class AuditColumns:
                     pad = np.full((len(a), widths[shape] - a.shape[1]), fill, dt)
                     a = np.concatenate([a, pad], 1)
                 key = {"table": "tables", "game": "game_ids", "pack": "packs", "seat_player": "players"}.get(k)
-                if key is not None and maps[key] is not None:
-                    a = maps[key][a].astype(dt)
+                m = maps[key] if key is not None else None
+                if m is not None:
+                    a = m[a].astype(dt)
                 elif k == "rset":
                     a = rsm[a].astype(dt)
                 arrays[k].append(a)
@@ -293,13 +296,14 @@ class AuditColumns:
 
 
 def _names(c: AuditColumns, name: str, a: np.ndarray) -> np.ndarray:
-    lst = {"table": c.tables, "game": c.game_ids, "pack": c.packs, "seat_player": c.players,
-           "rset": c.rulesets}[name]
+    lists: dict[str, Sequence[object]] = {"table": c.tables, "game": c.game_ids, "pack": c.packs,
+                                          "seat_player": c.players, "rset": c.rulesets}
+    lst = lists[name]
     table = np.array([repr(x) for x in lst] + [""], dtype=object)
     return table[a]
 
 
-def _empty(k: str, widths: dict) -> np.ndarray:
+def _empty(k: str, widths: dict[str, int]) -> np.ndarray:
     dt, shape, _ = _ROW_FIELDS[k]
     if shape is None:
         return np.zeros(0, dt)
@@ -325,28 +329,42 @@ def blank(D: int, widths: dict[str, int]) -> dict[str, np.ndarray]:
 _CODE = {s: c for c, s in enumerate(CARD_STR[:52])}
 
 
-def _card(x) -> int | None:
+def _card(x: object) -> int | None:
     """parse_card with the canonical spellings looked up first (most cards of most logs)."""
     c = _CODE.get(x) if type(x) is str else None
     return c if c is not None else parse_card(x)
 
 
-def deck_of(deal, L) -> list[int] | None:
+def _cards(xs: Sequence[object]) -> list[int] | None:
+    """Every card of `xs` parsed; None when some card does not parse."""
+    out: list[int] = []
+    for x in xs:
+        c = _card(x)
+        if c is None:
+            return None
+        out.append(c)
+    return out
+
+
+def deck_of(deal: Deal, L: Layout) -> list[int] | None:
     """The dealt order of the pack: the logged deck, else the one the recorded hands (in order received) imply;
     -1 where unknown. None when neither gives it."""
     if deal.deck is not None:
-        cards = [_card(x) for x in deal.deck]
-        if any(c is None for c in cards) or len(cards) != L.deck_len:
+        cards = _cards(deal.deck)
+        if cards is None or len(cards) != L.deck_len:
             return None
         return cards
     if deal.hands is None or not L.deck_checkable:
         return None
-    hands = [[_card(x) for x in h] for h in deal.hands]
-    if any(c is None for h in hands for c in h):
-        return None
+    hands: list[list[int]] = []
+    for h in deal.hands:
+        cs = _cards(h)
+        if cs is None:
+            return None
+        hands.append(cs)
     out = [-1] * L.deck_len
-    for k, (seat, slot) in enumerate(zip(L.deal_seat, L.deal_slot)):
-        if seat is not None:
+    for k, (seat, slot) in enumerate(zip(L.deal_seat, L.deal_slot, strict=True)):
+        if seat is not None and slot is not None:  # both None past the dealt cards
             if slot >= len(hands[seat]):
                 return None
             out[k] = hands[seat][slot]
@@ -356,20 +374,28 @@ def deck_of(deal, L) -> list[int] | None:
     return out
 
 
-def parsed_tricks(deal) -> list[list[int]] | None:
+def parsed_tricks(deal: Deal) -> list[list[int]] | None:
     """The recorded tricks parsed; None when absent, empty, or some card does not parse."""
     if not deal.tricks:
         return None
     out = []
     for t in deal.tricks:
-        cs = [_card(x) for x in t]
-        if any(c is None for c in cs):
+        cs = _cards(t)
+        if cs is None:
             return None
         out.append(cs)
     return out
 
 
-def from_results(results: Sequence) -> AuditColumns:
+def layout_of(R: Rules, n: int, dealer: int) -> Layout | None:
+    """`rules.layout` for a player count the game allows (the range `dealog.validate` checks); None for any other
+    count (which `layout` cannot always lay out)."""
+    if not R.min_players <= n <= R.max_players:
+        return None
+    return layout(R, n, dealer)
+
+
+def from_results(results: Sequence[DealResult]) -> AuditColumns:
     """The columns of the reference engine's results (in the order given; the audit passes input order)."""
 
     c = AuditColumns()
@@ -378,16 +404,16 @@ def from_results(results: Sequence) -> AuditColumns:
     T = max([len(r.winners) for r in results] + [1])
     S = max([r.deal.n_sides for r in results] + [1])
     a = blank(D, {"P": P, "T": T, "S": S})
-    ids: dict[str, dict] = {k: {} for k in ("tables", "game_ids", "players", "packs", "rulesets")}
+    ids: dict[str, dict[Any, int]] = {k: {} for k in ("tables", "game_ids", "players", "packs", "rulesets")}
 
-    def idx(key: str, v) -> int:
+    def idx(key: str, v: object) -> int:
         d = ids[key]
         if v not in d:
             d[v] = len(d)
             getattr(c, key).append(v)
         return d[v]
 
-    rev = ([], [], [])
+    rev: tuple[list[int], list[int], list[int]] = ([], [], [])
     for i, r in enumerate(results):
         d = r.deal
         if d.line is not None and d.source.endswith(f":{d.line}"):
@@ -423,10 +449,7 @@ def from_results(results: Sequence) -> AuditColumns:
         if d.hands is not None:
             a["rec_hands"][i] = True
             a["hands_dup"][i] = any(len(h) != len(set(h)) for h in d.hands)
-        try:
-            L = layout(d.ruleset, n, d.dealer)
-        except Exception:
-            L = None
+        L = layout_of(d.ruleset, n, d.dealer)
         deck = deck_of(d, L) if L is not None else None
         if deck is not None:
             a["deck_len"][i] = len(deck)

@@ -8,7 +8,8 @@ from scipy.stats import binom
 
 from auditor.cards import parse_card
 from auditor.dealog import validate
-from auditor.detectors.collusion import Collusion, CollusionCounts, count_deal, counting, individual
+from auditor.detectors.collusion import Collusion, CollusionCounts, count_deal, count_results, individual
+from auditor.detectors.play_facts import counting
 from auditor.replay.reference import replay_deal
 from auditor.stats.family import apply_families
 from auditor.testing.generate import random_game
@@ -53,7 +54,7 @@ def random_tables():
 
 
 def test_honest_players_are_not_accused(random_tables):
-    tests = Collusion().finalize(Collusion().count(random_tables))
+    tests = Collusion().finalize(count_results(random_tables))
     p = np.array([t.pvalue for t in tests])
     assert len(p) > 150
     for a in (0.01, 0.05):
@@ -76,16 +77,16 @@ def test_only_individual_play_is_counted():
 
 def test_counts_add_exactly_across_tables(random_tables):
     det = Collusion()
-    whole = {t.subject: t.to_json() for t in det.finalize(det.count(random_tables))}
+    whole = {t.subject: t.to_json() for t in det.finalize(count_results(random_tables))}
     by_table: dict[str, list] = {}
     for r in random_tables:
         by_table.setdefault(r.deal.table, []).append(r)
-    parts = [det.count(by_table[t]) for t in sorted(by_table, reverse=True)]
+    parts = [count_results(by_table[t]) for t in sorted(by_table, reverse=True)]
     assert {t.subject: t.to_json() for t in det.finalize(det.merge(parts))} == whole
 
 
 def test_every_event_is_an_opportunity(random_tables):
-    c = Collusion().count(random_tables)
+    c = count_results(random_tables)
     for cells in c.pairs.values():
         for o, e in cells.values():
             assert 0 <= e <= o
@@ -102,7 +103,7 @@ def test_colluding_pair_at_a_table_of_five_is_caught():
                                 CheaterSpec("ben", "colluder", 0.7, partner="ada")])
     sim = simulate_season(spec, np.random.default_rng(4))
     res = [replay_deal(validate(r)) for r in sim.records]
-    tests, _ = apply_families(Collusion().finalize(Collusion().count(res)))
+    tests, _ = apply_families(Collusion().finalize(count_results(res)))
     flagged = {t.subject for t in tests if t.flagged}
     assert flagged & {"ada+ben", "ben+ada"}
     assert flagged <= {"ada+ben", "ben+ada"}
@@ -115,15 +116,15 @@ def _check_points(tl, n):
     """Timeline points: indexes strictly increasing from 1 (every index when n <= 200), ending at n; the null
     variance so far never decreases."""
     idx = [p[0] for p in tl]
-    assert idx[0] == 1 and idx[-1] == n and all(b > a for a, b in zip(idx, idx[1:]))
+    assert idx[0] == 1 and idx[-1] == n and all(b > a for a, b in zip(idx, idx[1:], strict=False))
     assert len(tl) == min(n, 200)
     assert all(len(p) == 4 for p in tl)
-    assert all(b[3] >= a[3] for a, b in zip(tl, tl[1:]))
+    assert all(b[3] >= a[3] for a, b in zip(tl, tl[1:], strict=False))
 
 
 def test_timeline_follows_each_pair_over_its_chances_in_input_order(random_tables):
     det = Collusion()
-    counts = det.count(random_tables)
+    counts = count_results(random_tables)
     tests = det.finalize(counts)
     # deal by deal, in input order: each pair's chances and gifts per cell (counted one deal at a time)
     per_deal = []
@@ -142,7 +143,8 @@ def test_timeline_follows_each_pair_over_its_chances_in_input_order(random_table
                 for cell, (o, e) in cells.items()}
         last = tl[-1]
         assert last[1] == t.observed and last[2] == pytest.approx(t.expected, abs=1e-3)
-        assert last[3] == pytest.approx(sum(o * p * (1 - p) for (o, _), p in zip(cells.values(), p_of.values())),
+        assert last[3] == pytest.approx(sum(o * p * (1 - p) for (o, _), p in zip(cells.values(), p_of.values(),
+                                                                                 strict=True)),
                                         abs=1e-3)
         # at the end of each deal where the pair had a chance, the point is that deal's running total
         at = {p[0]: p for p in tl}
@@ -158,7 +160,7 @@ def test_timeline_follows_each_pair_over_its_chances_in_input_order(random_table
 
 
 def test_trail_lists_every_chance_once(random_tables):
-    c = Collusion().count(random_tables)
+    c = count_results(random_tables)
     assert set(c.trail) == set(c.pairs)
     for pair, cells in c.pairs.items():
         for cell, (o, e) in cells.items():

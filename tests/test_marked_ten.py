@@ -103,7 +103,8 @@ def test_saddlepoint_near_the_mean_matches_a_forty_digit_evaluation():
     mp = pytest.importorskip("mpmath")
     mp.mp.dps = 40
     V, P, grp, nb, ts = _near_mean_cases()
-    blocks = [[(mp.mpf(float(v)), mp.mpf(float(p))) for v, p, g in zip(V, P, grp) if g == b] for b in range(nb)]
+    blocks = [[(mp.mpf(float(v)), mp.mpf(float(p))) for v, p, g in zip(V, P, grp, strict=True) if g == b]
+              for b in range(nb)]
     blocks = [[(v, p / sum(q for _, q in bl)) for v, p in bl] for bl in blocks]
 
     def cum(s):  # K(s), K'(s), K''(s) exactly
@@ -111,10 +112,10 @@ def test_saddlepoint_near_the_mean_matches_a_forty_digit_evaluation():
         for bl in blocks:
             e = [p * mp.exp(s * v) for v, p in bl]
             z = sum(e)
-            m1 = sum(x * v for x, (v, _) in zip(e, bl)) / z
+            m1 = sum(x * v for x, (v, _) in zip(e, bl, strict=True)) / z
             K += mp.log(z)
             k1 += m1
-            k2 += sum(x * v * v for x, (v, _) in zip(e, bl)) / z - m1 ** 2
+            k2 += sum(x * v * v for x, (v, _) in zip(e, bl, strict=True)) / z - m1 ** 2
         return K, k1, k2
 
     for t in ts[:4]:
@@ -185,7 +186,7 @@ def random_club():
 
 def test_null_holds_for_players_who_ignore_the_ten(random_club):
     """Uniformly random players cannot know where the Ten is: their p-values must not be small too often."""
-    tests = M.MarkedTen().finalize(M.MarkedTen().count(random_club))
+    tests = M.MarkedTen().finalize(M.count_results(random_club))
     p = np.array([t.pvalue for t in tests])
     assert len(p) == 160
     for a in (0.05, 0.1):
@@ -200,20 +201,20 @@ def test_null_holds_for_players_who_ignore_the_ten(random_club):
 
 def test_counts_add_exactly_across_tables(random_club):
     det = M.MarkedTen()
-    whole = det.finalize(det.count(random_club))
+    whole = det.finalize(M.count_results(random_club))
     by_table: dict[str, list] = {}
     for r in random_club:
         by_table.setdefault(r.deal.table, []).append(r)
     tables = sorted(by_table)
     rng = np.random.default_rng(0)
     halves = [tables[::2], tables[1::2]]
-    parts = [det.count([r for t in half for r in by_table[t]]) for half in halves]
+    parts = [M.count_results([r for t in half for r in by_table[t]]) for half in halves]
     merged = det.finalize(det.merge(list(reversed(parts))))
     a = {t.subject: t.to_json() for t in whole}
     b = {t.subject: t.to_json() for t in merged}
     assert a == b
     rng.shuffle(tables)
-    parts = [det.count(by_table[t]) for t in tables]
+    parts = [M.count_results(by_table[t]) for t in tables]
     assert {t.subject: t.to_json() for t in det.finalize(det.merge(parts))} == a
 
 
@@ -221,14 +222,14 @@ def test_timeline_over_the_scored_deals_in_input_order(random_club):
     """One point per scored deal in the order of the logs (not the order the deals are handed over), ending at the
     test's totals; its increments are the deals' sums S_d, so the deals that weigh most appear in log order."""
     det = M.MarkedTen()
-    tests = det.finalize(det.count(list(reversed(random_club))))
+    tests = det.finalize(M.count_results(list(reversed(random_club))))
     assert tests
     for t in tests:
         tl = t.detail["timeline"]
         assert [p[0] for p in tl] == list(range(1, t.n + 1))  # fewer than 200 deals each: every deal a point
         last = tl[-1]
         assert last[1] == pytest.approx(t.observed, abs=1e-3) and last[2] == pytest.approx(t.expected, abs=1e-3)
-        assert all(b[3] >= a[3] for a, b in zip(tl, tl[1:]))
+        assert all(b[3] >= a[3] for a, b in zip(tl, tl[1:], strict=False))
         # the variance so far is the test's null (widened by the guard): the last point gives back its z
         assert (last[1] - last[2]) / np.sqrt(last[3]) == pytest.approx(t.statistic, abs=2e-3)
         inc = np.diff([0.0] + [p[1] - p[2] for p in tl])
@@ -247,7 +248,7 @@ def test_exclusions_are_counted_and_other_games_do_not_break_it(random_club):
     short = replay_deal(validate(dict(rec, tricks=rec["tricks"][:2])))
     two = [replay_deal(validate(r)) for r in random_game(rng, "scotch_whist", "foster", 2, game_id="two")]
     det = M.MarkedTen()
-    c = det.count(list(random_club[:200]) + af + [short] + two)
+    c = M.count_results(list(random_club[:200]) + af + [short] + two)
     assert c.excluded_deals["not_scotch_whist"] == len(af)
     assert c.excluded_deals["incomplete"] >= 1
     assert c.excluded_deals["played_in_sets"] == len(two)
@@ -279,7 +280,7 @@ def cheat_season():
 
 def test_marked_ten_player_is_found_and_controls_stay_quiet(cheat_season):
     det = M.MarkedTen()
-    tests, _ = apply_families(det.finalize(det.count(cheat_season)))
+    tests, _ = apply_families(det.finalize(M.count_results(cheat_season)))
     by = {t.subject: t for t in tests}
     ada = by["ada"]
     assert ada.flagged and ada.pvalue < 1e-4
@@ -292,7 +293,7 @@ def test_marked_ten_player_is_found_and_controls_stay_quiet(cheat_season):
     # his timeline: a point per scored deal (at most 200), ending at his totals, far above the honest range
     tl = ada.detail["timeline"]
     assert len(tl) == min(ada.n, 200) and tl[0][0] == 1 and tl[-1][0] == ada.n
-    assert all(b[0] > a[0] for a, b in zip(tl, tl[1:]))
+    assert all(b[0] > a[0] for a, b in zip(tl, tl[1:], strict=False))
     assert tl[-1][1] == pytest.approx(ada.observed, abs=1e-3) and tl[-1][2] == pytest.approx(ada.expected, abs=1e-3)
     assert tl[-1][1] - tl[-1][2] > 3 * np.sqrt(tl[-1][3])
 
@@ -310,7 +311,7 @@ def test_clubs_of_strong_readers_are_not_accused():
                           time=False)
         sim = simulate_season(spec, np.random.default_rng([31, i]))
         res = [replay_deal(validate(r)) for r in sim.records]
-        tests, _ = apply_families(M.MarkedTen().finalize(M.MarkedTen().count(res)))
+        tests, _ = apply_families(M.MarkedTen().finalize(M.count_results(res)))
         ps += [t.pvalue for t in tests]
         flags += sum(t.flagged for t in tests)
     p = np.array(ps)
@@ -395,7 +396,7 @@ def _differences(got: dict, want: dict, rtol: float = 1e-9) -> list:
 
 @pytest.fixture(scope="module")
 def pin_counts():
-    return M.MarkedTen().count(_pin_season())
+    return M.count_results(_pin_season())
 
 
 def test_finalize_is_pinned_to_its_numbers(pin_counts):
@@ -411,7 +412,7 @@ def test_finalize_is_pinned_to_its_numbers(pin_counts):
 
 
 def test_finalize_reads_rows_in_any_order(pin_counts):
-    """`count` writes each deal's plays and decisions together and in play order, and finalize gathers them by
+    """The counts write each deal's plays and decisions together and in play order, and finalize gathers them by
     segments; counts whose rows come in another order (shuffled here) are sorted first and score the same."""
     import copy
 
@@ -443,8 +444,8 @@ def test_finalize_is_linear_and_fast_on_a_hundred_thousand_deals():
     demo = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "season.jsonl.gz"
     cols = from_results(replay_records(read_records([str(demo)]), engine="batch").results)
     det = M.MarkedTen()
-    small = det.count_columns(cols)
-    big = det.count_columns(AuditColumns.concat([cols] * 13))
+    small = det.count(cols)
+    big = det.count(AuditColumns.concat([cols] * 13))
     det.finalize(small)  # compiled (or loaded from numba's cache)
     t = time.process_time()
     det.finalize(small)
@@ -460,7 +461,7 @@ def test_finalize_is_linear_and_fast_on_a_hundred_thousand_deals():
 def write_pinned() -> None:  # pragma: no cover - run by hand when a change of method moves the numbers on purpose
     """Pin the current numbers; of an existing pin only the entries that moved beyond the test's tolerance change
     (so the fixture's diff shows what a change of method moved)."""
-    counts = M.MarkedTen().count(_pin_season())
+    counts = M.count_results(_pin_season())
     pins = {"folds5": _pinned_numbers(M.MarkedTen().finalize(counts)),
             "folds1": _pinned_numbers(M.MarkedTen(folds=1).finalize(counts), False)}
     short = {f: {k: float(f"{v:.13g}") if isinstance(v, float) else v for k, v in d.items()} for f, d in pins.items()}

@@ -1,8 +1,8 @@
-"""`MarkedTen.count_columns` (numba over `AuditColumns`) against `MarkedTen.count` (Python over `DealResult`s, the
-spec): every array equal (values and dtypes), the same names, packs, games and sources, the same exclusions. On the
-demo season, simulated seasons of every table size the detector keeps or excludes, and generated logs of every
-configuration and option set with mutated records (revokes, cards not in hand, missing hands and tricks). Counting
-every deal at once equals merging the counts of each table."""
+"""`MarkedTen.count` (numba over the table, `AuditColumns`) against `marked_ten.count_results` (Python over
+`DealResult`s, the spec): every array equal (values and dtypes), the same names, packs, games and sources, the same
+exclusions. On the demo season, simulated seasons of every table size the detector keeps or excludes, and generated
+logs of every configuration and option set with mutated records (revokes, cards not in hand, missing hands and
+tricks). Counting every deal at once equals merging the counts of each table."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ def _diff(a: M.MarkedTenCounts, b: M.MarkedTenCounts) -> list:
 
 def _check(results) -> M.MarkedTenCounts:
     det = M.MarkedTen()
-    spec = det.count(results)
-    got = det.count_columns(from_results(results))
+    spec = M.count_results(results)
+    got = det.count(from_results(results))
     assert _diff(spec, got) == []
     return got
 
@@ -170,19 +170,17 @@ def test_one_deal_at_a_time_and_none(mutated_results):
         _check([r])
     _check(mutated_results[50:250])
     _check([])
-    empty = M.MarkedTen().count_columns(AuditColumns())
+    empty = M.MarkedTen().count(AuditColumns())
     assert empty.n_deals == 0 and empty.players.shape == (0, M.MAX_SEATS)
 
 
 def test_small_arrays_grow(sim_results, monkeypatch):
     """The kernel stops when its arrays are full and resumes after they grow: force it from a tiny start."""
-    from auditor.detectors import marked_ten_fast as F
-
     cols = from_results(sim_results[:300])
-    want = F.count_columns(cols)
-    real = F._Rows.__init__
-    monkeypatch.setattr(F._Rows, "__init__", lambda self, caps: real(self, {k: 1 for k in caps}))
-    assert _diff(want, F.count_columns(cols)) == []
+    want = M.count_table(cols)
+    real = M._Rows.__init__
+    monkeypatch.setattr(M._Rows, "__init__", lambda self, caps: real(self, {k: 1 for k in caps}))
+    assert _diff(want, M.count_table(cols)) == []
 
 
 # ---------------------------------------------------------------- all at once == merged per table
@@ -228,11 +226,11 @@ def _same_canonical(a: dict, b: dict) -> list:
 
 def test_all_at_once_equals_merged_tables(sim_results):
     det = M.MarkedTen()
-    whole = det.count_columns(from_results(sim_results))
+    whole = det.count(from_results(sim_results))
     by_table: dict[str, list] = {}
     for r in sim_results:
         by_table.setdefault(r.deal.table, []).append(r)
-    parts = [det.count(by_table[t]) for t in sorted(by_table, reverse=True)]
+    parts = [M.count_results(by_table[t]) for t in sorted(by_table, reverse=True)]
     merged = det.merge(parts)
     assert _same_canonical(_canonical(whole), _canonical(merged)) == []
     # and so the tests: the deals' order in `finalize` is their key's
@@ -249,10 +247,10 @@ def test_speed_on_a_hundred_thousand_deals(demo_results):
     big = AuditColumns.concat([cols] * 13)
     assert len(big) > 100_000
     det = M.MarkedTen()
-    det.count_columns(cols)  # compiled (or loaded from the cache)
+    det.count(cols)  # compiled (or loaded from the cache)
     t = time.perf_counter()
-    c = det.count_columns(big)
+    c = det.count(big)
     dt = time.perf_counter() - t
-    assert c.n_deals == 13 * det.count_columns(cols).n_deals
-    print(f"count_columns: {len(big)} deals in {dt:.2f} s, {len(big) / dt:,.0f} deals/s")
+    assert c.n_deals == 13 * det.count(cols).n_deals
+    print(f"MarkedTen.count: {len(big)} deals in {dt:.2f} s, {len(big) / dt:,.0f} deals/s")
     assert len(big) / dt > 50_000

@@ -47,7 +47,7 @@ def test_yardstick_is_calibrated_for_honest_players(logged_season):
 def test_summaries_and_targets_from_tiny_studies():
     rows = [{"player": "x", "skill": s, "cheat": False, "p": p, "z": 0.0, "flagged": False, "deals": 10,
              "played": 20, "p_hard": p, "p_opening": p, "p_normal": p, "p_queen": p, "p_plain_ten": p,
-             "p_placebo": p} for s, p in zip(C.SKILLS * 5, np.linspace(0.0005, 1, 20))]
+             "p_placebo": p} for s, p in zip(C.SKILLS * 5, np.linspace(0.0005, 1, 20), strict=True)]
     h = C.summarise_marked_honest([{"rows": rows, "family": 20, "seconds": 1.0}], 0.05)
     assert h["by_skill"]["all"]["players"] == 20
     assert h["by_skill"]["all"]["count<=0.001"] == 1

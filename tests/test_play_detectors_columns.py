@@ -1,5 +1,5 @@
-"""`collusion` and `revoke_pattern` over the audit's columns: `count_columns(from_results(results))` must return
-exactly what the Python counters (`count(results)`, the spec) return, field for field and type for type, on the
+"""`collusion` and `revoke_pattern` over the table: `count(from_results(results))` must return exactly what the
+Python counters (`count_results(results)`, the spec) return, field for field and type for type, on the
 demo season, simulated seasons with planted revokers and colluders at every kind of table, and random logs of
 every preset, player count and option set with mutated records; and counting every deal at once must equal
 merging per-table counts (how the audit used to count)."""
@@ -16,10 +16,10 @@ import pytest
 
 from auditor.columns import AuditColumns, from_results
 from auditor.dealog import read_records, validate
+from auditor.detectors import collusion, revoke_pattern
 from auditor.detectors.collusion import Collusion
 from auditor.detectors.play_columns import walk_setup
-from auditor.detectors.revoke_pattern import RevokePattern
-from auditor.detectors.revoke_pattern_fast import sum_fractions
+from auditor.detectors.revoke_pattern import RevokePattern, sum_fractions
 from auditor.replay.reference import replay_deal
 from auditor.replay.run import replay_records
 from auditor.simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
@@ -29,6 +29,7 @@ from auditor.testing.mutate import mutate_log, to_jsonl
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "season.jsonl.gz"
 DETECTORS = (Collusion, RevokePattern)
+ORACLE = {Collusion: collusion.count_results, RevokePattern: revoke_pattern.count_results}  # the per-card spec
 
 
 def typed(x):
@@ -50,12 +51,12 @@ def assert_same(got, want) -> None:
 
 
 def check(results, cols=None) -> dict:
-    """count_columns == count for both detectors; returns the counts."""
+    """count (over the table) == count_results (the spec) for both detectors; returns the counts."""
     cols = from_results(results) if cols is None else cols
     out = {}
     for D in DETECTORS:
-        want = D().count(results)
-        got = D().count_columns(cols)
+        want = ORACLE[D](results)
+        got = D().count(cols)
         assert_same(got, want)
         out[D.__name__] = got
     return out
@@ -76,10 +77,10 @@ def check_merge(results) -> None:
     assert len(tables) > 1
     for D in DETECTORS:
         det = D()
-        whole = det.count_columns(cols)
-        parts = [det.count([results[i] for i in tables[t]]) for t in sorted(tables, reverse=True)]
+        whole = det.count(cols)
+        parts = [ORACLE[D]([results[i] for i in tables[t]]) for t in sorted(tables, reverse=True)]
         assert_same(whole, det.merge(parts))
-        parts_c = [det.count_columns(cols.take(np.asarray(tables[t]))) for t in sorted(tables, reverse=True)]
+        parts_c = [det.count(cols.take(np.asarray(tables[t]))) for t in sorted(tables, reverse=True)]
         assert_same(whole, det.merge(parts_c))
 
 
@@ -90,13 +91,13 @@ def check_merge(results) -> None:
 def demo():
     """The demo season replayed: (results, columns, the Python counts per detector)."""
     results = replay_records(read_records([str(DEMO)]), engine="batch").results
-    return results, from_results(results), {D: D().count(results) for D in DETECTORS}
+    return results, from_results(results), {D: ORACLE[D](results) for D in DETECTORS}
 
 
 def test_demo_season(demo):
     results, cols, want = demo
     for D in DETECTORS:
-        assert_same(D().count_columns(cols), want[D])
+        assert_same(D().count(cols), want[D])
     c, r = want[Collusion], want[RevokePattern]
     assert c.deals > 2000 and len(c.pairs) > 1000 and sum(len(v) for v in c.trail.values()) > 1000
     assert sum(v[1] for v in r.cells.values()) > 300 and r.trail
@@ -110,7 +111,7 @@ def test_demo_whole_equals_merged_tables(demo):
     tables = by_table(results)
     for D in DETECTORS:
         det = D()
-        parts = [det.count_columns(cols.take(np.asarray(tables[t]))) for t in sorted(tables, reverse=True)]
+        parts = [det.count(cols.take(np.asarray(tables[t]))) for t in sorted(tables, reverse=True)]
         assert_same(det.merge(parts), want[D])
 
 
@@ -121,7 +122,7 @@ def test_rows_out_of_input_order(demo):
     mixed = AuditColumns.concat([cols.take(np.arange(1, D, 2)), cols.take(np.arange(0, D, 2))])
     assert (np.diff(mixed.order) < 0).any()
     for Det in DETECTORS:
-        assert_same(Det().count_columns(mixed), want[Det])
+        assert_same(Det().count(mixed), want[Det])
 
 
 # ---------------------------------------------------------------- simulated seasons
@@ -205,7 +206,7 @@ def test_random_and_mutated_deals(tmp_path, seed):
 
     path, results = _mutated_log(zlib.crc32(f"h2/{seed}".encode()), tmp_path)
     counts = check(results)
-    check(results, replay_paths([str(path)], columns=True).columns)
+    check(results, replay_paths([str(path)], table=True).table)
     r = counts["RevokePattern"]
     assert set(r.excluded_deals) == {"no_hands", "incomplete", "card_not_in_hand"}
     assert sum(v[1] for v in r.cells.values()) > 20
@@ -215,7 +216,7 @@ def test_random_and_mutated_deals(tmp_path, seed):
 def test_nothing_to_walk():
     """No deal (empty columns), and only deals the counters exclude or skip."""
     for D in DETECTORS:
-        assert_same(D().count_columns(from_results([])), D().count([]))
+        assert_same(D().count(from_results([])), ORACLE[D]([]))
     rng = np.random.default_rng(5)
     recs = random_log(rng, 1, game="scotch_whist", n=4, sides=[[0, 2], [1, 3]])  # partnership: no collusion test
     for rec in recs:
@@ -233,7 +234,7 @@ def test_exact_fraction_sums():
         g = rng.integers(0, 5, 300)
         num = rng.integers(-scale, scale, 300)
         den = rng.integers(1, 19, 300)
-        want = [sum((Fraction(int(a), int(b)) for a, b, k in zip(num, den, g) if k == j), Fraction(0))
+        want = [sum((Fraction(int(a), int(b)) for a, b, k in zip(num, den, g, strict=True) if k == j), Fraction(0))
                 for j in range(6)]
         got = sum_fractions(g, num, den, 6)
         assert got == want and all(type(x) is Fraction for x in got)
@@ -251,10 +252,10 @@ def test_speed_on_the_demo_tiled(demo):
     assert len(big) >= 100_000
     for D in DETECTORS:
         det = D()
-        det.count_columns(cols)  # compiled
+        det.count(cols)  # compiled
         t = time.perf_counter()
-        got = det.count_columns(big)
+        got = det.count(big)
         dt = time.perf_counter() - t
-        print(f"{D.__name__}.count_columns: {len(big)} deals in {dt:.3f} s, {len(big) / dt:,.0f} deals/s")
+        print(f"{D.__name__}.count: {len(big)} deals in {dt:.3f} s, {len(big) / dt:,.0f} deals/s")
         assert_same(got, det.merge([want[D]] * 13))
         assert len(big) / dt > 100_000

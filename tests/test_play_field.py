@@ -11,9 +11,9 @@ from auditor.detectors.field import EMPIRICAL_MIN, empirical_null, field_compare
 def _field(m: int, seed: int = 0, shift: float = 0.0, scale: float = 1.0):
     rng = np.random.default_rng(seed)
     names = [f"p{i:03d}" for i in range(m)]
-    z = dict(zip(names, (shift + scale * rng.normal(size=m)).tolist()))
-    exposure = dict(zip(names, rng.integers(50, 500, size=m).tolist()))
-    results = dict(zip(names, rng.uniform(0.3, 0.7, size=m).tolist()))
+    z = dict(zip(names, (shift + scale * rng.normal(size=m)).tolist(), strict=True))
+    exposure = dict(zip(names, rng.integers(50, 500, size=m).tolist(), strict=True))
+    results = dict(zip(names, rng.uniform(0.3, 0.7, size=m).tolist(), strict=True))
     return z, exposure, results
 
 

@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import binom
 
 from auditor.dealog import validate
-from auditor.detectors.revoke_pattern import RevokeCounts, RevokePattern, count_deal
+from auditor.detectors.revoke_pattern import RevokeCounts, RevokePattern, count_deal, count_results
 from auditor.replay.reference import replay_deal
 from auditor.stats.family import apply_families
 from auditor.testing.generate import Style, random_game
@@ -56,7 +56,7 @@ def _complete_tricks(rec, first, rng):
     hold = [mask_of(parse_card(x) for x in h) for h in rec["hands"]]
     seats = [0, 1, 2, 3]
     t1 = [parse_card(x) for x in first]
-    for s, c in zip(seats, t1):
+    for s, c in zip(seats, t1, strict=True):
         hold[s] &= ~(1 << c)
     tricks = [t1]
     leader = seats[_trick_winner_pos("scotch_whist", t1, trump)]
@@ -95,7 +95,7 @@ def accidental():
 
 
 def test_accidental_revokers_are_not_accused(accidental):
-    tests = RevokePattern().finalize(RevokePattern().count(accidental))
+    tests = RevokePattern().finalize(count_results(accidental))
     p = np.array([t.pvalue for t in tests])
     assert len(p) >= 30
     k = int(np.sum(p <= 0.05))
@@ -106,11 +106,11 @@ def test_accidental_revokers_are_not_accused(accidental):
 
 def test_counts_add_exactly_across_tables(accidental):
     det = RevokePattern()
-    whole = {t.subject: t.to_json() for t in det.finalize(det.count(accidental))}
+    whole = {t.subject: t.to_json() for t in det.finalize(count_results(accidental))}
     by_table: dict[str, list] = {}
     for r in accidental:
         by_table.setdefault(r.deal.table, []).append(r)
-    parts = [det.count(by_table[t]) for t in sorted(by_table, reverse=True)]
+    parts = [count_results(by_table[t]) for t in sorted(by_table, reverse=True)]
     assert {t.subject: t.to_json() for t in det.finalize(det.merge(parts))} == whole
 
 
@@ -126,7 +126,7 @@ def test_deliberate_revoker_is_flagged_within_1000_deals():
     deliberate = len(sim.key["cheaters"][0]["revokes"])
     assert 0.01 < deliberate / played < 0.05  # about one deal in 40
     res = [replay_deal(validate(r)) for r in sim.records]
-    tests, _ = apply_families(RevokePattern().finalize(RevokePattern().count(res)))
+    tests, _ = apply_families(RevokePattern().finalize(count_results(res)))
     by = {t.subject: t for t in tests}
     assert by["ada"].flagged
     assert [t.subject for t in tests if t.flagged] == ["ada"]
@@ -135,7 +135,7 @@ def test_deliberate_revoker_is_flagged_within_1000_deals():
 
 def test_timeline_follows_each_revoker_in_input_order(accidental):
     det = RevokePattern()
-    counts = det.count(accidental)
+    counts = count_results(accidental)
     tests = det.finalize(counts)
     R = sum(v[1] for v in counts.cells.values())
     G = sum(v[2] for v in counts.cells.values())

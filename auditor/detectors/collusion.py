@@ -13,36 +13,56 @@ ordered pair with an opportunity is one test of the `collusion` family (thousand
 
 Controls (in no family): the giver's own rate of giving to everyone else in the same cells (a generous or careless
 giver is generous to everybody; a colluder only to his accomplice), and the reverse pair.
+
+Counting. `Collusion.count(table)` counts over the table (`auditor.columns.AuditColumns`) with one numba walk of
+every deal's plays (`_gifts`); `count_results(results)`, over `DealResult`s with `play_facts.walk`, is its
+executable spec (the tests' oracle: the two give equal counts, field for field).
+
+The kernel transcribes `count_deal`: at every play that is not a lead, not the Russian two-card turn and not a
+revoke, when another seat is winning the trick, it classifies the giver's legal cards and, for an opportunity,
+emits one int64 key, (giver player, receiver player, cell), and its `base.trail_code` (deal order, play index,
+event). Sorted by key, the runs of equal keys are the pairs' cells: their lengths the opportunities, their codes'
+low bits the events, their codes the trails; they become the same `CollusionCounts` dicts the Python counter
+builds (cells as the same tuples, values as Python ints). Key layout: (giver * n_players + receiver) << 11 | cell,
+cell = af << 10 | n << 6 | following << 5 | trump_led << 4 | last << 3 | sure << 2 | min(counting legal cards, 3).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
+import numba
 import numpy as np
 
-from ..cards import rank_of, suit_of
-from ..rules import AF_PIPS, SW_HONOURS
+from ..cards import suit_of
+from ..columns import AuditColumns
+from ..facts import DealingFacts
 from ..stats import exact
 from ..stats.family import TestResult
 from .base import deal_order, timeline, trail_code
-from .play_facts import JACK, deal_exclusion, walk
+from .play_columns import (
+    MAX_SETS,
+    beats,
+    counting_table,
+    hands_by_set,
+    is_revoke,
+    legal,
+    low_bit,
+    strength,
+    suit_mask,
+    walk_setup,
+)
+from .play_facts import counting, deal_exclusion, walk
 from .spec import TestSpec
 
 NAME = "collusion"
-SW_COUNTING_RANKS = frozenset(r for r in SW_HONOURS if r != JACK)  # T A K Q of trumps
+Cell = tuple[str, int, int, int, int, int, int]  # game, players, following, trump led, last, sure, counting cards
+Pair = tuple[str, str]  # (giver, receiver)
 
 
-def counting(game: str, trump: int, card: int) -> bool:
-    r = rank_of(card)
-    if game == "scotch_whist":
-        return suit_of(card) == trump and r in SW_COUNTING_RANKS
-    return r in AF_PIPS or (suit_of(card) == trump and r == JACK)
-
-
-def individual(deal) -> bool:
+def individual(deal: Any) -> bool:
     return deal.n >= 3 and (not deal.sides or all(len(s) == 1 for s in deal.sides))
 
 
@@ -56,20 +76,20 @@ class CollusionCounts:
     ascending order: the timeline of the pair's gifts in input order. Sorted, so that any partition of the input
     merges to the same lists."""
 
-    field: dict[tuple, list[int]] = dc_field(default_factory=dict)
-    pairs: dict[tuple[str, str], dict[tuple, list[int]]] = dc_field(default_factory=dict)
+    field: dict[Cell, list[int]] = dc_field(default_factory=dict)
+    pairs: dict[Pair, dict[Cell, list[int]]] = dc_field(default_factory=dict)
     excluded_deals: dict[str, int] = dc_field(default_factory=dict)
     deals: int = 0
-    trail: dict[tuple[str, str], dict[tuple, list[int]]] = dc_field(default_factory=dict)
+    trail: dict[Pair, dict[Cell, list[int]]] = dc_field(default_factory=dict)
 
 
-def sort_trail(trail: dict) -> None:
+def sort_trail(trail: dict[Pair, dict[Cell, list[int]]]) -> None:
     for cells in trail.values():
         for codes in cells.values():
             codes.sort()
 
 
-def _add(dct: dict, key, opp: int, ev: int) -> None:
+def _add(dct: dict[Cell, list[int]], key: Cell, opp: int, ev: int) -> None:
     v = dct.get(key)
     if v is None:
         dct[key] = [opp, ev]
@@ -78,7 +98,17 @@ def _add(dct: dict, key, opp: int, ev: int) -> None:
         v[1] += ev
 
 
-def count_deal(res, c: CollusionCounts) -> None:
+def count_results(results: Iterable[Any]) -> CollusionCounts:
+    """The counts of these `DealResult`s, play by play with `play_facts.walk`: the executable spec of
+    `Collusion.count` (tests only)."""
+    c = CollusionCounts()
+    for res in results:
+        count_deal(res, c)
+    sort_trail(c.trail)
+    return c
+
+
+def count_deal(res: Any, c: CollusionCounts) -> None:
     d = res.deal
     if not individual(d):
         return
@@ -90,9 +120,10 @@ def count_deal(res, c: CollusionCounts) -> None:
     game = d.game
     order = deal_order(d)
     for play, st in enumerate(walk(res)):
-        if st.pos == 0 or st.two_card_turn or st.revoke:
+        w = st.current_winner()
+        if w is None or st.two_card_turn or st.revoke:  # a lead (nobody is winning yet)
             continue
-        ws, wc = st.current_winner()
+        ws, wc = w
         a = st.seat
         if ws == a:
             continue
@@ -115,12 +146,109 @@ def count_deal(res, c: CollusionCounts) -> None:
             continue
         ev = int(counting(game, trump, st.card) and not st.beats(st.card, wc))
         following = int(st.lead_suit is not None and suit_of(st.card) == st.lead_suit)
-        cell = (game, st.n, following, int(st.lead_suit == trump), int(st.pos == len(st.trick_seats) - 1),
-                int(st.winner_is_sure()), min(n_count, 3))
+        cell: Cell = (game, st.n, following, int(st.lead_suit == trump), int(st.pos == len(st.trick_seats) - 1),
+                      int(st.winner_is_sure()), min(n_count, 3))
         _add(c.field, cell, 1, ev)
         pair = (d.players[a], d.players[ws])
         _add(c.pairs.setdefault(pair, {}), cell, 1, ev)
         c.trail.setdefault(pair, {}).setdefault(cell, []).append(trail_code(order, play, ev))
+
+
+# ---------------------------------------------------------------- the count over the table
+
+
+@numba.njit(cache=True)
+def _gifts(use, af_a, must_a, n_a, trump_a, seat_player, play_card, play_seat, play_trick, n_plays, n_sets_a,
+           per_set, extra_a, out_public_a, rev_start, rev_trick, rev_seat, count_tab, n_players, order, keys,
+           codes):
+    m = 0
+    set_of_trick = np.zeros(128, np.int64)
+    by_set = np.zeros((8, MAX_SETS), np.int64)
+    hold = np.zeros(8, np.int64)
+    t_seat = np.zeros(128, np.int64)
+    t_card = np.zeros(128, np.int64)
+    for row in range(len(use)):
+        if not use[row]:
+            continue
+        af = af_a[row]
+        n = np.int64(n_a[row])
+        trump = np.int64(trump_a[row])
+        must = must_a[row]
+        n_sets = np.int64(n_sets_a[row])
+        extra = np.int64(extra_a[row])
+        out_public = out_public_a[row]
+        ra = rev_start[row]
+        rb = rev_start[row + 1]
+        n_tricks = hands_by_set(row, n, n_sets, per_set, set_of_trick, play_card, play_seat, play_trick, n_plays,
+                                by_set)
+        trumps = suit_mask(trump)
+        played = np.int64(0)
+        i = 0
+        np_ = n_plays[row]
+        for k in range(n_tricks):
+            j = set_of_trick[k]
+            if k == 0 or set_of_trick[k - 1] != j:
+                for s in range(n):
+                    hold[s] = by_set[s, j]
+            first = i  # index of the trick's first play in the deal's plays
+            cnt = 0
+            while i < np_ and play_trick[row, i] == k:
+                t_seat[cnt] = play_seat[row, i]
+                t_card[cnt] = play_card[row, i]
+                cnt += 1
+                i += 1
+            lead = -1
+            ws = -1
+            wc = -1
+            for p in range(cnt):
+                s = t_seat[p]
+                c = t_card[p]
+                two = extra >= 0 and s == extra and cnt == n + 1 and k == n_tricks - 1
+                rev = p > 0 and c // 13 != lead and is_revoke(rev_trick, rev_seat, ra, rb, k + 1, s)
+                if p > 0 and not two and not rev and ws != s:
+                    lg = legal(af, hold[s], lead, trump, must)
+                    give = False
+                    plain = False
+                    n_count = 0
+                    mm = lg
+                    while mm != 0:
+                        card = low_bit(mm)
+                        mm &= mm - 1
+                        if count_tab[np.int64(af), np.int64(card // 13 == trump), card % 13]:
+                            n_count += 1
+                            if not beats(af, trump, card, wc):
+                                give = True
+                        else:
+                            plain = True
+                    if give and plain:
+                        ev = (count_tab[np.int64(af), np.int64(c // 13 == trump), c % 13]
+                              and not beats(af, trump, c, wc))
+                        following = c // 13 == lead
+                        sure = False
+                        if wc // 13 == trump:
+                            sure = True
+                            out = ~played & ~out_public & trumps
+                            sw = strength(af, wc % 13)
+                            for r in range(13):
+                                if (out >> np.int64(trump * 13 + r)) & 1 and strength(af, r) > sw:
+                                    sure = False
+                                    break
+                        cell = ((np.int64(af) << 10) | (n << 6) | (np.int64(following) << 5)
+                                | (np.int64(lead == trump) << 4) | (np.int64(p == cnt - 1) << 3)
+                                | (np.int64(sure) << 2) | min(n_count, 3))
+                        g = np.int64(seat_player[row, s])
+                        b = np.int64(seat_player[row, ws])
+                        keys[m] = ((g * n_players + b) << 11) | cell
+                        codes[m] = (((order[row] << 6) | (first + p)) << 1) | np.int64(ev)
+                        m += 1
+                hold[s] &= ~(np.int64(1) << c)
+                played |= np.int64(1) << c
+                if ws < 0 or beats(af, trump, c, wc):
+                    ws = s
+                    wc = c
+                if lead < 0:
+                    lead = c // 13
+    return m
 
 
 SPEC = TestSpec(
@@ -152,20 +280,62 @@ class Collusion:
         self.details = details
         self.min_opportunities = min_opportunities
 
-    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts: Any = None
-              ) -> CollusionCounts:
+    def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
+              facts: DealingFacts | None = None) -> CollusionCounts:
+        """The counts of the table's deals, from one numba walk of their plays (`_gifts`; the spec is
+        `count_results`). `rng` and `facts` are not used."""
         c = CollusionCounts()
-        for res in results:
-            count_deal(res, c)
-        sort_trail(c.trail)
+        D = len(table)
+        if D == 0:
+            return c
+        su = walk_setup(table)
+        indiv = (table.n >= 3) & (table.n_sides == table.n)  # `individual`: sides partition the seats
+        c.excluded_deals = su.excluded(indiv)
+        use = indiv & (su.why == 0)
+        c.deals = int(use.sum())
+        if not c.deals:
+            return c
+        n_players = max(len(table.players), 1)
+        cap = int(table.n_plays[use].astype(np.int64).sum())
+        keys = np.empty(max(cap, 1), np.int64)
+        codes = np.empty(max(cap, 1), np.int64)
+        m = _gifts(use, su.af, su.must_trump, table.n, table.trump, table.seat_player, table.play_card, table.play_seat,
+                   table.play_trick, table.n_plays, su.n_sets, su.per_set, su.extra, su.out_public, su.rev_start,
+                   table.rev_trick, table.rev_seat, counting_table(), n_players, table.order, keys, codes)
+        keys, codes = keys[:m], codes[:m]
+        # group by (pair, cell), each group's trail ascending: rows in input order emit ascending codes already, so a
+        # stable sort by key suffices; otherwise sort by (key, code)
+        if m > 1 and not (codes[1:] >= codes[:-1]).all():
+            idx = np.lexsort((codes, keys))
+        else:
+            idx = np.argsort(keys, kind="stable")
+        keys, codes = keys[idx], codes[idx]
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if m else np.zeros(0, np.int64)
+        ends = np.r_[starts[1:], m].astype(np.int64) if m else starts
+        ev_cum = np.r_[0, np.cumsum(codes & 1)]
+        games = ("scotch_whist", "all_fours")
+        cell_of: dict[int, Cell] = {}
+        players = table.players
+        trail = codes.tolist()
+        for key, a, b in zip(keys[starts].tolist(), starts.tolist(), ends.tolist(), strict=True):
+            code = key & 2047
+            cell = cell_of.get(code)
+            if cell is None:
+                cell = (games[code >> 10], (code >> 6) & 15, (code >> 5) & 1, (code >> 4) & 1, (code >> 3) & 1,
+                        (code >> 2) & 1, code & 3)
+                cell_of[code] = cell
+            gb = key >> 11
+            pair = (players[gb // n_players], players[gb % n_players])
+            o, e = b - a, int(ev_cum[b] - ev_cum[a])
+            c.pairs.setdefault(pair, {})[cell] = [o, e]
+            c.trail.setdefault(pair, {})[cell] = trail[a:b]
+            v = c.field.get(cell)
+            if v is None:
+                c.field[cell] = [o, e]
+            else:
+                v[0] += o
+                v[1] += e
         return c
-
-    def count_columns(self, cols: Any, rng: np.random.Generator | None = None, facts: Any = None) -> CollusionCounts:
-        """`count` over the audit's columns (`auditor.columns.AuditColumns`, all deals at once): the same counts,
-        from one numba walk (`collusion_fast`)."""
-        from .collusion_fast import count_columns
-
-        return count_columns(cols)
 
     def merge(self, parts: Sequence[CollusionCounts]) -> CollusionCounts:
         out = CollusionCounts()

@@ -50,6 +50,17 @@ component (a deal's first lead: the hard-fact posterior is exact for every hones
 the per-deal sums read as a self-normalised normal Z, the same test for unmarked cards (the trump Queen, the Ten of
 the next suit), a placebo on deals where the Ten is his own (the trump Ace standing in for the Ten), the test per
 `pack` when records carry one, and the field comparison (`auditor.detectors.field`).
+
+Counting. `MarkedTen.count(table)` (`count_table`) counts over the table (`auditor.columns.AuditColumns`) and
+returns exactly what `count_results(results)` returns when `table = from_results(results)`, array for array.
+`count_results` (the executable spec, the tests' oracle) walks every play of every deal in Python with
+`play_facts.walk`, about 0.5 ms per deal it keeps; `count_table` walks them in one numba loop per deal (`_extract`,
+a few us) over small ints (each seat's unplayed cards, the cards played, the voids shown, the trick's winner:
+bitmasks and bytes), transcribing `walk`, `play_cell`, `decision_x` and `_candidates` for the deals the detector
+keeps (Scotch Whist played in one set and without a revoke). Rows go into preallocated arrays; when a deal's worst
+case no longer fits, the kernel stops, the arrays grow and it resumes at that deal, so the walk runs once. Which
+deals are excluded and why, the layouts, the ids of players, packs and games (in the order the Python builder first
+meets them), the points shares and the deal key's per-string hashes (`_str_hash`) stay in numpy and Python.
 """
 
 from __future__ import annotations
@@ -59,14 +70,34 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numba
 import numpy as np
 from scipy.special import ndtr
 
-from ..cards import SUIT_MASK, rank_of, suit_of
-from ..columns import DEAL_NO_MAX
-from ..rules import trump_strength
+from ..cards import SUIT_MASK, parse_card, rank_of, suit_of
+from ..columns import DEAL_NO_MAX, AuditColumns
+from ..facts import DealingFacts
+from ..rules import layout, trump_strength
 from ..stats.family import TestResult
 from .base import timeline
+from .field import field_compare
+from .marked_ten_fit import cgf as block_cgf
+from .marked_ten_fit import (
+    chosen_rows,
+    clogit_pass,
+    clogit_pass5,
+    clogit_probs5,
+    decision_blocks,
+    decision_sums,
+    design,
+    group_max,
+    holder_counts,
+    newton,
+    play_ranges,
+    seat_llr_sums,
+    segment_rows,
+)
+from .play_columns import beats, strength
 from .play_facts import (
     ACE,
     QUEEN,
@@ -122,21 +153,21 @@ def play_cell(st: PlayState, target: int) -> int | None:
     i.e. following another suit with that suit)."""
     s, c = st.seat, st.card
     ts = suit_of(target)
-    if st.pos == 0:
+    lead, win = st.lead_suit, st.current_winner()
+    if lead is None or win is None:  # a lead
         kind = 0
         situation = 0
-    elif st.lead_suit == ts and st.hold[s] & SUIT_MASK[ts]:
+    elif lead == ts and st.hold[s] & SUIT_MASK[ts]:
         kind = 1  # following the target's suit with that suit: the target could be played
-        w_seat, w_card = st.current_winner()
         if st.sure_for_side(s):
             situation = 0  # the partner's sure winner: a safe place to drop the target
-        elif st.beats(target, w_card):
+        elif st.beats(target, win[1]):
             situation = 2  # the target would win the trick now
         else:
             situation = 1
-    elif not (st.hold[s] & SUIT_MASK[st.lead_suit]):
+    elif not (st.hold[s] & SUIT_MASK[lead]):
         kind = 2  # void in the suit led: the target could be thrown (or trumped in)
-        situation = 0 if st.sure_for_side(s) else (1 if st.side_of[st.current_winner()[0]] != st.side_of[s] else 2)
+        situation = 0 if st.sure_for_side(s) else (1 if st.side_of[win[0]] != st.side_of[s] else 2)
     else:
         return None
     last = 1 if st.pos == len(st.trick_seats) - 1 else 0
@@ -185,8 +216,9 @@ def decision_x(st: PlayState) -> tuple[int, dict[int, int], int] | None:
             (1 << boss) if boss is not None else 0))) << 1) | int(bool(legal & ~tmask))
         stage = 0 if st.k == 0 else (1 if 2 * st.k < st.n_tricks else 2)
         return KIND_LEAD, xs, (int(st.partnership) * 8 + pattern) * 3 + stage
-    if st.lead_suit == trump and legal & tmask:
-        w_seat, w_card = st.current_winner()
+    win = st.current_winner()
+    if st.lead_suit == trump and legal & tmask and win is not None:  # (a follow: somebody is winning)
+        w_seat = win[0]
         xs = {}
         m = legal
         while m:
@@ -257,8 +289,9 @@ class _Builder:
         self.game: list[int] = []
         self.deal_no: list[int] = []
         self.source: list[str] = []
-        self.cols = {t: {"plays": {k: [] for k in P_COLS}, "decisions": {k: [] for k in D_COLS},
-                         "cands": {k: [] for k in C_COLS}} for t in TARGETS}
+        self.cols: dict[str, dict[str, dict[str, list[int]]]] = {
+            t: {"plays": {k: [] for k in P_COLS}, "decisions": {k: [] for k in D_COLS},
+                "cands": {k: [] for k in C_COLS}} for t in TARGETS}
 
     def player(self, name: str) -> int:
         i = self.pid.get(name)
@@ -272,11 +305,11 @@ class _Builder:
         c.players = np.asarray(self.players, np.int32).reshape(-1, MAX_SEATS)
         c.pack = np.asarray(self.pack, np.int32)
         c.share = np.asarray(self.share, np.float32).reshape(-1, MAX_SEATS)
-        c.names = sorted(self.pid, key=self.pid.get)
-        c.pack_names = sorted(self.packid, key=self.packid.get)
+        c.names = sorted(self.pid, key=self.pid.__getitem__)
+        c.pack_names = sorted(self.packid, key=self.packid.__getitem__)
         c.game = np.asarray(self.game, np.int32)
         c.deal_no = np.asarray(self.deal_no, np.int64)
-        c.games = sorted(self.gid, key=self.gid.get)
+        c.games = sorted(self.gid, key=self.gid.__getitem__)
         c.source = self.source
         c.targets = {t: {part: {k: np.asarray(v, COL_DTYPE.get(k, np.int8)) for k, v in cols.items()}
                          for part, cols in tc.items()} for t, tc in self.cols.items()}
@@ -306,12 +339,10 @@ def _deal_key(res) -> int:
     FNV-1a over 64-bit words (the strings by their `_str_hash`, the parsed turn-up or -1, each play as trick << 16
     | seat << 8 | card), then the Murmur finaliser. Plain integer steps, so `marked_ten_fast` computes the same key
     over the columns."""
-    from ..cards import parse_card
-
     d = res.deal
     tu = parse_card(d.turn_up)
-    words = [_str_hash(d.table), _str_hash(d.game_id), min(d.deal_no, DEAL_NO_MAX), d.n, *map(_str_hash, d.players), d.dealer,
-             -1 if tu is None else tu, *[(k << 16) | (s << 8) | c for k, s, c in res.plays]]
+    words = [_str_hash(d.table), _str_hash(d.game_id), min(d.deal_no, DEAL_NO_MAX), d.n, *map(_str_hash, d.players),
+             d.dealer, -1 if tu is None else tu, *[(k << 16) | (s << 8) | c for k, s, c in res.plays]]
     h = _FNV_OFFSET
     for w in words:
         h = ((h ^ (w & _M64)) * _FNV_PRIME) & _M64
@@ -336,8 +367,6 @@ def extract_deal(res, counts: MarkedTenCounts, B: _Builder) -> bool:
     if why is None and res.revokes:
         why = "revoke_in_deal"  # a revoke shows a false void: the hard facts of the deal are not facts
     if why is None:
-        from ..rules import layout
-
         if layout(d.ruleset, d.n, d.dealer).n_sets > 1:
             why = "played_in_sets"
     if why is not None:
@@ -425,11 +454,11 @@ def extract_deal(res, counts: MarkedTenCounts, B: _Builder) -> bool:
                 continue
             dc, cc = cols[t]["decisions"], cols[t]["cands"]
             dec = len(dc["deal"])
-            for k, v in zip(D_COLS, (di, order, i, kind, x, xctx, early, opening)):
+            for k, v in zip(D_COLS, (di, order, i, kind, x, xctx, early, opening), strict=True):
                 dc[k].append(v)
             for row in cands:
                 cc["dec"].append(dec)
-                for k, v in zip(C_COLS[1:], row):
+                for k, v in zip(C_COLS[1:], row, strict=True):
                     cc[k].append(v)
             n_scored += t == "ten"
         if ten_state is None:
@@ -462,6 +491,564 @@ def _candidates(st: PlayState, i: int, target: int, kind: int) -> tuple | None:
     if not out or not any(c[4] for c in out):
         return None
     return tuple(out)
+
+
+def count_results(results: Sequence[Any]) -> MarkedTenCounts:
+    """The counts of these `DealResult`s, play by play with `play_facts.walk`: the executable spec of
+    `MarkedTen.count` (tests only)."""
+    c = MarkedTenCounts()
+    B = _Builder(c)
+    for res in results:
+        extract_deal(res, c, B)
+    return B.finish()
+
+
+# ---------------------------------------------------------------- the count over the table
+
+# the reasons of `MarkedTenCounts.excluded`, in the kernel's column order
+PLAY_REASONS = ("ten_own", "ten_played", "ten_public", "forced", "no_trump_choice", "scored", "no_candidate")
+R_OWN, R_PLAYED, R_PUBLIC, R_FORCED, R_NO_CHOICE, R_SCORED, R_NO_CAND = range(7)
+
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+_SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], np.uint64)
+# Scotch Whist trumps from the strongest down: the Jack, then Ace, King, Queen, Ten, 9 ... 2
+_TRUMP_ORDER = np.array(sorted(range(13), key=lambda r: -trump_strength("scotch_whist", r)), np.int64)
+_U_FNV_OFFSET = np.uint64(_FNV_OFFSET)
+_U_FNV_PRIME = np.uint64(_FNV_PRIME)
+_U_FMIX1 = np.uint64(_FMIX1)
+_U_FMIX2 = np.uint64(_FMIX2)
+_S33 = np.uint64(33)
+
+
+@numba.njit(cache=True, inline="always")
+def _bit(c):
+    return _U1 << np.uint64(c)
+
+
+@numba.njit(cache=True, inline="always")
+def _has(m, c):
+    return (m >> np.uint64(c)) & _U1 != _U0
+
+
+@numba.njit(cache=True)
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@numba.njit(cache=True, inline="always")
+def _strength(rank):
+    """`trump_strength` of Scotch Whist (`play_columns.strength`, the game fixed)."""
+    return strength(False, rank)
+
+
+@numba.njit(cache=True, inline="always")
+def _beats(a, b, trump):
+    """`PlayState.beats` for Scotch Whist (`play_columns.beats`, the game fixed)."""
+    return beats(False, trump, a, b)
+
+
+@numba.njit(cache=True, inline="always")
+def _above_sw(a, b, trump):
+    """`_above` (Scotch Whist): card a ranks above card b of the same suit."""
+    if a // 13 == trump:
+        return _strength(a % 13) > _strength(b % 13)
+    return a % 13 > b % 13
+
+
+@numba.njit(cache=True, inline="always")
+def _mix(h, w):
+    return (h ^ w) * _U_FNV_PRIME
+
+
+@numba.njit(cache=True)
+def _deal_keys(rows, table, game, deal_no, n_arr, seat_player, dealer, turn_up, play_card, play_seat,
+               play_trick, n_plays, table_h, game_h, player_h):
+    """`_deal_key` of every row of `rows` (the same words, the same mixing)."""
+    out = np.empty(len(rows), np.uint64)
+    for j in range(len(rows)):
+        r = rows[j]
+        h = _U_FNV_OFFSET
+        h = _mix(h, table_h[table[r]])
+        h = _mix(h, game_h[game[r]])
+        h = _mix(h, np.uint64(np.int64(deal_no[r])))
+        n = np.int64(n_arr[r])
+        h = _mix(h, np.uint64(n))
+        for s in range(n):
+            h = _mix(h, player_h[seat_player[r, s]])
+        h = _mix(h, np.uint64(np.int64(dealer[r])))
+        h = _mix(h, np.uint64(np.int64(turn_up[r])))
+        for p in range(n_plays[r]):
+            w = (np.int64(play_trick[r, p]) << 16) | (np.int64(play_seat[r, p]) << 8) | np.int64(play_card[r, p])
+            h = _mix(h, np.uint64(w))
+        h ^= h >> _S33
+        h *= _U_FMIX1
+        h ^= h >> _S33
+        h *= _U_FMIX2
+        h ^= h >> _S33
+        out[j] = h
+    return out
+
+
+@numba.njit(cache=True)
+def _extract(start, rows, n_arr, side_of, seat_player, turn_up, shown, trump_arr, play_card, play_seat, play_trick,
+          n_plays, n_tricks_arr, owner_arr, pack_arr, extra_arr, must_arr,
+          p_deal, p_order, p_seat, p_cell, p_holds,
+          d_deal, d_order, d_seat, d_kind, d_x, d_xctx, d_early, d_opening,
+          c_dec, c_seat, c_u, c_nv, c_g, c_true,
+          n_p, n_d, n_c, exc):
+    """Walk the deals rows[start:] (deal index = position in `rows`), appending each target's plays, decisions and
+    candidate rows at n_p / n_d / n_c (per target, updated; each output column is a tuple of one array per target).
+    Returns the position of the first deal not walked: len(rows), or a deal whose worst case does not fit the arrays
+    (the caller grows them and calls again). `exc[player, reason]` counts every play's reason (`PLAY_REASONS`)."""
+    hold = np.zeros(8, np.uint64)
+    void = np.zeros(8, np.int64)
+    side = np.zeros(8, np.int64)
+    tseats = np.zeros(max(play_card.shape[1], 1), np.int64)
+    tcard = np.zeros(4, np.int64)
+    for j in range(start, len(rows)):
+        r = rows[j]
+        n = np.int64(n_arr[r])
+        np_ = np.int64(n_plays[r])
+        # the worst case of one deal: every play a row of every target, a decision, and n candidate rows
+        for t in range(4):
+            if n_p[t] + np_ > len(p_deal[t]) or n_d[t] + np_ > len(d_deal[t]) or n_c[t] + np_ * n > len(c_dec[t]):
+                return j
+        trump = np.int64(trump_arr[r])
+        tu = np.int64(turn_up[r])
+        owner = np.int64(owner_arr[r])
+        extra = np.int64(extra_arr[r])
+        must = must_arr[r]
+        n_tricks = np.int64(n_tricks_arr[r])
+        tmask = _SUIT_MASK[trump]
+        partnership = 0
+        for o in range(n):
+            side[o] = side_of[r, o]
+            void[o] = 0
+            hold[o] = _U0
+        for o in range(n):
+            for o2 in range(o + 1, n):
+                if side[o] == side[o2]:
+                    partnership = 1
+        in_hands = _U0
+        for p in range(np_):
+            b = _bit(play_card[r, p])
+            hold[play_seat[r, p]] |= b
+            in_hands |= b
+        out_public = _U0
+        if shown[r] >= 0:
+            out_public = _bit(shown[r])
+        aside = pack_arr[r] & ~in_hands & ~out_public
+        tu_bit = _U0
+        if tu >= 0:
+            tu_bit = _bit(tu)
+        aside &= ~tu_bit
+        n_aside = _popcount(aside)
+        tcard[0] = trump * 13 + TEN
+        tcard[1] = trump * 13 + QUEEN
+        tcard[2] = ((trump + 1) % 4) * 13 + TEN
+        tcard[3] = trump * 13 + ACE
+        ten = tcard[0]
+        played = _U0
+        order = 0
+        i = 0
+        for k in range(n_tricks):
+            i0 = i
+            while i < np_ and play_trick[r, i] == k:
+                i += 1
+            m = i - i0
+            for p in range(m):
+                tseats[p] = play_seat[r, i0 + p]
+            lead = np.int64(-1)
+            win_seat = np.int64(-1)
+            win_card = np.int64(-1)
+            trick_mask = _U0
+            stage = 0 if k == 0 else (1 if 2 * k < n_tricks else 2)
+            for pos in range(m):
+                s = np.int64(play_seat[r, i0 + pos])
+                c = np.int64(play_card[r, i0 + pos])
+                cs = c // 13
+                order += 1
+                two = extra >= 0 and s == extra and m == n + 1 and k == n_tricks - 1
+                if not two:
+                    h = hold[s]
+                    # legal_mask (Scotch Whist)
+                    legal = h
+                    if lead >= 0 and h != _U0:
+                        follow = h & _SUIT_MASK[lead]
+                        if follow != _U0:
+                            legal = follow
+                        elif must and (h & tmask) != _U0:
+                            legal = h & tmask
+                    last = 1 if pos == m - 1 else 0
+                    gone = played | out_public
+                    # sure_for_side(s): the partner's winner no card still out can beat
+                    sure = False
+                    if pos > 0 and win_seat != s and side[win_seat] == side[s]:
+                        sure = True
+                        for q in range(pos + 1, m):
+                            if side[tseats[q]] != side[s]:
+                                sure = False
+                        if not sure and win_card // 13 == trump:  # winner_is_sure
+                            sure = True
+                            outm = ~played & ~trick_mask & ~out_public & tmask
+                            ws = _strength(win_card % 13)
+                            for rk in range(13):
+                                if _has(outm, trump * 13 + rk) and _strength(rk) > ws:
+                                    sure = False
+                    # the holder model's plays
+                    for t in range(4):
+                        tc = tcard[t]
+                        if _has(gone, tc) or (owner >= 0 and tc == tu):
+                            continue
+                        ts = tc // 13
+                        kind = -1
+                        situation = 0
+                        if pos == 0:
+                            kind = 0
+                        elif lead == ts and (h & _SUIT_MASK[ts]) != _U0:
+                            kind = 1
+                            if sure:
+                                situation = 0
+                            elif _beats(tc, win_card, trump):
+                                situation = 2
+                            else:
+                                situation = 1
+                        elif (h & _SUIT_MASK[lead]) == _U0:
+                            kind = 2
+                            if sure:
+                                situation = 0
+                            elif side[win_seat] != side[s]:
+                                situation = 1
+                            else:
+                                situation = 2
+                        if kind < 0:
+                            continue
+                        ctx = (((partnership * 3 + kind) * 3 + situation) * 2 + last) * 3 + stage
+                        if c == tc:
+                            oc = 3
+                        elif cs == ts:
+                            oc = 0 if _above_sw(c, tc, trump) else 1
+                        else:
+                            oc = 2
+                        q = n_p[t]
+                        p_deal[t][q] = j
+                        p_order[t][q] = order
+                        p_seat[t][q] = s
+                        p_cell[t][q] = ctx * 4 + oc
+                        p_holds[t][q] = 1 if _has(h, tc) else 0
+                        n_p[t] = q + 1
+                    # the decision
+                    pl = seat_player[r, s]
+                    ten_own = _has(h, ten)
+                    if ten_own:
+                        ten_state = R_OWN
+                    elif _has(played, ten):
+                        ten_state = R_PLAYED
+                    elif _has(out_public, ten) or (owner >= 0 and ten == tu):
+                        ten_state = R_PUBLIC
+                    else:
+                        ten_state = -1
+                    n_legal = _popcount(legal)
+                    dkind = -1
+                    x = 0
+                    xctx = 0
+                    if pos == 0:
+                        if n_legal >= 2 and (legal & tmask) != _U0:
+                            dkind = KIND_LEAD
+                    elif lead == trump and (legal & tmask) != _U0 and n_legal >= 2:
+                        dkind = KIND_FOLLOW
+                    if dkind >= 0:
+                        boss = -1
+                        for q in range(13):
+                            bc = trump * 13 + _TRUMP_ORDER[q]
+                            if not _has(gone, bc):
+                                boss = bc
+                                break
+                        boss_bit = _U0
+                        if boss >= 0:
+                            boss_bit = _bit(boss)
+                        has_boss = (legal & boss_bit) != _U0
+                        other_trump = (legal & tmask & ~boss_bit) != _U0
+                        if dkind == KIND_LEAD:
+                            plain = (legal & ~tmask) != _U0
+                            # the x values of the legal cards: 1 (boss), 0 (another trump), -1 (no trump)
+                            if int(has_boss) + int(other_trump) + int(plain) < 2:
+                                dkind = -1
+                            else:
+                                x = (1 if c == boss else 0) if cs == trump else -1
+                                pattern = (int(has_boss) << 2) | (int(other_trump) << 1) | int(plain)
+                                xctx = (partnership * 8 + pattern) * 3 + stage
+                        else:
+                            if not (has_boss and other_trump):
+                                dkind = -1
+                            else:
+                                x = 1 if c == boss else -1
+                                n_opts = min(n_legal, 4)
+                                pw = 1 if side[win_seat] == side[s] else 0
+                                xctx = 48 + ((partnership * 5 + n_opts) * 2 + pw) * 2 + last
+                    if ten_state >= 0:
+                        exc[pl, ten_state] += 1
+                    elif n_legal == 1:
+                        exc[pl, R_FORCED] += 1
+                    elif dkind < 0:
+                        exc[pl, R_NO_CHOICE] += 1
+                    if dkind >= 0:
+                        early = 1 if 2 * k < n_tricks else 0
+                        opening = 1 if (k == 0 and pos == 0) else 0
+                        n_scored = 0
+                        for t in range(4):
+                            tc = tcard[t]
+                            if t == 3 and not ten_own:
+                                continue
+                            if _has(gone, tc) or _has(h, tc) or (owner >= 0 and tc == tu):
+                                continue  # visible to him
+                            # _candidates: where tc may be, from his view
+                            ts = tc // 13
+                            holder = -1
+                            for q in range(n):
+                                if _has(hold[q], tc):
+                                    holder = q
+                                    break
+                            dec = n_d[t]
+                            base = n_c[t]
+                            q = base
+                            any_true = False
+                            for o in range(n):
+                                if o == s:
+                                    continue
+                                known = _U0
+                                if owner == o and not _has(played, tu):
+                                    known = tu_bit
+                                u = _popcount(hold[o] & ~known)
+                                if u == 0 or ((void[o] >> ts) & 1) != 0:
+                                    continue
+                                nv = _popcount(np.uint64(void[o] & ~(1 << ts)))
+                                if dkind == KIND_LEAD:
+                                    g = -1 if side[o] == side[s] else 1
+                                else:
+                                    g = 0
+                                    for a in range(pos + 1, m):
+                                        if tseats[a] == o:
+                                            g = 1
+                                c_dec[t][q] = dec
+                                c_seat[t][q] = o
+                                c_u[t][q] = u
+                                c_nv[t][q] = nv
+                                c_g[t][q] = g
+                                c_true[t][q] = 1 if o == holder else 0
+                                any_true = any_true or o == holder
+                                q += 1
+                            if n_aside > 0:
+                                c_dec[t][q] = dec
+                                c_seat[t][q] = -1
+                                c_u[t][q] = n_aside
+                                c_nv[t][q] = 0
+                                c_g[t][q] = 0
+                                c_true[t][q] = 1 if holder < 0 else 0
+                                any_true = any_true or holder < 0
+                                q += 1
+                            if not any_true:
+                                continue  # no candidate holds it: the rows written are dropped
+                            n_c[t] = q
+                            d_deal[t][dec] = j
+                            d_order[t][dec] = order
+                            d_seat[t][dec] = s
+                            d_kind[t][dec] = dkind
+                            d_x[t][dec] = x
+                            d_xctx[t][dec] = xctx
+                            d_early[t][dec] = early
+                            d_opening[t][dec] = opening
+                            n_d[t] = dec + 1
+                            if t == 0:
+                                n_scored += 1
+                        if ten_state < 0:
+                            exc[pl, R_SCORED if n_scored else R_NO_CAND] += 1
+                # the public consequences of the play
+                b = _bit(c)
+                if lead >= 0 and cs != lead and not two:
+                    void[s] |= 1 << lead
+                    if must and cs != trump:
+                        void[s] |= 1 << trump
+                hold[s] &= ~b
+                played |= b
+                trick_mask |= b
+                if win_seat < 0 or _beats(c, win_card, trump):
+                    win_seat = s
+                    win_card = c
+                if lead < 0:
+                    lead = cs
+    return len(rows)
+
+
+# ---------------------------------------------------------------- the driver
+
+DEAL_REASONS = ("not_scotch_whist", "no_hands", "incomplete", "card_not_in_hand", "revoke_in_deal", "played_in_sets")
+_PART_COLS = {"plays": P_COLS, "decisions": D_COLS, "cands": C_COLS}
+
+
+def _first_seen(ids: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ids >= 0 of `ids` (flattened, in order) in the order first met, and the map id -> rank in that
+    order (size + 1 entries, the last -1 so that -1 maps to -1)."""
+    remap = np.full(size + 1, -1, np.int64)
+    seen = _first_seen_kernel(np.ascontiguousarray(ids).ravel(), remap)
+    return seen, remap
+
+
+@numba.njit(cache=True)
+def _first_seen_kernel(flat, remap):
+    seen = np.empty(len(remap), np.int64)
+    k = 0
+    for x in flat:
+        if x >= 0 and remap[x] < 0:
+            remap[x] = k
+            seen[k] = x
+            k += 1
+    return seen[:k]
+
+
+def _hashes(strings: list) -> np.ndarray:
+    return np.array([_str_hash(x) for x in strings] + [0], np.uint64)
+
+
+class _Rows:
+    """Growable output arrays of the kernel: per part and column, one array per target (trimmed in place at the
+    end, so the rows are not copied once more)."""
+
+    def __init__(self, caps: dict[str, int]):
+        self.a = {part: {k: [np.empty(caps[part], COL_DTYPE.get(k, np.int8)) for _ in TARGETS] for k in cols}
+                  for part, cols in _PART_COLS.items()}
+
+    def grow(self, part: str, t: int, need: int) -> None:
+        """Room for `need` rows of `part` for target t (half as much again at least, so that growing stays
+        linear)."""
+        cols = self.a[part]
+        cap = len(next(iter(cols.values()))[t])
+        if need <= cap:
+            return
+        new = max(need, cap + cap // 2 + 1024)
+        for v in cols.values():
+            w = np.empty(new, v[t].dtype)
+            w[:cap] = v[t]
+            v[t] = w
+
+    def args(self) -> list[tuple]:
+        return [tuple(self.a[part][k]) for part, cols in _PART_COLS.items() for k in cols]
+
+    def trim(self, part: str, t: int, n: int) -> dict[str, np.ndarray]:
+        out = {}
+        for k, v in self.a[part].items():
+            a = v[t]
+            v[t] = np.empty(0, a.dtype)  # (drop the reference)
+            a.resize(n, refcheck=False)  # shrinks in place
+            out[k] = a
+        return out
+
+
+def count_table(cols: AuditColumns) -> MarkedTenCounts:
+    """The counts of the table's deals (`MarkedTen.count`): `count_results(results)` of the same deals, array for
+    array, with the walk in numba (`_extract`)."""
+    c = MarkedTenCounts()
+    D = len(cols)
+    if D == 0:
+        return _Builder(c).finish()
+    # which deals are excluded, and why: `extract_deal`'s checks in its order
+    is_sw = np.array([R.game == "scotch_whist" for R in cols.rulesets], bool)[cols.rset]
+    n_rev = np.bincount(cols.rev_row, minlength=D)[:D]
+    reason = np.full(D, -1, np.int64)
+    todo = np.ones(D, bool)
+    for code, bad in enumerate((~is_sw, ~cols.has_hands, ~cols.scored | (cols.trump < 0), cols.not_in_hand,
+                                n_rev > 0)):
+        reason[todo & bad] = code
+        todo &= ~bad
+    # the layout of each (ruleset, players, dealer) of the deals still in
+    combo = (cols.rset.astype(np.int64) * 16 + cols.n) * 16 + cols.dealer
+    uc, inv = np.unique(combo[todo], return_inverse=True)
+    lay = np.zeros((len(uc), 6), np.int64)  # n_sets, n_tricks, owner, extra seat, must trump
+    pack_of = np.zeros(len(uc), np.uint64)
+    for j, key in enumerate(uc.tolist()):
+        R = cols.rulesets[key >> 8]
+        L = layout(R, (key >> 4) & 15, key & 15)
+        lay[j] = (L.n_sets, L.n_tricks, -1 if L.turnup_owner is None else L.turnup_owner,
+                  -1 if L.extra_card_seat is None else L.extra_card_seat,
+                  int(R.switches.get("void_rule") == "must_trump_if_able"), 0)
+        pack_of[j] = np.uint64(L.pack)
+    in_rows = np.flatnonzero(todo)
+    sets = lay[inv, 0] > 1
+    reason[in_rows[sets]] = len(DEAL_REASONS) - 1
+    keep = ~sets
+    rows = in_rows[keep]
+    inv = inv[keep]
+    per = np.bincount(reason[reason >= 0], minlength=len(DEAL_REASONS))
+    c.excluded_deals = {DEAL_REASONS[k]: int(v) for k, v in enumerate(per) if v}
+
+    # per deal: key, ids in the order the builder first meets them, points shares, source
+    c.keys = _deal_keys(rows, cols.table, cols.game, cols.deal_no, cols.n, cols.seat_player, cols.dealer,
+                        cols.turn_up, cols.play_card, cols.play_seat, cols.play_trick, cols.n_plays,
+                        _hashes(cols.tables), _hashes(cols.game_ids), _hashes(cols.players))
+    sp = cols.seat_player[rows]
+    seen, remap = _first_seen(sp, len(cols.players))
+    c.players = remap[sp].astype(np.int32)
+    c.names = [cols.players[k] for k in seen.tolist()]
+    seen, remap = _first_seen(cols.pack[rows], len(cols.packs))
+    c.pack = remap[cols.pack[rows]].astype(np.int32)
+    c.pack_names = [cols.packs[k] for k in seen.tolist()]
+    seen, remap = _first_seen(cols.game[rows], len(cols.game_ids))
+    c.game = remap[cols.game[rows]].astype(np.int32)
+    c.games = [cols.game_ids[k] for k in seen.tolist()]
+    c.deal_no = cols.deal_no[rows].astype(np.int64)
+    pts = cols.points[rows].astype(np.float64)
+    tot = pts.sum(1)
+    side = cols.side_of[rows].astype(np.int64)
+    mine = np.take_along_axis(pts, np.maximum(side, 0), 1)
+    ok = (side >= 0) & (tot > 0)[:, None]
+    share = np.zeros((len(rows), MAX_SEATS), np.float64)
+    share[ok] = (mine / np.where(tot > 0, tot, 1.0)[:, None])[ok]
+    c.share = share.astype(np.float32)
+    paths = cols.paths
+    c.source = [f"{paths[a]}:{b}" for a, b in zip(cols.file_index[rows].tolist(), cols.line[rows].tolist(),
+                                                  strict=True)]
+    for j in np.flatnonzero(np.isin(rows, np.fromiter(cols.source_of, np.int64, len(cols.source_of)))).tolist():
+        c.source[j] = cols.source_of[int(rows[j])]
+
+    # the walk
+    D_rows = len(rows)
+    n_arr = cols.n
+    n_tricks = np.zeros(D, np.int64)
+    owner = np.full(D, -1, np.int64)
+    extra = np.full(D, -1, np.int64)
+    must = np.zeros(D, np.bool_)
+    pack = np.zeros(D, np.uint64)
+    n_tricks[rows], owner[rows], extra[rows] = lay[inv, 1], lay[inv, 2], lay[inv, 3]
+    must[rows] = lay[inv, 4] == 1
+    pack[rows] = pack_of[inv]
+    total = int(cols.n_plays[rows].sum())
+    out = _Rows({"plays": total // 2 + 4096, "decisions": total // 8 + 4096, "cands": total // 3 + 4096})
+    n_p = np.zeros(4, np.int64)
+    n_d = np.zeros(4, np.int64)
+    n_c = np.zeros(4, np.int64)
+    exc = np.zeros((len(cols.players) + 1, len(PLAY_REASONS)), np.int64)
+    start = 0
+    while True:
+        args = (start, rows, n_arr, cols.side_of, cols.seat_player, cols.turn_up, cols.shown, cols.trump,
+                cols.play_card, cols.play_seat, cols.play_trick, cols.n_plays, n_tricks, owner, pack, extra, must,
+                *out.args(), n_p, n_d, n_c, exc)
+        start = _extract(*args)
+        if start >= D_rows:
+            break
+        np_, n = int(cols.n_plays[rows[start]]), int(n_arr[rows[start]])
+        for part, used, worst in (("plays", n_p, np_), ("decisions", n_d, np_), ("cands", n_c, np_ * n)):
+            for t in range(len(TARGETS)):
+                out.grow(part, t, int(used[t]) + worst)
+    n_rows = {"plays": n_p, "decisions": n_d, "cands": n_c}
+    c.targets = {t: {part: out.trim(part, ti, int(n_rows[part][ti])) for part in _PART_COLS}
+                 for ti, t in enumerate(TARGETS)}
+    c.excluded = {cols.players[p]: {PLAY_REASONS[k]: int(v) for k, v in enumerate(exc[p]) if v}
+                  for p in np.flatnonzero(exc[:-1].sum(1)).tolist()}
+    return c
 
 
 # ---------------------------------------------------------------- the detector
@@ -505,21 +1092,11 @@ class MarkedTen:
         self.min_deals = min_deals
         self.targets = tuple(targets)
 
-    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts: Any = None
-              ) -> MarkedTenCounts:
-        c = MarkedTenCounts()
-        B = _Builder(c)
-        for res in results:
-            extract_deal(res, c, B)
-        return B.finish()
-
-    def count_columns(self, cols: Any, rng: np.random.Generator | None = None, facts: Any = None
-                      ) -> MarkedTenCounts:
-        """`count` over the audit's columns (`auditor.columns.AuditColumns`): the same counts, the walk in numba
-        (`marked_ten_fast`)."""
-        from .marked_ten_fast import count_columns
-
-        return count_columns(cols)
+    def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
+              facts: DealingFacts | None = None) -> MarkedTenCounts:
+        """The plays and decisions of the table's deals (`count_table`; the spec is `count_results`). `rng` and
+        `facts` are not used."""
+        return count_table(table)
 
     def merge(self, parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         return merge_counts(parts)
@@ -530,8 +1107,8 @@ class MarkedTen:
 
 
 def run(results: Sequence[Any], folds: int = 5) -> list[TestResult]:
-    det = MarkedTen(folds=folds)
-    return det.finalize(det.count(results))
+    """The test over these `DealResult`s (counted by the spec, `count_results`)."""
+    return MarkedTen(folds=folds).finalize(count_results(results))
 
 
 # ---------------------------------------------------------------- fitting and scoring
@@ -609,12 +1186,12 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
                     dst[part][k].append(v)
             n_dec[t] = n_dec.get(t, 0) + len(tc["decisions"]["deal"])
         n_deals += p.n_deals
-        for k, v in p.excluded_deals.items():
-            _bump(out.excluded_deals, k, v)
+        for k, n in p.excluded_deals.items():
+            _bump(out.excluded_deals, k, n)
         for pl, dct in p.excluded.items():
             e = out.excluded.setdefault(pl, {})
-            for k, v in dct.items():
-                _bump(e, k, v)
+            for k, n in dct.items():
+                _bump(e, k, n)
     if parts:
         out.keys = np.concatenate(keys)
         out.players = np.concatenate(players).astype(np.int32)
@@ -622,10 +1199,10 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         out.share = np.concatenate(share)
         out.game = np.concatenate(game).astype(np.int32)
         out.deal_no = np.concatenate(deal_no).astype(np.int64)
-    out.games = sorted(games, key=games.get)
+    out.games = sorted(games, key=games.__getitem__)
     out.source = source
-    out.names = sorted(names, key=names.get)
-    out.pack_names = sorted(packs, key=packs.get)
+    out.names = sorted(names, key=names.__getitem__)
+    out.pack_names = sorted(packs, key=packs.__getitem__)
     out.targets = {t: {part: {k: (np.concatenate(v) if v else np.zeros(0, COL_DTYPE.get(k, np.int8)))
                               for k, v in cols.items()} for part, cols in tc.items()} for t, tc in tcols.items()}
     return out
@@ -640,8 +1217,6 @@ def _arrays(c: MarkedTenCounts, target: str, rank: np.ndarray, pid: np.ndarray,
     `count` and `merge` write a deal's plays and decisions together and in play order, and a decision's candidate
     rows right after it; then ordering the decisions is ordering whole deals by rank, a gather of segments (no sort
     of the rows). Counts in any other order are sorted first (`_sorted_rows`)."""
-    from .marked_ten_fit import segment_rows
-
     n_deals = len(c.keys)
     tc = c.targets.get(target)
     if tc is None:
@@ -715,8 +1290,6 @@ def _seat_llr_sums(A: TargetArrays, llr: np.ndarray, c_start: np.ndarray | None 
                    ranges: tuple | None = None) -> np.ndarray:
     """For each candidate row, the sum of the LLRs of that seat's plays earlier in the deal (the cards aside: 0),
     clipped to +-3 LLR_CLIP (the feature's range). `ranges`: `marked_ten_fit.play_ranges` of A, if known."""
-    from .marked_ten_fit import play_ranges, seat_llr_sums
-
     if c_start is None:
         c_start, c_end = _dec_bounds(A)
     if out is None:
@@ -739,8 +1312,6 @@ def _design(A: TargetArrays) -> tuple[np.ndarray, np.ndarray]:
     """The posterior's design over the candidate rows is x = (log unknown cards, the seat's LLR sum (clipped), one
     plain void shown, two or more, aside); here its columns but the LLR sum, compactly: log unknown cards, and the
     three flags as bits of a code (1, 2, 4)."""
-    from .marked_ten_fit import design
-
     log_u = np.log(np.maximum(np.arange(int(A.c_u.max(initial=0)) + 2), 1).astype(float))
     return design(A.c_u, A.c_nv, A.c_seat, log_u)
 
@@ -757,8 +1328,6 @@ def fit_clogit(X: np.ndarray, grp: np.ndarray, chosen: np.ndarray, n_groups: int
                init: np.ndarray | None = None, iters: int = 30) -> np.ndarray:
     """Conditional logit (one chosen row per group) by Newton's method with a small ridge towards `init`
     (`marked_ten_fit.newton`, `clogit_pass`)."""
-    from .marked_ten_fit import clogit_pass, newton
-
     k = X.shape[1]
     beta0 = np.zeros(k) if init is None else np.asarray(init, float).copy()
     if len(X) == 0:
@@ -822,9 +1391,6 @@ def saddlepoint_sf(t: float, V: np.ndarray, P: np.ndarray, grp: np.ndarray, nb: 
     summed without cancellation (`marked_ten_fit.cgf`), and the saddlepoint polished by one more Newton step once
     K'(s) is within 1e-9 sd of t (u = s sqrt(K''(s)) would otherwise carry the stopping point's error, relative
     1e-9 / z)."""
-    from .marked_ten_fit import cgf as block_cgf
-    from .marked_ten_fit import group_max
-
     keep = P > 0
     if not keep.all():
         V, P, grp = V[keep], P[keep], grp[keep]
@@ -969,8 +1535,6 @@ class TargetScores:
         if len(sel) == 0:
             z = np.zeros(0)
             return Blocks(np.zeros(0, np.int64), np.zeros(0, np.int64), z, z, np.zeros(0, np.int64))
-        from .marked_ten_fit import decision_blocks
-
         grp, V, P, true = decision_blocks(np.asarray(sel, np.int64), self.c_start, self.c_end, self.w, A.c_g,
                                           A.c_true, self.p_hard if hard else self.p_soft)
         return Blocks(A.d_deal[sel], grp, V, P, true)
@@ -1037,16 +1601,6 @@ def score_target(A: TargetArrays, n_players: int, fold_of: np.ndarray, folds: in
     conditional logit fitted by Newton's method over the other folds' decisions (`marked_ten_fit.clogit_pass5`;
     started from the previous fold's fit: the same optimum, the fits of folds being close) and the posterior
     computed for the fold's own decisions."""
-    from .marked_ten_fit import (
-        chosen_rows,
-        clogit_pass5,
-        clogit_probs5,
-        decision_sums,
-        holder_counts,
-        newton,
-        play_ranges,
-    )
-
     n_dec = len(A.d_deal)
     diag: dict = {"decisions": int(n_dec), "fits": []}
     p_soft = np.zeros(len(A.c_dec))
@@ -1074,8 +1628,8 @@ def score_target(A: TargetArrays, n_players: int, fold_of: np.ndarray, folds: in
         _seat_llr_sums(A, llr_from_counts(n1, n0), c_start, c_end, s, ranges)
         beta = init.copy()
         if tr_d.any():
-            beta, ok = newton(lambda b, h: clogit_pass5(b, x0, s, code, c_pos, c_start, c_end, tr_d, h), init,
-                              start, 1.0, 30)
+            beta, ok = newton(lambda b, h, tr=tr_d: clogit_pass5(b, x0, s, code, c_pos, c_start, c_end, tr, h),
+                              init, start, 1.0, 30)
             start = beta if ok else init
         diag["fits"].append([round(float(b), 4) for b in beta])
         clogit_probs5(beta, x0, s, code, c_start, c_end, te_d, p_soft)
@@ -1095,7 +1649,11 @@ def last_decision_crt(ts: TargetScores, sel: np.ndarray) -> Blocks:
     `auditor.calibrate_play`: valid but conservative (the posterior at the last decision carries the model's
     errors on everything played since the earlier decisions), so it is not the primary statistic."""
     A = ts.A
-    deals, grp, V, Pl, tr = [], [], [], [], []
+    deals: list[int] = []
+    grp: list[int] = []
+    V: list[float] = []
+    Pl: list[float] = []
+    tr: list[int] = []
     if len(sel):
         dd = A.d_deal[sel]
         cuts = np.nonzero(np.diff(dd))[0] + 1
@@ -1106,7 +1664,7 @@ def last_decision_crt(ts: TargetScores, sel: np.ndarray) -> Blocks:
             vals = np.zeros(b - a)
             for t in part:
                 gmap = dict(zip(A.c_seat[ts.c_start[t]:ts.c_end[t]].tolist(),
-                                A.c_g[ts.c_start[t]:ts.c_end[t]].tolist()))
+                                A.c_g[ts.c_start[t]:ts.c_end[t]].tolist(), strict=True))
                 for k, j in enumerate(seats):
                     vals[k] += ts.w[t] * gmap.get(j, 0)
             blk = len(deals)
@@ -1167,8 +1725,6 @@ def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = 
 
 def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = MIN_DEALS,
                         details: bool = True) -> list[TestResult]:
-    from .field import field_compare
-
     players = scores["players"]
     main: TargetScores | None = scores["targets"].get("ten")
     if main is None:
@@ -1205,7 +1761,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         for t in ("queen", "plain_ten", "placebo"):
             ts: TargetScores | None = scores["targets"].get(t)
             tsel = ts.by_player.get(pl) if ts is not None else None
-            if tsel is None or len(tsel) == 0:
+            if ts is None or tsel is None or len(tsel) == 0:
                 controls[t] = {"z": None, "p": None, "deals": 0, "card": TARGET_LABEL[t]}
                 continue
             controls[t] = _ctl(ts.test(tsel, phi=ts.phi(pl))) | {"card": TARGET_LABEL[t]}
@@ -1256,7 +1812,7 @@ def _source_places(src: list[str]) -> tuple[np.ndarray, np.ndarray]:
     parts = [s.rpartition(":") for s in src]
     tails = np.array([p[2] for p in parts])
     ok = np.char.isdigit(tails) & np.array([bool(p[1]) for p in parts])
-    heads = [p[0] if good else s for p, s, good in zip(parts, src, ok.tolist())]
+    heads = [p[0] if good else s for p, s, good in zip(parts, src, ok.tolist(), strict=True)]
     lines = np.full(n, -1, np.int64)
     if ok.any():
         lines[ok] = tails[ok].astype(np.int64)

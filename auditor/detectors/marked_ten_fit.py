@@ -292,14 +292,15 @@ def newton(info, beta0: np.ndarray, start: np.ndarray, ridge: float, iters: int)
     ends within about C * (1e-7)^2)."""
     beta = np.asarray(start, float).copy()
     k = len(beta)
-    H = None
+    H: np.ndarray | None = None
     moved = 0.0
     for _ in range(iters):
-        fresh = H is None or moved > 1e-3
-        g, h = info(beta, fresh)
-        if fresh:
+        if H is None or moved > 1e-3:
+            g, h = info(beta, True)
             H = h + ridge * np.eye(k)
             moved = 0.0
+        else:
+            g, _ = info(beta, False)
         step = np.linalg.solve(H, g - ridge * (beta - beta0))
         beta = beta + step
         size = float(np.max(np.abs(step)))

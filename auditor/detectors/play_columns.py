@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..cards import parse_card
+from ..cards import parse_card, rank_of
 from ..columns import AuditColumns
 from ..rules import layout
+from .play_facts import counting
 
 # `deal_exclusion` reasons, in the order it tests them; 0 = the deal can be walked
 EXCLUSIONS = ("no_hands", "incomplete", "card_not_in_hand")
@@ -110,6 +111,17 @@ def walk_setup(cols: AuditColumns) -> WalkSetup:
     np.cumsum(np.bincount(cols.rev_row, minlength=D), out=rev_start[1:])
     return WalkSetup(why=why, af=af, must_trump=must, n_sets=n_sets, per_set=per_set, extra=extra,
                      out_public=out_public, rev_start=rev_start)
+
+
+def counting_table() -> np.ndarray:
+    """[game (0 Scotch Whist, 1 All Fours), card is trump (0/1), rank] -> `play_facts.counting`, from the Python
+    definition."""
+    t = np.zeros((2, 2, 13), np.bool_)
+    for g, game in enumerate(("scotch_whist", "all_fours")):
+        for card in range(13):  # a spade, with spades trumps and then hearts trumps
+            t[g, 1, rank_of(card)] = counting(game, 0, card)
+            t[g, 0, rank_of(card)] = counting(game, 1, card)
+    return t
 
 
 # ---------------------------------------------------------------- numba transcriptions (int64 bitmasks)

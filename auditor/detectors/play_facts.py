@@ -23,25 +23,36 @@ card was played from a hand that did not hold it, or the hands are unknown.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..cards import SUIT_MASK, parse_card, rank_of, suit_of
 from ..legal import legal_mask
-from ..rules import layout, trump_strength
+from ..rules import AF_PIPS, SW_HONOURS, layout, trump_strength
 
 TEN = 8  # rank index of the Ten
 QUEEN, KING, ACE, JACK = 10, 11, 12, 9
+SW_COUNTING_RANKS = frozenset(r for r in SW_HONOURS if r != JACK)  # T A K Q of trumps
 
 
 def card_of(suit: int, rank: int) -> int:
     return suit * 13 + rank
 
 
+def counting(game: str, trump: int, card: int) -> bool:
+    """A counting card a player can give to another's trick: Scotch Whist, the trump Ten, Ace, King and Queen (the
+    Jack always wins its trick); All Fours, every card worth Game pips (Ten, Ace, King, Queen, Jack) and the trump
+    Jack."""
+    r = rank_of(card)
+    if game == "scotch_whist":
+        return suit_of(card) == trump and r in SW_COUNTING_RANKS
+    return r in AF_PIPS or (suit_of(card) == trump and r == JACK)
+
+
 def popcount(x: int) -> int:
     return x.bit_count()
 
 
-def deal_exclusion(res) -> str | None:
+def deal_exclusion(res: Any) -> str | None:
     """Why `res` cannot be walked play by play, or None."""
     if res.hands is None:
         return "no_hands"
@@ -52,7 +63,7 @@ def deal_exclusion(res) -> str | None:
     return None
 
 
-def tricks_per_set(res) -> tuple[int, ...]:
+def tricks_per_set(res: Any) -> tuple[int, ...]:
     d = res.deal
     if d.game == "all_fours":
         return (len(res.winners),)
@@ -194,7 +205,19 @@ class PlayState:
         return best
 
 
-def walk(res) -> Iterator[PlayState]:
+def _card(text: object) -> int:
+    """The card `text` names, -1 when it names none (as the table holds it)."""
+    c = parse_card(text)
+    return -1 if c is None else c
+
+
+def _bit(text: object) -> int:
+    """The bitmask of the card `text` names, 0 when it names none (as `play_columns.walk_setup` reads it)."""
+    c = parse_card(text)
+    return 0 if c is None else 1 << c
+
+
+def walk(res: Any) -> Iterator[PlayState]:
     """Yield the state at every play of a complete deal (see `deal_exclusion`), in play order."""
     d = res.deal
     game, n = d.game, d.n
@@ -211,26 +234,26 @@ def walk(res) -> Iterator[PlayState]:
     by_set = [[0] * len(per_set) for _ in range(n)]
     for k, s, c in res.plays:
         by_set[s][set_of_trick[k]] |= 1 << c
-    turn_up = parse_card(d.turn_up)
+    turn_up = _card(d.turn_up)
     if game == "all_fours" and d.runs:
-        turn_up = parse_card(d.runs[-1]["turn_up"])
+        turn_up = _card(d.runs[-1]["turn_up"])
     out_public = 0
     owner = None
     if game == "all_fours":
-        out_public |= 1 << parse_card(d.turn_up)
+        out_public |= _bit(d.turn_up)
         for r in d.runs or []:
-            out_public |= 1 << parse_card(r["turn_up"])
+            out_public |= _bit(r["turn_up"])
     else:
         owner = L.turnup_owner
         if d.shown is not None:
-            out_public |= 1 << parse_card(d.shown)
+            out_public |= _bit(d.shown)
     in_hands = 0
     for s in range(n):
         for j in range(len(per_set)):
             in_hands |= by_set[s][j]
     aside = L.pack & ~in_hands & ~out_public
     if game == "scotch_whist":
-        aside &= ~(1 << turn_up)
+        aside &= ~_bit(d.turn_up)
     st = PlayState(game=game, n=n, trump=trump, dealer=d.dealer, side_of=side, partnership=partnership,
                    n_tricks=n_tricks, turn_up=turn_up, turnup_owner=owner, out_of_play_public=out_public,
                    aside=aside, n_sets=len(per_set))

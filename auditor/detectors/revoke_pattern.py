@@ -18,25 +18,50 @@ against the field's share of gainful revokes among everybody else's — Fisher's
 Controls: his revoke rate per opportunity (a play following a lead while holding the suit led and another card)
 against the field's, in cells of game and player count: exact one-sided Poisson-binomial with the field's rate
 (leave-player-out); his mean gain against the field's.
+
+Counting. `RevokePattern.count(table)` counts over the table (`auditor.columns.AuditColumns`) with one numba walk
+of every deal (`_revokes`); `count_results(results)`, over `DealResult`s with `play_facts.walk`, is its executable
+spec (the tests' oracle: the two give equal counts, field for field and type for type).
+
+The kernel transcribes `count_deal`: it counts each seat's revoke opportunities per deal and, for each revoke the
+replay found, whether it was gainful, its gain as an exact fraction (numerator, denominator: the trick points are
+whole numbers, so the mean over the legal cards is a ratio of integers) and its play index (for
+`base.trail_code`). The kernel sums the opportunities per (player, game, players); the revokes' gains are summed
+over a common denominator (`sum_fractions`), so that the `RevokeCounts` (gains as `Fraction`s) equal the Python
+counter's exactly.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
+import numba
 import numpy as np
 from scipy import stats as st_
 
 from ..cards import SUIT_MASK, rank_of, suit_of
+from ..columns import AuditColumns
+from ..facts import DealingFacts
 from ..rules import AF_PIPS, SW_HONOURS
 from ..stats import exact
 from ..stats.family import TestResult
 from .base import deal_order, timeline, trail_code
-from .collusion import counting
-from .play_facts import JACK, PlayState, deal_exclusion, walk
+from .play_columns import (
+    MAX_SETS,
+    beats,
+    counting_table,
+    hands_by_set,
+    is_revoke,
+    legal,
+    low_bit,
+    suit_mask,
+    walk_setup,
+)
+from .play_facts import JACK, PlayState, counting, deal_exclusion, walk
 from .spec import TestSpec
 
 NAME = "revoke_pattern"
@@ -65,6 +90,10 @@ def _winner(st: PlayState, cards: list[tuple[int, int]]) -> int:
     return ws
 
 
+Cell = tuple[str, int]  # (game, players)
+Tally = list[Any]  # [opportunities, revokes, gainful revokes (ints), summed gain (an exact Fraction)]
+
+
 @dataclass
 class RevokeCounts:
     """Per player and cell (game, n): opportunities, revokes, gainful revokes, summed gain (an exact fraction:
@@ -72,12 +101,12 @@ class RevokeCounts:
     play index, gainful)`, ascending (input order): his timeline. Sorted, so any partition merges to the same lists.
     """
 
-    cells: dict[tuple[str, tuple], list[float]] = dc_field(default_factory=dict)
+    cells: dict[tuple[str, Cell], Tally] = dc_field(default_factory=dict)
     excluded_deals: dict[str, int] = dc_field(default_factory=dict)
     trail: dict[str, list[int]] = dc_field(default_factory=dict)
 
 
-def _add(c: RevokeCounts, player: str, cell: tuple, opp: int, rev: int, gainful: int, gain) -> None:
+def _add(c: RevokeCounts, player: str, cell: Cell, opp: int, rev: int, gainful: int, gain: Fraction) -> None:
     v = c.cells.get((player, cell))
     if v is None:
         c.cells[(player, cell)] = [opp, rev, gainful, gain]
@@ -88,7 +117,18 @@ def _add(c: RevokeCounts, player: str, cell: tuple, opp: int, rev: int, gainful:
         v[3] += gain
 
 
-def count_deal(res, c: RevokeCounts) -> None:
+def count_results(results: Iterable[Any]) -> RevokeCounts:
+    """The counts of these `DealResult`s, play by play with `play_facts.walk`: the executable spec of
+    `RevokePattern.count` (tests only)."""
+    c = RevokeCounts()
+    for res in results:
+        count_deal(res, c)
+    for codes in c.trail.values():
+        codes.sort()
+    return c
+
+
+def count_deal(res: Any, c: RevokeCounts) -> None:
     d = res.deal
     why = deal_exclusion(res)
     if why is not None:
@@ -104,7 +144,7 @@ def count_deal(res, c: RevokeCounts) -> None:
     opp_by_seat = [0] * d.n
     order = deal_order(d)
     for play, st in enumerate(walk(res)):
-        if st.pos == 0 or st.two_card_turn:
+        if st.lead_suit is None or st.two_card_turn:  # a lead (no suit led yet)
             continue
         s = st.seat
         follow = st.hold[s] & SUIT_MASK[st.lead_suit]
@@ -143,6 +183,145 @@ def count_deal(res, c: RevokeCounts) -> None:
             _add(c, d.players[s], cell, opp_by_seat[s], 0, 0, Fraction(0))
 
 
+# ---------------------------------------------------------------- the count over the table
+
+
+def points_table() -> np.ndarray:
+    """[game (0 Scotch Whist, 1 All Fours), card is trump (0/1), rank] -> `points`, from the Python definition
+    (whole numbers: the honours and the Game pips)."""
+    t = np.zeros((2, 2, 13), np.int64)
+    for g, game in enumerate(("scotch_whist", "all_fours")):
+        for card in range(13):  # a spade, with spades trumps and then hearts trumps
+            for is_trump, trump in ((1, 0), (0, 1)):
+                v = points(game, trump, card)
+                assert v == int(v)
+                t[g, is_trump, card] = int(v)
+    return t
+
+
+@numba.njit(cache=True, inline="always")
+def _trick_points(af, trump, pts_tab, cards, cnt):
+    """`trick_points` of cards[:cnt]."""
+    tot = 0
+    for p in range(cnt):
+        c = cards[p]
+        tot += pts_tab[np.int64(af), np.int64(c // 13 == trump), c % 13]
+    if not af:
+        tot += cnt
+    return tot
+
+
+@numba.njit(cache=True)
+def _revokes(use, af_a, must_a, n_a, trump_a, side_of, winners, play_card, play_seat, play_trick, n_plays, n_sets_a,
+          per_set, extra_a, rev_start, rev_trick, rev_seat, count_tab, pts_tab, seat_player, opp, r_row, r_seat,
+          r_play, r_gainful, r_num, r_den):
+    m = 0
+    set_of_trick = np.zeros(128, np.int64)
+    by_set = np.zeros((8, MAX_SETS), np.int64)
+    hold = np.zeros(8, np.int64)
+    t_seat = np.zeros(128, np.int64)
+    t_card = np.zeros(128, np.int64)
+    trial = np.zeros(128, np.int64)
+    n_opp = np.zeros(8, np.int64)
+    for row in range(len(use)):
+        if not use[row]:
+            continue
+        af = af_a[row]
+        n = np.int64(n_a[row])
+        trump = np.int64(trump_a[row])
+        must = must_a[row]
+        n_sets = np.int64(n_sets_a[row])
+        extra = np.int64(extra_a[row])
+        ra = rev_start[row]
+        rb = rev_start[row + 1]
+        n_tricks = hands_by_set(row, n, n_sets, per_set, set_of_trick, play_card, play_seat, play_trick, n_plays,
+                                by_set)
+        i = 0
+        np_ = n_plays[row]
+        for s in range(n):
+            n_opp[s] = 0
+        for k in range(n_tricks):
+            j = set_of_trick[k]
+            if k == 0 or set_of_trick[k - 1] != j:
+                for s in range(n):
+                    hold[s] = by_set[s, j]
+            first = i  # index of the trick's first play in the deal's plays
+            cnt = 0
+            while i < np_ and play_trick[row, i] == k:
+                t_seat[cnt] = play_seat[row, i]
+                t_card[cnt] = play_card[row, i]
+                cnt += 1
+                i += 1
+            lead = -1
+            for p in range(cnt):
+                s = t_seat[p]
+                c = t_card[p]
+                two = extra >= 0 and s == extra and cnt == n + 1 and k == n_tricks - 1
+                if p > 0 and not two:
+                    follow = hold[s] & suit_mask(lead)
+                    if follow != 0 and (hold[s] & ~follow) != 0:
+                        n_opp[s] += 1
+                        if c // 13 != lead and is_revoke(rev_trick, rev_seat, ra, rb, k + 1, s):
+                            mine_side = side_of[row, s]
+                            won = side_of[row, winners[row, k]] == mine_side
+                            pts = _trick_points(af, trump, pts_tab, t_card, cnt)
+                            for q in range(cnt):
+                                trial[q] = t_card[q]
+                            alt_sum = 0
+                            n_alt = 0
+                            alt_win = False
+                            alt_gives = True
+                            mm = legal(af, hold[s], lead, trump, must)
+                            while mm != 0:
+                                alt = low_bit(mm)
+                                mm &= mm - 1
+                                trial[p] = alt
+                                w = t_seat[0]
+                                wc = trial[0]
+                                for q in range(1, cnt):
+                                    if beats(af, trump, trial[q], wc):
+                                        w = t_seat[q]
+                                        wc = trial[q]
+                                mine = side_of[row, w] == mine_side
+                                alt_win |= mine
+                                if mine:
+                                    alt_sum += _trick_points(af, trump, pts_tab, trial, cnt)
+                                if mine or not count_tab[np.int64(af), np.int64(alt // 13 == trump), alt % 13]:
+                                    alt_gives = False
+                                n_alt += 1
+                            gainful = (won and not alt_win) or (
+                                af and alt_gives and not count_tab[np.int64(af), np.int64(c // 13 == trump), c % 13])
+                            r_row[m] = row
+                            r_seat[m] = s
+                            r_play[m] = first + p
+                            r_gainful[m] = gainful
+                            # gain = (pts if won) - alt_sum / n_alt; n_alt >= 1 (the seat holds the suit led)
+                            r_num[m] = (pts if won else 0) * n_alt - alt_sum
+                            r_den[m] = n_alt
+                            m += 1
+                hold[s] &= ~(np.int64(1) << c)
+                if lead < 0:
+                    lead = c // 13
+        cell = (np.int64(af) << 4) | n
+        for s in range(n):
+            opp[(np.int64(seat_player[row, s]) << 5) | cell] += n_opp[s]
+    return m
+
+
+def sum_fractions(group: np.ndarray, num: np.ndarray, den: np.ndarray, n_groups: int) -> list[Fraction]:
+    """Per group, the exact sum of the fractions num / den (den > 0): over a common denominator (the lcm of the
+    denominators, here counts of legal cards), in int64 when it cannot overflow, else in Python ints."""
+    L = math.lcm(*set(den.tolist())) if len(den) else 1
+    if len(den) and (int(np.abs(num).max()) + 1) * L * len(den) < 2 ** 62:
+        scaled = num.astype(np.int64) * (L // den.astype(np.int64))
+        tot = np.zeros(n_groups, np.int64)
+    else:
+        scaled = np.array([x * (L // d) for x, d in zip(num.tolist(), den.tolist(), strict=True)], dtype=object)
+        tot = np.zeros(n_groups, object)
+    np.add.at(tot, group, scaled)
+    return [Fraction(int(x), L) for x in tot.tolist()]
+
+
 SPEC = TestSpec(
     name='revoke_pattern',
     title='Revokes that pay',
@@ -171,27 +350,66 @@ class RevokePattern:
         self.fdr = fdr
         self.details = details
 
-    def count(self, results: Sequence[Any], rng: np.random.Generator | None = None, facts: Any = None
-              ) -> RevokeCounts:
+    def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
+              facts: DealingFacts | None = None) -> RevokeCounts:
+        """The counts of the table's deals, from one numba walk of their plays (`_revokes`; the spec is
+        `count_results`). `rng` and `facts` are not used."""
         c = RevokeCounts()
-        for res in results:
-            count_deal(res, c)
-        for codes in c.trail.values():
-            codes.sort()
+        D = len(table)
+        if D == 0:
+            return c
+        su = walk_setup(table)
+        c.excluded_deals = su.excluded()
+        use = su.why == 0
+        if not use.any():
+            return c
+        # opportunities per (player, game, n): player << 5 | all_fours << 4 | n
+        opp = np.zeros(max(len(table.players), 1) << 5, np.int64)
+        # a revoke is counted at most once per play: bound by the plays of the rows that have revokes
+        has_rev = np.zeros(D, bool)
+        has_rev[table.rev_row] = True
+        cap = max(int(table.n_plays[use & has_rev].astype(np.int64).sum()), 1)
+        r_row = np.empty(cap, np.int64)
+        r_seat = np.empty(cap, np.int64)
+        r_play = np.empty(cap, np.int64)
+        r_gainful = np.empty(cap, np.bool_)
+        r_num = np.empty(cap, np.int64)
+        r_den = np.empty(cap, np.int64)
+        m = _revokes(use, su.af, su.must_trump, table.n, table.trump, table.side_of, table.winners, table.play_card,
+                     table.play_seat, table.play_trick, table.n_plays, su.n_sets, su.per_set, su.extra, su.rev_start,
+                     table.rev_trick, table.rev_seat, counting_table(), points_table(), table.seat_player, opp, r_row,
+                     r_seat, r_play, r_gainful, r_num, r_den)
+        r_row, r_seat, r_play, r_num, r_den = r_row[:m], r_seat[:m], r_play[:m], r_num[:m], r_den[:m]
+        r_gainful = r_gainful[:m].astype(np.int64)
+        games = ("scotch_whist", "all_fours")
+        players = table.players
+        r_player = table.seat_player[r_row, r_seat].astype(np.int64)
+        r_key = (r_player << 5) | (su.af[r_row].astype(np.int64) << 4) | table.n[r_row].astype(np.int64)
+        uk, inv = np.unique(r_key, return_inverse=True)
+        n_rev = np.bincount(inv, minlength=len(uk))
+        n_gainful = np.bincount(inv, r_gainful, len(uk)).astype(np.int64)
+        gains = sum_fractions(inv, r_num, r_den, len(uk))
+        rev_of = {k: (r, g, x)
+                  for k, r, g, x in zip(uk.tolist(), n_rev.tolist(), n_gainful.tolist(), gains, strict=True)}
+        for k in sorted(set(np.flatnonzero(opp).tolist()) | set(rev_of)):
+            r, g, gain = rev_of.get(k, (0, 0, Fraction(0)))
+            c.cells[(players[k >> 5], (games[(k >> 4) & 1], k & 15))] = [int(opp[k]), r, g, gain]
+        # each player's revokes as trail codes, in input order
+        codes = (((table.order[r_row] << 6) | r_play) << 1) | r_gainful
+        idx = np.lexsort((codes, r_player))
+        r_player, codes = r_player[idx], codes[idx]
+        starts = np.flatnonzero(np.r_[True, r_player[1:] != r_player[:-1]]) if m else np.zeros(0, np.int64)
+        codes_l = codes.tolist()
+        ends = np.r_[starts[1:], m] if m else starts
+        for pl, a, b in zip(r_player[starts].tolist(), starts.tolist(), ends.tolist(), strict=True):
+            c.trail[players[pl]] = codes_l[a:b]
         return c
-
-    def count_columns(self, cols: Any, rng: np.random.Generator | None = None, facts: Any = None) -> RevokeCounts:
-        """`count` over the audit's columns (`auditor.columns.AuditColumns`, all deals at once): the same counts,
-        from one numba walk (`revoke_pattern_fast`)."""
-        from .revoke_pattern_fast import count_columns
-
-        return count_columns(cols)
 
     def merge(self, parts: Sequence[RevokeCounts]) -> RevokeCounts:
         out = RevokeCounts()
         for p in parts:
-            for k, v in p.excluded_deals.items():
-                out.excluded_deals[k] = out.excluded_deals.get(k, 0) + v
+            for k, n in p.excluded_deals.items():
+                out.excluded_deals[k] = out.excluded_deals.get(k, 0) + n
             for (pl, cell), v in p.cells.items():
                 _add(out, pl, cell, *v)
             for pl, codes in p.trail.items():
@@ -201,8 +419,8 @@ class RevokePattern:
         return out
 
     def finalize(self, counts: RevokeCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
-        per_player: dict[str, dict[tuple, list[float]]] = {}
-        tot_cell: dict[tuple, list[float]] = {}
+        per_player: dict[str, dict[Cell, Tally]] = {}
+        tot_cell: dict[Cell, Tally] = {}
         for (pl, cell), v in sorted(counts.cells.items(), key=lambda kv: (kv[0][0], repr(kv[0][1]))):
             per_player.setdefault(pl, {})[cell] = v
             t = tot_cell.setdefault(cell, [0, 0, 0, Fraction(0)])

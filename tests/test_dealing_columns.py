@@ -73,19 +73,17 @@ def check(results) -> tuple[AuditColumns, DealingFacts, dict]:
     assert facts_diff(facts, facts_from_columns(cols)) == []
     rows = count_results(results)
     for det in (ShuffleResidue(), TrickStack()):
-        assert counts_diff(det.count(results), det.count_columns(cols)) == []
-        # the audit counts every deal at once; it used to count each table and merge
+        assert counts_diff(rows, det.count(cols)) == []
+        # the audit counts every deal at once; counting each table apart and merging gives the same rows
         by_table: dict[str, list] = {}
         for r in results:
             by_table.setdefault(r.deal.table, []).append(r)
-        merged = det.merge([det.count(by_table[t], None, facts=facts_from_results(by_table[t]))
-                            for t in sorted(by_table)])
-        assert counts_diff(merged, det.count_columns(cols, None, facts=facts_from_columns(cols)),
-                           ordered=False) == []
+        merged = det.merge([det.count(from_results(by_table[t])) for t in sorted(by_table)])
+        assert counts_diff(merged, det.count(cols, None, facts=facts_from_columns(cols)), ordered=False) == []
     # per-table columns (AuditColumns.take) give each table's rows too
     for t in list(rows)[:3]:
         part = cols.take(np.flatnonzero(cols.table == cols.tables.index(t)))
-        assert counts_diff({t: rows[t]}, ShuffleResidue().count_columns(part)) == []
+        assert counts_diff({t: rows[t]}, ShuffleResidue().count(part)) == []
     return cols, facts, rows
 
 
@@ -249,15 +247,18 @@ def test_empty_and_single_deal(tmp_path):
     check(_results(recs, tmp_path))
     cols = from_results([])
     assert facts_diff(facts_from_results([]), facts_from_columns(cols)) == []
-    assert ShuffleResidue().count_columns(cols) == {}
+    assert ShuffleResidue().count(cols) == {}
 
 
-def test_detectors_cache_the_rows_on_the_facts(demo_results):
-    """Both residue tests read one counting of a partition (as `count` does)."""
+def test_both_residue_tests_read_one_counting_of_a_table(demo_results):
+    """Both residue tests read one counting of a table; another table is counted afresh."""
     cols = from_results(demo_results[:2000])
     facts = facts_from_columns(cols)
-    a = ShuffleResidue().count_columns(cols, None, facts=facts)
-    assert TrickStack().count_columns(cols, None, facts=facts) is a
+    a = ShuffleResidue().count(cols, None, facts=facts)
+    assert TrickStack().count(cols, None, facts=facts) is a
+    other = from_results(demo_results[:1000])
+    b = TrickStack().count(other)
+    assert b is not a and counts_diff(count_results(demo_results[:1000]), b) == []
 
 
 @pytest.mark.slow
@@ -275,11 +276,11 @@ def test_speed_on_the_demo_tiled(demo_results):
             tiled.append(r2)
     cols = from_results(tiled)
     assert len(cols) >= 100_000
-    ShuffleResidue().count_columns(from_results(results[:50]))  # compile outside the timing
+    ShuffleResidue().count(from_results(results[:50]))  # compile outside the timing
     t0 = time.perf_counter()
     got_facts = facts_from_columns(cols)
     t1 = time.perf_counter()
-    got_rows = ShuffleResidue().count_columns(cols)
+    got_rows = ShuffleResidue().count(cols)
     t2 = time.perf_counter()
     assert facts_diff(facts_from_results(tiled), got_facts) == []
     assert counts_diff(count_results(tiled), got_rows) == []

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from auditor import dealgen
+from auditor.columns import from_results
 from auditor.dealgen import Cheat
 from auditor.dealog import record_from_obj
 from auditor.detectors.deal_uniformity import DealerCutter, DealUniformity, sequential_mc_pvalue
@@ -164,7 +165,7 @@ def test_stack_pairs_arithmetic():
 def test_shuffle_residue_flags_the_bad_shuffler_among_human_peers():
     results = _table_results([(1, 4, 4, 4), (4, 4, 4, 4), (3, 3, 3, 3)], 160, seed=11, with_deck=False)
     det = ShuffleResidue()
-    res = {r.subject: r for r in apply_families(det.finalize(det.count(results)))[0]}
+    res = {r.subject: r for r in apply_families(det.finalize(det.count(from_results(results))))[0]}
     assert res["t0p0"].flagged
     assert [k for k, r in res.items() if r.flagged] == ["t0p0"]
     c = res["t0p0"].controls
@@ -180,7 +181,7 @@ def test_people_who_shuffle_less_are_not_accused():
     identical peers would accuse him."""
     results = _table_results([(2, 4, 5, 3), (3, 4, 5, 2), (4, 2, 3, 5)], 240, seed=4)
     det = ShuffleResidue()
-    res = {r.subject: r for r in apply_families(det.finalize(det.count(results)))[0]}
+    res = {r.subject: r for r in apply_families(det.finalize(det.count(from_results(results))))[0]}
     assert not any(r.flagged for r in res.values())
 
 
@@ -218,7 +219,7 @@ def test_trick_stack_finds_the_dealer_who_keeps_a_trick():
             prev = rec if "tricks" in rec else None
     results = [replay_deal(record_from_obj(r, "x", 0, i + 1).deal) for i, r in enumerate(recs)]
     det = TrickStack()
-    res = {r.subject: r for r in apply_families(det.finalize(det.count(results)))[0]}
+    res = {r.subject: r for r in apply_families(det.finalize(det.count(from_results(results))))[0]}
     assert res["s00"].flagged
     assert [k for k, r in res.items() if r.flagged] == ["s00"]
 
@@ -228,7 +229,7 @@ def test_shuffle_residue_needs_peers():
     # a table of one dealer: only his deals, nobody to compare with
     solo = [r for r in results if r.deal.players[r.deal.dealer] == "t0p0"]
     det = ShuffleResidue()
-    assert det.finalize(det.count(solo), np.random.default_rng(0)) == []
+    assert det.finalize(det.count(from_results(solo)), np.random.default_rng(0)) == []
 
 
 @pytest.mark.slow
@@ -238,7 +239,7 @@ def test_shuffle_residue_is_calibrated_at_human_tables():
     for k in range(15):
         results = _table_results([(4, 4, 4, 4)] * 4, 160, seed=100 + k)
         det = ShuffleResidue(details=False)
-        ps += [r.pvalue for r in det.finalize(det.count(results))]
+        ps += [r.pvalue for r in det.finalize(det.count(from_results(results)))]
     ps = np.array(ps)  # 240 dealers
     for a in (0.01, 0.05, 0.1):
         assert (ps <= a).mean() <= a + 3 * np.sqrt(a * (1 - a) / len(ps))

@@ -114,11 +114,10 @@ def count_results(results: Sequence[Any]) -> dict:
         rows = []
         for r in rs:
             d = r.deal
-            try:
-                cfg = config(d.ruleset, d.n)
-                L = layout(d.ruleset, d.n, d.dealer)
-            except Exception:
-                continue
+            if not d.ruleset.min_players <= d.n <= d.ruleset.max_players:
+                continue  # no layout: the deal neither counts nor is anyone's previous deal
+            cfg = config(d.ruleset, d.n)
+            L = layout(d.ruleset, d.n, d.dealer)
             prev = last.get(d.pack)
             last[d.pack] = (r, cfg)
             if prev is None:
@@ -251,10 +250,10 @@ def count_table(cols: AuditColumns) -> dict:
     labels: list[str] = []
     g_label = np.zeros(len(gkeys), np.int64)
     for g, k in enumerate(gkeys.tolist()):
-        try:
-            cfg = config(cols.rulesets[k >> 8], (k & 0xFF) - 128)
-        except Exception:  # no layout: the deal neither counts nor is anyone's previous deal
-            continue
+        rules, n = cols.rulesets[k >> 8], (k & 0xFF) - 128
+        if not rules.min_players <= n <= rules.max_players:
+            continue  # no layout: the deal neither counts nor is anyone's previous deal
+        cfg = config(rules, n)
         g_ok[g] = True
         g_pack[g], g_size[g] = cfg.pack, cfg.pack_size
         g_label[g] = len(labels)

@@ -12,21 +12,30 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, overload
 
 import numpy as np
 
-from ..dealog import Deal, LongLine, Record, record_from_obj, validate
+from .. import dealog
+from ..dealog import (STREAM_ERRORS, Deal, LongLine, Record, next_line_start, open_lines, range_lines, record_from_obj,
+                      validate)
 from ..dealog import parse_line as _parse_line
 from ..errors import InputError
 from ..findings import Finding
-from ..replay.reference import replay_deal
+from ..parquet import iter_parquet_chunks
+from ..replay.chain import GameSummary, chain_games
+from ..replay.reference import SW_STEPS, DealResult, replay_deal
 from ..replay.result import Replay, bad_record_finding
+from .arrow import Arrow, boolean, i32, i64, lit, lstr, to_numpy
 from .audit_cols import ColumnsBuilder
-from .cols import GAMES as GAMES_
-from .cols import Chunk, ChunkBuilder, Registry, row_to_obj, uniq
-from .kernel import FALLBACK_REASONS, replay_chunk
+from .chain import COLLISION, ChainOut, DealArrays, chain_arrays
+from .cols import GAMES, Chunk, ChunkBuilder, Registry, row_to_obj, uniq
+from .kernel import AF_LABELS, FALLBACK_REASONS, ChunkResult, replay_chunk
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 CHUNK_ROWS = 32768
 
@@ -34,7 +43,10 @@ CHUNK_ROWS = 32768
 # ---------------------------------------------------------------- reading
 
 
-def iter_chunks(paths: list[str], reg: Registry, keep_all: bool = False, rows: int = CHUNK_ROWS,
+KeepAll = bool | Literal["meta"]  # as ChunkBuilder's keep_all: True keeps every field, "meta" table, time and pack
+
+
+def iter_chunks(paths: list[str], reg: Registry, keep_all: KeepAll = False, rows: int = CHUNK_ROWS,
                 raw_lines: bool = False) -> Iterator[Chunk]:
     """Every record of every file as chunks, in order. A file that cannot be read gives a chunk with one bad row
     (line None as 0), as `dealog.read_records` does."""
@@ -42,8 +54,6 @@ def iter_chunks(paths: list[str], reg: Registry, keep_all: bool = False, rows: i
         path = str(path)
         reg.paths.append(path)
         if path.endswith(".parquet"):
-            from ..parquet import iter_parquet_chunks
-
             yield from iter_parquet_chunks(path, fi, reg, keep_all=keep_all, rows=rows)
             continue
         if _parallel_ok(path):
@@ -77,8 +87,6 @@ NL = bytes([10])
 def _segments(path: str, size: int) -> list[tuple[int, int]]:
     """Byte ranges of the file that start at the beginning of a line (the next newline found a block at a time:
     a line of any length costs no memory)."""
-    from ..dealog import next_line_start
-
     total = os.path.getsize(path)
     cuts = [0]
     with open(path, "rb") as f:
@@ -88,15 +96,18 @@ def _segments(path: str, size: int) -> list[tuple[int, int]]:
                 break
             cuts.append(c)
     cuts.append(total)
-    return list(zip(cuts[:-1], cuts[1:]))
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
-def _parse_segment(args, slim: bool = True):
+SegmentJob = tuple[str, int, int, int, KeepAll, int, bool]  # path, file index, start, end, keep_all, rows, raw_lines
+RegistryTables = tuple[list[Any], list[Any], list[Any], list[int]]  # a worker's rs_info, lineups, sides, sides_n
+SegmentResult = tuple[list[Chunk], RegistryTables, int]  # chunks, the worker's registry tables, lines read
+
+
+def _parse_segment(args: SegmentJob, slim: bool = True) -> SegmentResult:
     """Worker: one byte range of a JSONL file as chunks, with line numbers counted from the range's start and
     ids from a registry of its own (the parent renumbers both). Lines are read bounded as `open_lines` reads
     them. `slim`: strip what cannot or need not travel between processes."""
-    from ..dealog import range_lines, slim_raw
-
     path, fi, start, end, keep_all, rows, raw_lines = args
     lines = list(range_lines(path, start, end))
     reg = Registry()
@@ -105,23 +116,22 @@ def _parse_segment(args, slim: bool = True):
         for ch in chunks:  # a Deal's Rules holds a mappingproxy (not picklable): the parent resolves it again
             for rec in ch.slow.values():
                 if rec.deal is not None:
-                    rec.deal.ruleset = None
+                    rec.deal.ruleset = None  # type: ignore[assignment]  # in transit only: _renumber resolves it
                     rec.raw = None
                 else:  # a bad record's parsed value may be nested too deep to pickle: only what its finding reads
-                    rec.raw = slim_raw(rec.raw)
+                    rec.raw = dealog.slim_raw(rec.raw)  # looked up at call time (tests replace it)
     tables = (reg.rs_info, reg.lineups, reg.sides, reg.sides_n)
     return chunks, tables, len(lines)
 
 
-def _segment_here(job, reg: Registry):
+def _segment_here(job: SegmentJob, reg: Registry) -> SegmentResult:
     """A segment whose worker failed, read again in this process; if even that fails, one bad_record for the
     segment (its first line), so that the rest of the file is still read."""
-    from ..dealog import range_lines
-
     path, fi, start, end = job[:4]
     try:
         return _parse_segment(job, slim=False)
-    except Exception as e:  # the reader must not die on one segment
+    except Exception as e:  # noqa: BLE001 - the last resort of issue 12: whatever reading a segment raises (the
+        # failures per line are caught in _feed_safe), the rest of the file is still read; the finding names the type
         n_lines = sum(1 for _ in range_lines(path, start, end))
         b = ChunkBuilder(Registry(), fi, path, False)
         b.add_record(Record(f"{path}:1", fi, 1, error=f"lines from byte {start} could not be read "
@@ -129,7 +139,8 @@ def _segment_here(job, reg: Registry):
         return [b.finish()], ([], [], [], []), n_lines
 
 
-def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, raw_lines: bool):
+def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: KeepAll, rows: int,
+                    raw_lines: bool) -> Iterator[Chunk]:
     """A large plain JSONL file: byte ranges parsed by worker processes (the 2 cores), chunks in file order. A
     segment whose worker fails or dies (a record its results cannot carry back) is read again here, and so is
     every segment after a worker died: never a lost file, never a wait on a dead worker (issue 12)."""
@@ -137,7 +148,7 @@ def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: bool, rows: int
     from concurrent.futures import ProcessPoolExecutor
 
     segs = _segments(path, SEGMENT_BYTES)
-    jobs = [(path, fi, a, b, keep_all, rows, raw_lines) for a, b in segs]
+    jobs: list[SegmentJob] = [(path, fi, a, b, keep_all, rows, raw_lines) for a, b in segs]
     try:
         pool = ProcessPoolExecutor(WORKERS, mp_context=mp.get_context("fork"))
     except (OSError, ValueError):
@@ -145,21 +156,22 @@ def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: bool, rows: int
         return
     offset = 0
     ahead = WORKERS + 1  # segments in flight: the parent holds at most this many results
-    futures: list = []
+    futures: list[Future[SegmentResult] | None] = []
     broken = False
     try:
         for k, job in enumerate(jobs):
             while not broken and len(futures) < k + ahead and len(futures) < len(jobs):
                 try:
                     futures.append(pool.submit(_parse_segment, jobs[len(futures)]))
-                except Exception:  # the pool broke: the rest is read here
-                    broken = True
-            try:
-                if k >= len(futures):
-                    raise RuntimeError("not submitted")
-                chunks, tables, n_lines = futures[k].result()
-            except Exception:
+                except (RuntimeError, OSError):  # the pool broke (BrokenProcessPool) or cannot start a worker:
+                    broken = True  # the rest is read here
+            fut = futures[k] if k < len(futures) else None
+            # a worker's failure of any kind (its exception, a dead worker's BrokenProcessPool, results that
+            # cannot be sent back) is the future's exception: read the segment again here
+            if fut is None or fut.cancelled() or fut.exception() is not None:
                 chunks, tables, n_lines = _segment_here(job, reg)
+            else:
+                chunks, tables, n_lines = fut.result()
             futures[k:k + 1] = [None] if k < len(futures) else []
             maps = _id_maps(tables, reg)
             for ch in chunks:
@@ -173,15 +185,15 @@ def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: bool, rows: int
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _id_maps(tables, reg: Registry):
+def _id_maps(tables: RegistryTables, reg: Registry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rs_info, lineups, sides, sides_n = tables
-    rs = np.array([reg.ruleset_id(GAMES_[g], preset, opts) for g, preset, opts in rs_info] + [-1], np.int32)
+    rs = np.array([reg.ruleset_id(GAMES[g], preset, opts) for g, preset, opts in rs_info] + [-1], np.int32)
     lu = np.array([reg.lineup_id(p) for p in lineups] + [-1], np.int32)
-    sd = np.array([reg.sides_id(x, k) for x, k in zip(sides, sides_n)] + [-1], np.int32)
+    sd = np.array([reg.sides_id(x, k) for x, k in zip(sides, sides_n, strict=True)] + [-1], np.int32)
     return rs, lu, sd
 
 
-def _renumber(ch: Chunk, maps, offset: int, reg: Registry) -> None:
+def _renumber(ch: Chunk, maps: tuple[np.ndarray, np.ndarray, np.ndarray], offset: int, reg: Registry) -> None:
     """A worker's chunk in the parent's terms: its ruleset, line-up and sides ids, and line numbers."""
     rs, lu, sd = maps
     ch.rset = rs[ch.rset]  # -1 (slow rows) picks the final -1
@@ -193,7 +205,7 @@ def _renumber(ch: Chunk, maps, offset: int, reg: Registry) -> None:
             d.ruleset = reg.rulesets[reg.ruleset_id(d.game, d.rules, d.options)]
     if offset:
         ch.line = ch.line + offset
-        for i, rec in ch.slow.items():
+        for rec in ch.slow.values():
             if rec.line is not None:
                 rec.line += offset
                 rec.source = f"{ch.path}:{rec.line}"
@@ -202,7 +214,7 @@ def _renumber(ch: Chunk, maps, offset: int, reg: Registry) -> None:
                     rec.deal.source = rec.source
 
 
-def _jsonl_chunks(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, raw_lines: bool):
+def _jsonl_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll, rows: int, raw_lines: bool) -> Iterator[Chunk]:
     """JSON Lines as chunks. The garbage collector is paused while a chunk is built: the rows are tuples of
     numbers and strings (no cycles), and a collector pass over a growing chunk costs more than parsing it."""
     import gc
@@ -216,10 +228,9 @@ def _jsonl_chunks(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, 
             gc.enable()
 
 
-def _jsonl_chunks_gc(path: str, fi: int, reg: Registry, keep_all: bool, rows: int, raw_lines: bool):
+def _jsonl_chunks_gc(path: str, fi: int, reg: Registry, keep_all: KeepAll, rows: int,
+                     raw_lines: bool) -> Iterator[Chunk]:
     import orjson
-
-    from ..dealog import STREAM_ERRORS, open_lines
 
     loads = orjson.loads
     b = ChunkBuilder(reg, fi, path, keep_all)
@@ -239,24 +250,25 @@ def _jsonl_chunks_gc(path: str, fi: int, reg: Registry, keep_all: bool, rows: in
         yield b.finish()
 
 
-def _feed_safe(b: ChunkBuilder, raw, lineno: int, path: str, fi: int, reg: Registry, raw_lines: bool, loads,
-               tried: bool = False) -> None:
+def _feed_safe(b: ChunkBuilder, raw: bytes | LongLine, lineno: int, path: str, fi: int, reg: Registry,
+               raw_lines: bool, loads: Callable[[bytes | str], Any], tried: bool = False) -> None:
     """`_feed`, and a line that still makes it fail is a bad record with a short message (issue 12: one record
     must never stop the reading of a file)."""
     rows = b.rows
     try:
         _feed(b, raw, lineno, path, fi, reg, raw_lines, loads, tried)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - issue 12: no record, however hostile (nesting, sizes, types), stops the
+        # reading of a file; it becomes a bad record naming the exception's type
         if b.rows == rows:
             _add_slow(b, Record(f"{path}:{lineno}", fi, lineno, error=f"cannot be read ({type(e).__name__})"), reg)
 
 
-def _feed(b: ChunkBuilder, raw, lineno: int, path: str, fi: int, reg: Registry, raw_lines: bool,
-          loads, tried: bool = False) -> None:
+def _feed(b: ChunkBuilder, raw: bytes | LongLine, lineno: int, path: str, fi: int, reg: Registry, raw_lines: bool,
+          loads: Callable[[bytes | str], Any], tried: bool = False) -> None:
     """One line into the chunk being built: as columns when it can, else as a slow row (valid or bad).
     `tried`: the caller already tried `add_line` on it. A `LongLine` (longer than the record-size limit) is a
     bad record."""
-    if type(raw) is LongLine:
+    if isinstance(raw, LongLine):
         _add_slow(b, Record(f"{path}:{lineno}", fi, lineno, error=raw.message()), reg)
         return
     if lineno == 1 and raw.startswith(BOM):
@@ -268,7 +280,7 @@ def _feed(b: ChunkBuilder, raw, lineno: int, path: str, fi: int, reg: Registry, 
         return
     try:
         obj = loads(raw)
-    except Exception:
+    except ValueError:  # orjson.JSONDecodeError (a ValueError): bad JSON, bad UTF-8, nesting past its limit
         for rec in _parse_line(raw, path, fi, lineno, loads):
             _add_slow(b, rec, reg)
             if raw_lines:
@@ -280,8 +292,8 @@ def _feed(b: ChunkBuilder, raw, lineno: int, path: str, fi: int, reg: Registry, 
             b.raw_line[b.rows - 1] = raw
 
 
-def _lines_chunks(lines: list[bytes], first: int, path: str, fi: int, reg: Registry, keep_all: bool, rows: int,
-                  raw_lines: bool):
+def _lines_chunks(lines: list[bytes | LongLine], first: int, path: str, fi: int, reg: Registry, keep_all: KeepAll,
+                  rows: int, raw_lines: bool) -> Iterator[Chunk]:
     """Lines already read (numbered from `first`) as chunks; the garbage collector paused as in _jsonl_chunks."""
     import gc
 
@@ -316,31 +328,37 @@ def _add_slow(b: ChunkBuilder, rec: Record, reg: Registry) -> None:
 # ---------------------------------------------------------------- replay
 
 
-@dataclass
-class _Acc:
-    """Per valid deal arrays, chunk by chunk."""
-
-    parts: dict = field(default_factory=lambda: {k: [] for k in _ACC_KEYS})
-    results: dict = field(default_factory=dict)  # global deal index -> DealResult (reference-replayed deals)
-    revokes: dict = field(default_factory=dict)  # global deal index -> revokes carrying a penalty (kernel)
-    gid_vals: list = field(default_factory=list)  # per chunk: its game ids (Arrow large_string)
-    slow_gid: list = field(default_factory=list)  # (global deal index, game id) of reference-replayed deals
-    n: int = 0
-
-
 _ACC_KEYS = ("fi", "line", "gid", "chunk", "deal_no", "dealer", "n", "ns", "game", "rset", "lineup", "sides", "bunched",
              "scored", "simple", "points", "steps", "events", "elabel", "gift", "tj", "rp", "rp_has", "rt",
              "rt_has", "rw", "rec_has")
 
 
-class GameList:
+@dataclass
+class _Acc:
+    """Per valid deal arrays, chunk by chunk."""
+
+    # per key, the chunks' arrays (None: a chunk without such a column, the All Fours ones)
+    parts: dict[str, list[np.ndarray | None]] = field(default_factory=lambda: {k: [] for k in _ACC_KEYS})
+    results: dict[int, DealResult] = field(default_factory=dict)  # global deal index -> reference-replayed deal
+    revokes: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # global deal index -> revokes
+    # carrying a penalty (kernel)
+    gid_vals: list[Arrow] = field(default_factory=list)  # per chunk: its game ids (Arrow large_string)
+    slow_gid: list[tuple[int, str]] = field(default_factory=list)  # (global deal index, game id) of reference deals
+    n: int = 0
+    # file index, line and global game-id code of every deal, set by _chain once the parts are concatenated
+    fi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    line: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    gid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
+class GameList(Sequence[GameSummary]):
     """`games_summary` in order: games chained by arrays (built on demand) and games chained by `chain_games`."""
 
-    def __init__(self, order: np.ndarray, co, complex_map: dict, ids):
+    def __init__(self, order: np.ndarray, co: ChainOut, complex_map: dict[int, GameSummary], ids: Arrow):
         self.order = order  # gid codes in output order
         self.co = co
         self.complex = complex_map  # gid -> GameSummary
-        self.ids = ids  # game id of each code (Arrow large_string array)
+        self.ids = ids  # game id of each code (Arrow large_string array; None when there are no games)
         pos = np.full(int(order.max()) + 1 if len(order) else 0, -1, np.int64)
         pos[co.game_gid] = np.arange(len(co.game_gid))
         self.sidx = pos[order] if len(order) else np.zeros(0, np.int64)
@@ -348,9 +366,7 @@ class GameList:
     def __len__(self) -> int:
         return len(self.order)
 
-    def _one(self, i: int):
-        from ..replay.chain import GameSummary
-
+    def _one(self, i: int) -> GameSummary:
         j = int(self.sidx[i])
         if j < 0:
             return self.complex[int(self.order[i])]
@@ -361,7 +377,13 @@ class GameList:
                            winner=int(co.game_winner[j]) if co.game_winner[j] >= 0 else None,
                            ended_by="points" if co.game_ended[j] else None)
 
-    def __getitem__(self, key):
+    @overload
+    def __getitem__(self, key: int) -> GameSummary: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[GameSummary]: ...
+
+    def __getitem__(self, key: int | slice) -> GameSummary | list[GameSummary]:
         if isinstance(key, slice):
             return [self._one(i) for i in range(*key.indices(len(self)))]
         if key < 0:
@@ -370,20 +392,19 @@ class GameList:
             raise IndexError(key)
         return self._one(key)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[GameSummary]:
         for i in range(len(self)):
             yield self._one(i)
 
     def json_entries(self) -> bytes:
         return self.json_buffer().to_pybytes()
 
-    def json_buffer(self):
-        """Every game as `json.dumps(..., indent=2)` writes it inside the document (4 spaces deep), joined by ",\n"."""
+    def json_buffer(self) -> Arrow:
+        """Every game as `json.dumps(..., indent=2)` writes it inside the document (4 spaces deep), joined by ",\n"
+        (a pyarrow Buffer)."""
         import orjson
         import pyarrow as pa
         import pyarrow.compute as pc
-
-        from .arrow import boolean, i32, i64, lit, lstr
 
         co = self.co
         Gs = len(co.game_gid)
@@ -394,9 +415,7 @@ class GameList:
             ids_json = pc.binary_join_element_wise(lit('"'), ids, lit('"'), lit(""))
             unsafe = pc.match_substring_regex(ids, r'["\\\x00-\x1f]')
             if pc.any(unsafe).as_py():
-                from .arrow import to_numpy as _np
-
-                where = np.flatnonzero(_np(unsafe, bool, False))
+                where = np.flatnonzero(to_numpy(unsafe, bool, False))
                 fixed = ids_json.to_pylist()
                 for w in where.tolist():
                     fixed[w] = orjson.dumps(ids[w].as_py()).decode()
@@ -433,7 +452,7 @@ class GameList:
 
 
 def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None, table: bool = False,
-                 chunks: Callable | None = None) -> Replay:
+                 chunks: Callable[[list[str], Registry], Iterator[Chunk]] | None = None) -> Replay:
     """Replay every file. `table`: also build the table of every replayed deal (`Replay.table`, the
     detectors' input). `chunks`: a function (paths, registry) -> chunks to read instead of the files (the
     audit's selection)."""
@@ -441,12 +460,12 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
     cb = ColumnsBuilder(reg) if table else None
     columns = table
     acc = _Acc()
-    deal_findings: list[tuple] = []  # (fi, line, seq, Finding)
+    deal_findings: list[tuple[int, int, int, Finding]] = []  # (fi, line, seq, Finding)
     n_read = 0
-    reasons: Counter = Counter()
+    reasons: Counter[str] = Counter()
     kernel_deals = 0
     seq = 0
-    keep = "meta" if columns else False  # the audit needs table, time and pack per row
+    keep: KeepAll = "meta" if columns else False  # the audit needs table, time and pack per row
     source = chunks(paths, reg) if chunks is not None else iter_chunks(paths, reg, keep_all=keep)
     for ch in source:
         n_read += ch.n
@@ -456,20 +475,21 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
         handled = (ch.status == 0) & out.handled
         kernel_deals += int(handled.sum())
         # findings of the kernel, in play order
-        for row, k, p, f in sorted(out.findings, key=lambda x: (x[0], x[1], x[2])):
+        for row, _k, _p, f in sorted(out.findings, key=lambda x: (x[0], x[1], x[2])):
             seq += 1
             deal_findings.append((ch.fi, int(ch.line[row]), seq, f))
         # rows for the reference engine
         ref_rows = np.flatnonzero(~handled).tolist()
-        ref_results: dict[int, object] = {}
+        ref_results: dict[int, DealResult] = {}
         for i in ref_rows:
             if ch.status[i] == 2:
                 rec = ch.slow[i]
                 seq += 1
                 deal_findings.append((ch.fi, rec.line or 0, seq, bad_record_finding(rec)))
                 continue
-            if ch.status[i] == 1:
+            if ch.status[i] == 1:  # a valid record the columns cannot hold: its Deal is in the slow rows
                 d = ch.slow[i].deal
+                assert d is not None, "a valid slow row holds its Deal"
                 reasons["record"] += 1
             else:
                 reasons[FALLBACK_REASONS[out.reason[i]]] += 1
@@ -483,7 +503,7 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
         if cb is not None:
             cb.add(ch, out, handled, ref_results)
     doc_findings, summaries = _chain(acc, reg)
-    for j, (i, f) in enumerate(doc_findings):
+    for i, f in doc_findings:
         seq += 1
         deal_findings.append((int(acc.fi[i]), int(acc.line[i]), seq, f))
     deal_findings.sort(key=lambda x: (x[0], x[1], x[2]))
@@ -494,13 +514,11 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
                   stats=stats, table=cb.finish() if cb is not None else None)
 
 
-def _accumulate(acc: _Acc, ch: Chunk, out, handled: np.ndarray, ref_results: dict, reg: Registry) -> None:
+def _accumulate(acc: _Acc, ch: Chunk, out: ChunkResult, handled: np.ndarray, ref_results: dict[int, DealResult],
+                reg: Registry) -> None:
     """Append the valid deals of a chunk (kernel rows from arrays, reference rows from their DealResult), in
     compact types: a few dozen bytes per deal."""
     import pyarrow as pa
-
-    from ..replay.reference import SW_STEPS
-    from .arrow import lstr
 
     valid = ch.status != 2
     rows = np.flatnonzero(valid)
@@ -510,7 +528,7 @@ def _accumulate(acc: _Acc, ch: Chunk, out, handled: np.ndarray, ref_results: dic
     k = len(rows)
     all_rows = k == ch.n
 
-    def take(a):
+    def take(a: np.ndarray) -> np.ndarray:
         return a.copy() if all_rows else a[rows]
 
     fi = np.full(k, ch.fi, np.int32)
@@ -593,13 +611,14 @@ def _accumulate(acc: _Acc, ch: Chunk, out, handled: np.ndarray, ref_results: dic
         simple[j] = ok
         if res.scored and ok:
             pts = res.points
+            assert pts is not None  # a scored deal has its points
             points[j, :] = 0
             points[j, :len(pts)] = pts
             if res.sw_steps is not None:
                 for si, name in enumerate(SW_STEPS):
                     steps[j, si, :len(pts)] = res.sw_steps[name]
             if res.af_events is not None:
-                if events is None:
+                if events is None or elabel is None or gift is None:  # all three None, or none
                     events = np.full((k, 16), -1, np.int8)
                     elabel = np.full((k, 16), -1, np.int8)
                     gift = np.full((k, 3), -1, np.int8)
@@ -631,7 +650,7 @@ def _ns_vec(sides: np.ndarray, n: np.ndarray, reg: Registry) -> np.ndarray:
     return vals[inv]
 
 
-def _unify_game_ids(acc: _Acc, arr: dict):
+def _unify_game_ids(acc: _Acc, arr: dict[str, np.ndarray]) -> tuple[np.ndarray, Arrow]:
     """Global game-id codes for every deal (chunk-local codes and reference deals' ids, unified by Arrow)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -639,13 +658,9 @@ def _unify_game_ids(acc: _Acc, arr: dict):
     base = np.zeros(len(acc.gid_vals) + 1, np.int64)
     np.cumsum([len(v) for v in acc.gid_vals], out=base[1:])
     slow_idx = np.array([i for i, _ in acc.slow_gid], np.int64)
-    from .arrow import lstr
-
     allv = pa.concat_arrays(acc.gid_vals + [lstr([g for _, g in acc.slow_gid])])
     enc = pc.dictionary_encode(allv)
-    from .arrow import to_numpy as _np
-
-    codes = _np(enc.indices, np.int64, -1)
+    codes = to_numpy(enc.indices, np.int64, -1)
     local = arr["gid"]
     g = np.where(local >= 0, codes[np.where(local >= 0, base[arr["chunk"]] + local, 0)], -1)
     if slow_idx.size:
@@ -653,11 +668,15 @@ def _unify_game_ids(acc: _Acc, arr: dict):
     return g, enc.dictionary
 
 
-def _cat(parts: list, S: int | None = None, lens: list[int] | None = None, fill: tuple | None = None) -> np.ndarray:
-    """Concatenate per-chunk arrays (padding the sides axis to S; None parts as `fill` = (width, value))."""
+def _cat(parts: list[np.ndarray | None], S: int | None, lens: list[int],
+         fill: tuple[int, int] | None = None) -> np.ndarray:
+    """Concatenate per-chunk arrays (padding the sides axis to S; None parts, `lens[i]` rows, as `fill` = (width,
+    value))."""
     out = []
     for i, p in enumerate(parts):
         if p is None:
+            if fill is None:
+                raise ValueError("a chunk without this column, and no fill for it")
             p = np.full((lens[i], fill[0]), fill[1], np.int8)
         elif S is not None and p.shape[-1] < S:
             pad = [(0, 0)] * (p.ndim - 1) + [(0, S - p.shape[-1])]
@@ -666,25 +685,19 @@ def _cat(parts: list, S: int | None = None, lens: list[int] | None = None, fill:
     return np.concatenate(out) if out else np.zeros(0)
 
 
-def _chain(acc: _Acc, reg: Registry):
-    from .chain import COLLISION, DealArrays, chain_arrays
-
+def _chain(acc: _Acc, reg: Registry) -> tuple[list[tuple[int, Finding]], GameList]:
     if acc.n == 0:
-        from .chain import ChainOut
-
         z = np.zeros(0, np.int64)
         co = ChainOut(z, z, np.zeros((0, 1), np.int64), z, z, np.zeros(0, bool), [], z)
         return [], GameList(z, co, {}, None)
     P = acc.parts
-    S = max(p.shape[-1] for p in P["points"])
-    P = dict(P)
-    lens = [len(x) for x in P["fi"]]
+    acc.parts = {}
+    S = max(p.shape[-1] for p in P["points"] if p is not None)  # (never None, as "fi")
+    lens = [len(x) for x in P["fi"] if x is not None]
     fills = {"events": (16, -1), "elabel": (16, -1), "gift": (3, -1)}
-    arr = {}
+    arr: dict[str, np.ndarray] = {}
     for k in list(P):  # concatenate column by column, dropping the chunk parts as we go
-        arr[k] = _cat(P[k], S if k in ("points", "steps", "rp", "rt") else None, lens, fills.get(k))
-        P[k] = None
-        acc.parts[k] = None
+        arr[k] = _cat(P.pop(k), S if k in ("points", "steps", "rp", "rt") else None, lens, fills.get(k))
     for k in ("dealer", "n", "ns"):
         arr[k] = arr[k].astype(np.int64)
     arr["gid"], ids = _unify_game_ids(acc, arr)
@@ -723,7 +736,7 @@ def _chain(acc: _Acc, reg: Registry):
                    dealer_side=dealer_side, rp=arr["rp"], rp_has=arr["rp_has"], rt=arr["rt"],
                    rt_has=arr["rt_has"], rw=arr["rw"])
 
-    def info(i: int):
+    def info(i: int) -> tuple[str, str, list[str]]:
         res = acc.results.get(i)
         if res is not None:
             d = res.deal
@@ -734,10 +747,8 @@ def _chain(acc: _Acc, reg: Registry):
     co = chain_arrays(A, info)
     findings = list(co.findings)
     # games for chain_games
-    summaries: dict[int, object] = {}
+    summaries: dict[int, GameSummary] = {}
     if co.complex_gids.size:
-        from ..replay.chain import chain_games
-
         want = np.isin(arr["gid"], co.complex_gids)
         idx = np.flatnonzero(want)
         results = [acc.results.get(int(i)) or _light_result(int(i), arr, acc, reg, ids) for i in idx]
@@ -756,18 +767,14 @@ def _chain(acc: _Acc, reg: Registry):
     return findings, GameList(order, co, summaries, ids)
 
 
-def _light_result(i: int, arr: dict, acc: _Acc, reg: Registry, ids):
+def _light_result(i: int, arr: dict[str, np.ndarray], acc: _Acc, reg: Registry, ids: Arrow) -> DealResult:
     """A DealResult for `chain_games` from the arrays of a kernel-replayed deal."""
-    from ..replay.reference import SW_STEPS, DealResult
-    from .cols import GAMES
-    from .kernel import AF_LABELS
-
     rs = int(arr["rset"][i])
     game_code, preset, options = reg.rs_info[rs]
     R = reg.rulesets[rs]
     sd = int(arr["sides"][i])
     ns = int(arr["ns"][i])
-    rec: dict = {}
+    rec: dict[str, Any] = {}
     if arr["rec_has"][i] or arr["rp_has"][i] or arr["rt_has"][i]:
         if arr["rp_has"][i]:
             rec["points"] = [int(x) for x in arr["rp"][i, :ns]]
@@ -791,6 +798,7 @@ def _light_result(i: int, arr: dict, acc: _Acc, reg: Registry, ids):
         if i in acc.revokes and not R.revoke_requires_claim:
             r.penalty_revokes = list(acc.revokes[i])
     else:
-        r.af_events = [(int(s), AF_LABELS[int(lb)]) for s, lb in zip(arr["events"][i], arr["elabel"][i]) if s >= 0]
+        r.af_events = [(int(s), AF_LABELS[int(lb)]) for s, lb in zip(arr["events"][i], arr["elabel"][i], strict=True)
+                       if s >= 0]
         r.gift_sides = [int(g) for g in arr["gift"][i] if g >= 0]
     return r

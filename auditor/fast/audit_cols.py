@@ -8,12 +8,17 @@ to the eldest hand to the log's seats. Rows left to the reference engine come th
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+from typing import Any
+
 import numpy as np
 
 from ..cards import CARD_STR
 from ..columns import MAX_SEATS, NOCARD, AuditColumns, blank, from_results
+from ..replay.reference import DealResult
 from ..rules import layout
 from .cols import Chunk, DictColumn, Registry, uniq
+from .kernel import ChunkResult
 
 _CARD_STR = np.array(list(CARD_STR) + [""] * (256 - len(CARD_STR)), dtype=object)
 
@@ -22,17 +27,17 @@ class Interner:
     """Strings to ids in first-seen order, shared across the chunks of one run."""
 
     def __init__(self) -> None:
-        self.ids: dict = {}
-        self.names: list = []
+        self.ids: dict[Hashable, int] = {}
+        self.names: list[Any] = []
 
-    def get(self, v) -> int:
+    def get(self, v: Hashable) -> int:
         i = self.ids.get(v)
         if i is None:
             i = self.ids[v] = len(self.names)
             self.names.append(v)
         return i
 
-    def many(self, vals) -> np.ndarray:
+    def many(self, vals: Sequence[Hashable]) -> np.ndarray:
         get = self.ids.get
         out = np.fromiter((get(v, -1) for v in vals), np.int64, len(vals))
         miss = np.flatnonzero(out < 0)
@@ -65,7 +70,7 @@ class ColumnsBuilder:
             self._lu_table = np.concatenate([self._lu_table, new])
         return self._lu_table
 
-    def add(self, ch: Chunk, out, handled: np.ndarray, ref_results: dict) -> None:
+    def add(self, ch: Chunk, out: ChunkResult, handled: np.ndarray, ref_results: dict[int, DealResult]) -> None:
         kr = np.flatnonzero(handled)
         if kr.size:
             self.parts.append(self._kernel_part(ch, out, kr))
@@ -90,7 +95,7 @@ class ColumnsBuilder:
         return allc
 
     # ------------------------------------------------------------ kernel rows
-    def _kernel_part(self, ch: Chunk, out, kr: np.ndarray) -> AuditColumns:
+    def _kernel_part(self, ch: Chunk, out: ChunkResult, kr: np.ndarray) -> AuditColumns:
         reg = self.reg
         D = len(kr)
         pos = np.full(ch.n, -1, np.int64)
@@ -204,7 +209,7 @@ class ColumnsBuilder:
             c.log_tricks[j] = tricks or None
         return c
 
-    def _decks(self, ch: Chunk, kr: np.ndarray, a: dict) -> None:
+    def _decks(self, ch: Chunk, kr: np.ndarray, a: dict[str, np.ndarray]) -> None:
         """`deck`: the logged deck, else the order the recorded hands imply (columns.deck_of)."""
         reg = self.reg
         key = ch.rset[kr].astype(np.int64) * 16 + ch.nplayers[kr]

@@ -223,8 +223,7 @@ def _one_detector(i: int) -> tuple[int, list[TestResult]]:
     det = dets[i]
     rng = detector_rng(seed, det.name)
     t0 = clock()
-    count = getattr(det, "count_columns", det.count)  # TRANSITION (issue 13): until every detector counts the table
-    out = det.finalize(count(table, rng, facts=facts), rng)
+    out = det.finalize(det.count(table, rng, facts=facts), rng)
     # the JSON form of the details is made here, in the worker when there are workers
     out = [replace(t, controls=cleaned(t.controls), detail=cleaned(t.detail)) for t in out]
     stage(f"  {det.name}", t0)

@@ -161,8 +161,7 @@ def test_any_split_by_table_gives_identical_results(logs, split_seed):
 
 def _count(det, results, rng):
     """A detector's count of the table of these deals."""
-    count = getattr(det, "count_columns", det.count)  # TRANSITION (issue 13)
-    return count(from_results(results), rng)
+    return det.count(from_results(results), rng)
 
 
 def test_audit_counts_per_table_equal_whole(logs):

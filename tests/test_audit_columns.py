@@ -1,6 +1,6 @@
-"""The batch audit (replay -> AuditColumns -> each detector's `count_columns`, counted once over the whole input)
-against the reference audit (DealResults, each detector's `count(results)` per table, merged): the same document,
-test for test. And the detectors run in forked workers give what they give one after the other."""
+"""The audit of files through the batch pipeline (its table built from the kernel's arrays) against the audit of
+the same records replayed by the reference engine (its table built from the DealResults, `from_results`): the same
+document, test for test. And the detectors run in forked workers give what they give one after the other."""
 
 from __future__ import annotations
 

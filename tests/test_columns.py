@@ -1,5 +1,5 @@
 """The audit's columns (`auditor.columns.AuditColumns`) two ways: from the reference engine's results
-(`from_results`, the spec) and straight from the batch kernel (`replay_paths(..., columns=True)`). They must be
+(`from_results`, the spec) and straight from the batch kernel (`replay_paths(..., table=True)`). They must be
 equal on every deal: clean and mutated logs of every preset, player count and option set, the demo season, and the
 Parquet path."""
 
@@ -30,8 +30,8 @@ def _log(rng, game, preset, n, options, games, rate):
 def _compare(paths: list[str], kernel_rows: bool = True) -> AuditColumns:
     ref = replay_records(read_records(paths), "reference")
     spec = from_results(ref.results)
-    fast = pipeline.replay_paths(paths, columns=True)
-    got = fast.columns
+    fast = pipeline.replay_paths(paths, table=True)
+    got = fast.table
     assert got.equal(spec) == []
     assert len(got) == len(ref.results)
     if kernel_rows:

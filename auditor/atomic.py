@@ -18,7 +18,8 @@ import os
 import secrets
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from .errors import UsageError
 
@@ -34,7 +35,7 @@ def remove_temporaries() -> None:
         _ACTIVE.discard(path)
 
 
-def temp_name(dest: str | os.PathLike) -> Path:
+def temp_name(dest: str | os.PathLike[str]) -> Path:
     dest = Path(dest)
     return dest.with_name(f"{TMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}.{dest.name}")
 
@@ -74,7 +75,7 @@ def _reserve(tmp: Path, mode: int) -> Path:
 
 
 @contextmanager
-def atomic_path(dest: str | os.PathLike) -> Iterator[str]:
+def atomic_path(dest: str | os.PathLike[str]) -> Iterator[str]:
     """Yield a temporary path to write `dest` through; on success it is fsynced and renamed over `dest`."""
     dest = Path(dest)
     # mode 0666 less the umask, as open() would give `dest`
@@ -92,7 +93,7 @@ def atomic_path(dest: str | os.PathLike) -> Iterator[str]:
 
 
 @contextmanager
-def scratch_path(near: str | os.PathLike) -> Iterator[str]:
+def scratch_path(near: str | os.PathLike[str]) -> Iterator[str]:
     """A hidden temporary path beside `near` (ending like it) for an intermediate file, removed when the block
     ends, whatever happens."""
     tmp = _reserve(temp_name(near), 0o600)
@@ -104,8 +105,8 @@ def scratch_path(near: str | os.PathLike) -> Iterator[str]:
 
 
 @contextmanager
-def atomic_open(dest: str | os.PathLike, mode: str = "wb", encoding: str | None = None,
-                newline: str | None = None):
+def atomic_open(dest: str | os.PathLike[str], mode: str = "wb", encoding: str | None = None,
+                newline: str | None = None) -> Iterator[IO[Any]]:
     """`open(dest, mode)` written through `atomic_path`: the file object is flushed, fsynced and closed before the
     rename. `mode` is "wb" or "w"."""
     if mode not in ("wb", "w"):
@@ -120,17 +121,17 @@ def atomic_open(dest: str | os.PathLike, mode: str = "wb", encoding: str | None 
             fh.close()
 
 
-def write_bytes(dest: str | os.PathLike, data: bytes) -> int:
+def write_bytes(dest: str | os.PathLike[str], data: bytes) -> int:
     with atomic_open(dest, "wb") as fh:
         fh.write(data)
     return len(data)
 
 
-def write_text(dest: str | os.PathLike, text: str) -> int:
+def write_text(dest: str | os.PathLike[str], text: str) -> int:
     return write_bytes(dest, text.encode("utf-8"))
 
 
-def check_writable(dest: str | os.PathLike, what: str = "--out") -> Path:
+def check_writable(dest: str | os.PathLike[str], what: str = "--out") -> Path:
     """Raise `UsageError` (exit 2) unless `dest` can be written through `atomic_path`. Creates and removes a
     probe file in the destination's folder (the only sure test of a read-only mount, ACLs, quotas of zero)."""
     text = str(dest)
@@ -160,14 +161,15 @@ def human_size(n: int) -> str:
     """'532 bytes', '14.1 kB', '1.2 MB' (decimal units)."""
     if n < 1000:
         return f"{n} byte{'s' if n != 1 else ''}"
+    x = float(n)
     for unit in ("kB", "MB", "GB", "TB"):
-        n /= 1000.0
-        if n < 999.95 or unit == "TB":
-            return f"{n:.1f} {unit}"
-    return f"{n:.1f} TB"  # pragma: no cover
+        x /= 1000.0
+        if x < 999.95 or unit == "TB":
+            return f"{x:.1f} {unit}"
+    return f"{x:.1f} TB"  # pragma: no cover
 
 
-def wrote_line(path: str | os.PathLike) -> str:
+def wrote_line(path: str | os.PathLike[str]) -> str:
     """'auditor: wrote report.html (1.2 MB)' for stderr."""
     try:
         size = human_size(os.path.getsize(path))

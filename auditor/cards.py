@@ -7,6 +7,8 @@ whose ``repr`` evaluates back to an equal value: ``Card('Ts')``, ``Suit('h')``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 RANKS = "23456789TJQKA"
 SUITS = "shdc"
 N_CARDS = 52
@@ -119,7 +121,7 @@ def make(rank_char: str, suit_char: str) -> int:
 SUIT_MASK = [((1 << 13) - 1) << (13 * s) for s in range(4)]
 
 
-def mask_of(cards) -> int:
+def mask_of(cards: Iterable[int]) -> int:
     m = 0
     for c in cards:
         m |= 1 << c

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -30,11 +31,13 @@ def shuffled_pack(layout: Layout, rng: np.random.Generator) -> list[int]:
 
 def deal(layout: Layout, deck: list[int]) -> Dealt:
     hands: list[list[int | None]] = [[None] * k for k in layout.hand_sizes]
-    for k, (seat, slot) in enumerate(zip(layout.deal_seat, layout.deal_slot)):
-        if seat is not None:
+    for k, (seat, slot) in enumerate(zip(layout.deal_seat, layout.deal_slot, strict=True)):
+        if seat is not None and slot is not None:  # a dealt card has both (seat and slot are None together)
             hands[seat][slot] = deck[k]
     shown = deck[layout.shown_index] if layout.shown_index is not None else None
-    return Dealt([list(h) for h in hands], deck[layout.turnup_index], shown, layout.turnup_index + 1)
+    # every slot is filled: the layout gives seat s the slots 0 .. hand_sizes[s] - 1
+    dealt = cast(list[list[int]], [list(h) for h in hands])
+    return Dealt(dealt, deck[layout.turnup_index], shown, layout.turnup_index + 1)
 
 
 def af_run(deck: list[int], pos: int, n: int, eldest: int) -> tuple[list[list[int]], int | None, int]:

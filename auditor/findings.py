@@ -23,7 +23,7 @@ class Finding:
     source: str
     message: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str | int | None]:
         return {
             "code": self.code, "game_id": self.game_id, "deal_no": self.deal_no, "trick": self.trick,
             "seat": self.seat, "player": self.player, "card": self.card, "source": self.source,

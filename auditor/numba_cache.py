@@ -17,14 +17,18 @@ switched off. Nothing is printed either way.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
+from typing import Any
 
 ENV = "NUMBA_CACHE_DIR"
 
 
-def default_dir(environ=None) -> str:
+def default_dir(environ: Mapping[str, str] | None = None) -> str:
     """The cache directory to use (not created): NUMBA_CACHE_DIR, $XDG_CACHE_HOME/auditor/numba or
     ~/.cache/auditor/numba."""
     env = os.environ if environ is None else environ
@@ -51,9 +55,6 @@ def _private_dir() -> str | None:
         path = tempfile.mkdtemp(prefix="auditor-numba-")
     except OSError:
         return None
-    import atexit
-    import shutil
-
     atexit.register(shutil.rmtree, path, True)
     return path
 
@@ -61,24 +62,25 @@ def _private_dir() -> str | None:
 def _disable_caching() -> None:
     """Last resort: no directory at all can be written. `cache=True` then compiles without a cache."""
     try:
+        # numba is imported here only, on this last resort: it costs seconds of start-up
         from numba.core import dispatcher
 
-        dispatcher.Dispatcher.enable_caching = lambda self: None
-    except Exception:  # noqa: BLE001 - numba missing or changed: it then does what it does
+        cls: Any = dispatcher.Dispatcher  # replacing a method of numba's class, which its types do not allow
+        cls.enable_caching = lambda self: None
+    except (ImportError, AttributeError):  # numba missing or changed: it then does what it does
         pass
 
 
 def configure() -> str | None:
     """Point numba's cache at a user directory (see the module docstring). Returns the directory, or None when
     caching is off. Safe to call more than once, and after numba was imported."""
-    path = default_dir()
-    if not _usable(path):
-        path = _private_dir()
+    wanted = default_dir()
+    path = wanted if _usable(wanted) else _private_dir()
     if path is None:
         _disable_caching()
         return None
     os.environ[ENV] = path  # read when numba is first imported, and again whenever numba reloads its config
-    cfg = sys.modules.get("numba.core.config")
+    cfg: Any = sys.modules.get("numba.core.config")  # a module found at run time: its attributes are unknown
     if cfg is not None:  # numba was imported before auditor
         cfg.CACHE_DIR = path  # kernels decorated from now on use it (a reload reads the same from the environment)
     return path

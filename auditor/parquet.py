@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,8 +37,20 @@ import orjson
 
 from .cards import CARD_STR
 from .errors import InputError
-from .fast.arrow import to_numpy, validity
-from .fast.cols import BEGS, GAMES, NOCARD, Chunk, ChunkBuilder, DictColumn, Ragged, Registry, row_to_obj, uniq
+from .fast.arrow import Arrow, to_numpy, validity
+from .fast.cols import (
+    BEGS,
+    GAMES,
+    NOCARD,
+    Chunk,
+    ChunkBuilder,
+    DictColumn,
+    KeepAll,
+    Ragged,
+    Registry,
+    row_to_obj,
+    uniq,
+)
 from .logparse import Record, json_loader, open_input, parse_line, record_from_obj
 
 # pyarrow (and pyarrow.parquet, pyarrow.compute) is imported in the functions that use it, never at module level:
@@ -54,7 +66,7 @@ REQUIRED = ("raw", "game", "rules", "options", "table", "game_id", "deal_no", "p
 REPLAY_COLS = REQUIRED  # (a row that breaks the schema is rebuilt from all of them for its message)
 
 
-def schema():
+def schema() -> Arrow:
     import pyarrow as pa
 
     ds = pa.dictionary(pa.int32(), pa.string())
@@ -74,7 +86,7 @@ def schema():
 # ---------------------------------------------------------------- writing
 
 
-def _validity(mask: np.ndarray):
+def _validity(mask: np.ndarray) -> Arrow:
     import pyarrow as pa
 
     if mask.all():
@@ -82,7 +94,7 @@ def _validity(mask: np.ndarray):
     return pa.py_buffer(np.packbits(mask.astype(np.uint8), bitorder="little"))
 
 
-def _binary(rg: Ragged, rows_mask: np.ndarray):
+def _binary(rg: Ragged, rows_mask: np.ndarray) -> Arrow:
     """A binary column from a ragged field (null where absent or not a column row)."""
     import pyarrow as pa
 
@@ -99,7 +111,7 @@ def _binary(rg: Ragged, rows_mask: np.ndarray):
                                                          pa.py_buffer(np.ascontiguousarray(data))])
 
 
-def _dict_col(codes: np.ndarray, values: list[str | None], mask: np.ndarray):
+def _dict_col(codes: np.ndarray, values: Sequence[str | None], mask: np.ndarray) -> Arrow:
     """A dictionary string column: row i is values[codes[i]] (null where ~mask or the value is None)."""
     import pyarrow as pa
 
@@ -110,7 +122,7 @@ def _dict_col(codes: np.ndarray, values: list[str | None], mask: np.ndarray):
     return pa.DictionaryArray.from_arrays(idx, pa.array([v if v is not None else "" for v in dvals], pa.string()))
 
 
-def _list_col(vals: np.ndarray, has: np.ndarray, ns: np.ndarray):
+def _list_col(vals: np.ndarray, has: np.ndarray, ns: np.ndarray) -> Arrow:
     import pyarrow as pa
 
     n = len(has)
@@ -122,7 +134,7 @@ def _list_col(vals: np.ndarray, has: np.ndarray, ns: np.ndarray):
     return pa.ListArray.from_arrays(pa.array(off), values, mask=pa.array(~has))
 
 
-def chunk_to_table(ch: Chunk, reg: Registry):
+def chunk_to_table(ch: Chunk, reg: Registry) -> Arrow:
     """The Parquet rows of a chunk read with `keep_all` (slow rows as `raw`)."""
     import pyarrow as pa
 
@@ -137,7 +149,7 @@ def chunk_to_table(ch: Chunk, reg: Registry):
         else:
             raw[i] = None  # a file-level error: nothing to keep (reported by convert)
     nsides = np.array([reg.n_sides(int(s), int(k)) if c else 0
-                       for s, k, c in zip(ch.sides.tolist(), ch.nplayers.tolist(), col.tolist())], np.int64) \
+                       for s, k, c in zip(ch.sides.tolist(), ch.nplayers.tolist(), col.tolist(), strict=True)], np.int64) \
         if n else np.zeros(0, np.int64)
     rs_rules = [info[1] for info in reg.rs_info]
     rs_opts = [orjson.dumps(info[2]).decode() if info[2] else None for info in reg.rs_info]
@@ -150,7 +162,7 @@ def chunk_to_table(ch: Chunk, reg: Registry):
     pack_vals = sorted({p for p in packs if p is not None})
     pack_code = {p: i for i, p in enumerate(pack_vals)}
 
-    def u8(a, mask):
+    def u8(a: np.ndarray, mask: np.ndarray) -> Arrow:
         return pa.array(a, mask=~mask)
 
     arrays = {
@@ -162,7 +174,7 @@ def chunk_to_table(ch: Chunk, reg: Registry):
                            tab_vals, col),
         "game_id": _gid_col(ch, reg, col),
         "deal_no": pa.array(ch.deal_no, mask=~col),
-        "time": pa.array([t if c else None for t, c in zip(ch.time or [None] * n, col.tolist())], pa.string()),
+        "time": pa.array([t if c else None for t, c in zip(ch.time or [None] * n, col.tolist(), strict=True)], pa.string()),
         "players": _dict_col(ch.lineup, lineups, col),
         "sides": _dict_col(ch.sides, sides, col),
         "dealer": pa.array(ch.dealer.astype(np.int8), mask=~col),
@@ -185,13 +197,13 @@ def chunk_to_table(ch: Chunk, reg: Registry):
         "rec_points": _list_col(ch.rp, ch.rp_has & col, nsides),
         "rec_totals": _list_col(ch.rt, ch.rt_has & col, nsides),
         "rec_winner": pa.array(ch.rw.astype(np.int8), mask=~col | (ch.rw < 0)),
-        "extra": pa.array([e if c else None for e, c in zip(ch.extra or [None] * n, col.tolist())], pa.string()),
+        "extra": pa.array([e if c else None for e, c in zip(ch.extra or [None] * n, col.tolist(), strict=True)], pa.string()),
     }
     sch = schema()
     return pa.Table.from_arrays([arrays[f.name] for f in sch], schema=sch)
 
 
-def _gid_col(ch: Chunk, reg: Registry, col: np.ndarray):
+def _gid_col(ch: Chunk, reg: Registry, col: np.ndarray) -> Arrow:
     import pyarrow as pa
 
     codes = np.where(col, ch.gid, -1)
@@ -205,7 +217,7 @@ def _gid_col(ch: Chunk, reg: Registry, col: np.ndarray):
 class Writer:
     """Writes chunks (read with `keep_all`) as row groups of one Parquet file."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str) -> None:
         import pyarrow.parquet as pq
 
         self.path = path
@@ -221,8 +233,9 @@ class Writer:
         if not keep.all():
             t = t.filter(keep)
         self._w.write_table(t)
-        self.rows += t.num_rows
-        return t.num_rows
+        written: int = t.num_rows
+        self.rows += written
+        return written
 
     def close(self) -> None:
         self._w.close()
@@ -231,14 +244,27 @@ class Writer:
 # ---------------------------------------------------------------- reading
 
 
-def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: bool = False,
+# What reading a Parquet file that is damaged or not deal-log/1 can raise besides pyarrow's own `ArrowException`s:
+# the I/O (OSError), values of the wrong kind or JSON text that is not JSON (ValueError, TypeError), a missing
+# column or code (LookupError), an unexpected Arrow type's missing attribute (AttributeError), numbers out of range
+# (ArithmeticError), values nested too deeply (RecursionError, a RuntimeError), running out of memory on a forged
+# length (MemoryError). Each becomes the file's bad_record, never a traceback.
+_READ_ERRORS: tuple[type[Exception], ...] = (OSError, ValueError, TypeError, LookupError, AttributeError,
+                                             ArithmeticError, RuntimeError, MemoryError)
+
+
+def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll = False,
                         rows: int = 65536) -> Iterator[Chunk]:
     """Record batches of a deal-log/1 Parquet file as chunks. A file that is not one gives a chunk with one bad
     row (source = the path)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as e:  # no pyarrow: a Parquet input is a bad record naming the file
+        yield _file_error(reg, fi, path, f"cannot read as Parquet: {_short_error(e)}")
+        return
     done = 0  # rows given so far
     try:
-        import pyarrow.parquet as pq
-
         try:
             fh = open_input(path)  # a FIFO or device is refused before pyarrow could wait on it (issue 12)
         except InputError as e:
@@ -259,21 +285,25 @@ def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: bool = Fals
                 done += ch.n
                 yield ch
     except _Refused as e:
-        b = ChunkBuilder(reg, fi, path)
-        b.add_record(Record(source=path, file_index=fi, line=None, error=str(e)))
-        yield b.finish()
-    except Exception as e:  # unreadable file: one bad record naming it
-        b = ChunkBuilder(reg, fi, path)
+        yield _file_error(reg, fi, path, str(e))
+    except (pa.ArrowException, *_READ_ERRORS) as e:  # unreadable file: one bad record naming it
         if done:  # the rows before the damage are kept
+            b = ChunkBuilder(reg, fi, path)
             b.add_record(Record(source=f"{path}:{done + 1}", file_index=fi, line=done + 1,
                                 error=f"unreadable after row {done}: {_short_error(e)}"))
+            yield b.finish()
         else:
-            b.add_record(Record(source=path, file_index=fi, line=None,
-                                error=f"cannot read as Parquet: {_short_error(e)}"))
-        yield b.finish()
+            yield _file_error(reg, fi, path, f"cannot read as Parquet: {_short_error(e)}")
 
 
-class _Refused(Exception):
+def _file_error(reg: Registry, fi: int, path: str, error: str) -> Chunk:
+    """A chunk of one bad record for the whole file (line None: the path is its source)."""
+    b = ChunkBuilder(reg, fi, path)
+    b.add_record(Record(source=path, file_index=fi, line=None, error=error))
+    return b.finish()
+
+
+class _Refused(InputError):
     """A Parquet input refused whole, with the one-line reason (the message of its bad_record)."""
 
 
@@ -282,7 +312,8 @@ def _short_error(e: Exception) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _native_chunks(pf, names: set, path: str, fi: int, reg: Registry, keep_all, rows: int) -> Iterator[Chunk]:
+def _native_chunks(pf: Arrow, names: set[str], path: str, fi: int, reg: Registry, keep_all: KeepAll,
+                   rows: int) -> Iterator[Chunk]:
     """The auditor's own layout (written by `auditor convert`), a record batch at a time."""
     cols = list(REQUIRED) + [c for c in ("time", "pack", "extra") if c in names]
     if not keep_all:
@@ -295,7 +326,7 @@ def _native_chunks(pf, names: set, path: str, fi: int, reg: Registry, keep_all, 
         yield ch
 
 
-def _ragged(arr) -> Ragged:
+def _ragged(arr: Arrow) -> Ragged:
     """A binary Arrow array as a Ragged (zero copy where possible)."""
     import pyarrow as pa
 
@@ -313,7 +344,7 @@ def _ragged(arr) -> Ragged:
     return Ragged(off, data, np.ones(n, bool) if ok is None else ok)
 
 
-def _dict_parts(arr) -> tuple[np.ndarray, list]:
+def _dict_parts(arr: Arrow) -> tuple[np.ndarray, list[Any]]:
     """(indices with -1 for null, dictionary values as Python objects) of a string column, dictionary or not."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -323,7 +354,7 @@ def _dict_parts(arr) -> tuple[np.ndarray, list]:
     return to_numpy(arr.indices, np.int64, -1), arr.dictionary.to_pylist()
 
 
-def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: bool) -> Chunk:
+def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, keep_all: KeepAll) -> Chunk:
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -367,7 +398,7 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
             if not isinstance(opts, dict):
                 continue
             ids[k] = reg.ruleset_id(GAMES[g], r_vals[r1], opts)
-        except Exception:
+        except (KeyError, TypeError, ValueError):  # no such preset or option, a bad value, options not JSON
             continue
     rset[:] = ids[inv]
     bad |= col & (rset < 0)
@@ -378,7 +409,7 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
     for k, v in enumerate(p_vals):
         try:
             players = orjson.loads(v)
-        except Exception:
+        except orjson.JSONDecodeError:  # not JSON (or null): the row is judged the slow way
             continue
         if isinstance(players, list):
             lu_of[k] = reg.lineup_id(players)
@@ -398,7 +429,7 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
             sv, nn = kk // 16, kk % 16
             try:
                 sid = reg.sides_id(orjson.loads(s_vals[sv]), int(nn))
-            except Exception:
+            except orjson.JSONDecodeError:  # not JSON (or null): invalid sides
                 sid = -2
             m = key == kk
             sides[m] = sid
@@ -448,7 +479,7 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
     bad |= col & rg["runs"].has & ((rg["runs"].lens() % np.maximum(w, 1)) != 0)
     # recorded
     ns = np.array([reg.n_sides(int(s), int(k)) if (s >= 0 or k > 0) else 0
-                   for s, k in zip(sides.tolist(), nplayers.tolist())], np.int64) if n <= 64 else \
+                   for s, k in zip(sides.tolist(), nplayers.tolist(), strict=True)], np.int64) if n <= 64 else \
         _ns_vec(sides, nplayers, reg)
     S = max(1, int(ns[col].max()) if col.any() else 1)
     rp, rp_has, okp = _lists(c["rec_points"], ns, S)
@@ -466,7 +497,10 @@ def _batch_chunk(batch, row0: int, fi: int, path: str, reg: Registry, keep_all: 
         slow[i] = rec
         status[i] = 1 if rec.deal is not None else 2
         raw_line[i] = orjson.dumps(obj)
-    extra = table = time = pack = None
+    table: list[str | None] | DictColumn | None = None
+    pack: list[str | None] | DictColumn | None = None
+    time: list[str | None] | None = None
+    extra: list[str | None] | None = None
     if keep_all == "meta":  # the audit: table and pack as codes, no Python string per row
         table = DictColumn.of(c["table"])
         pack = DictColumn.of(c["pack"]) if "pack" in c else None
@@ -490,10 +524,11 @@ def _ns_vec(sides: np.ndarray, n: np.ndarray, reg: Registry) -> np.ndarray:
     key = sides.astype(np.int64) * 16 + n
     uniq_, inv = uniq(key, return_inverse=True)
     vals = np.array([reg.n_sides(int(u // 16), int(u % 16)) if u % 16 > 0 else 0 for u in uniq_], np.int64)
-    return vals[inv]
+    out: np.ndarray = vals[inv]
+    return out
 
 
-def _lists(arr, ns: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _lists(arr: Arrow, ns: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A list<int> column as a dense [n, S] array, the presence mask and whether each length is `ns`."""
     import pyarrow as pa
 
@@ -518,20 +553,18 @@ def _lists(arr, ns: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     return out, has, ok
 
 
-def _parse_raw(raw: bytes, path: str, fi: int, row: int):
+def _parse_raw(raw: bytes, path: str, fi: int, row: int) -> Iterator[Record]:
     yield from parse_line(raw, path, fi, row, json_loader())
 
 
-def _row_obj(batch, i: int) -> dict:
+def _row_obj(batch: Arrow, i: int) -> dict[str, Any] | bytes:
     """The JSON object a column row stands for, built from its raw values (cards as strings; codes that are no
     card as '#code', which the replay reports as unknown cards)."""
     row = {name: batch.column(name)[i].as_py() for name in batch.schema.names}
     return row_dict_to_obj(row)
 
 
-def _cards(b: bytes | None) -> list[str] | None:
-    if b is None:
-        return None
+def _cards(b: bytes) -> list[str]:
     return [CARD_STR[x] if x < 52 else f"#{x}" for x in b]
 
 
@@ -543,10 +576,11 @@ def _split(b: bytes, lens: bytes | None) -> list[list[str]]:
     return out
 
 
-def row_dict_to_obj(row: dict) -> Any:
+def row_dict_to_obj(row: dict[str, Any]) -> dict[str, Any] | bytes:
     """A Parquet row (as Python values) back to its deal-log/1 record (a dict), or the raw line (bytes)."""
-    if row.get("raw") is not None:
-        return row["raw"]
+    raw = row.get("raw")
+    if raw is not None:
+        return bytes(raw)
     out: dict[str, Any] = {"format": "deal-log/1"}
     g = row.get("game")
     out["game"] = GAMES[g] if g is not None and g < len(GAMES) else g
@@ -620,10 +654,11 @@ def iter_lines(path: str) -> Iterator[bytes]:
     for ch in iter_parquet_chunks(path, 0, reg, keep_all=True):
         for i in range(ch.n):
             if ch.status[i] != 0:
+                deal = ch.slow[i].deal
                 if i in ch.raw_line:
                     yield ch.raw_line[i]
-                elif ch.slow[i].deal is not None:
-                    yield orjson.dumps(ch.slow[i].deal.to_canonical())
+                elif deal is not None:
+                    yield orjson.dumps(deal.to_canonical())
                 continue
             yield orjson.dumps(row_to_obj(ch, i, reg))
 
@@ -654,21 +689,21 @@ _NESTED = {  # field -> (list depth of its values, element kind, what it is)
 _INDEX_COL = "__index_level_"
 
 
-def is_records_table(names) -> bool:
+def is_records_table(names: Iterable[str]) -> bool:
     """A table of records (one column per deal-log/1 field) rather than the auditor's own layout."""
-    names = set(names)
-    return "hand_lens" not in names and "trick_lens" not in names and bool(names & {"format", "hands", "tricks"})
+    have = set(names)
+    return "hand_lens" not in have and "trick_lens" not in have and bool(have & {"format", "hands", "tricks"})
 
 
-def _is_text(t) -> bool:
+def _is_text(t: Arrow) -> bool:
     import pyarrow as pa
 
     if pa.types.is_dictionary(t):
         t = t.value_type
-    return pa.types.is_string(t) or pa.types.is_large_string(t)
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
 
 
-def _kind_ok(t, kind: str) -> bool:
+def _kind_ok(t: Arrow, kind: str) -> bool:
     import pyarrow as pa
 
     if pa.types.is_null(t):
@@ -676,11 +711,11 @@ def _kind_ok(t, kind: str) -> bool:
     if kind == "string":
         return _is_text(t)
     if kind == "integer":
-        return pa.types.is_integer(t) or pa.types.is_floating(t)
-    return pa.types.is_struct(t) or pa.types.is_map(t) or _is_text(t)
+        return bool(pa.types.is_integer(t) or pa.types.is_floating(t))
+    return bool(pa.types.is_struct(t) or pa.types.is_map(t) or _is_text(t))
 
 
-def _list_value(t):
+def _list_value(t: Arrow) -> Arrow:
     import pyarrow as pa
 
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
@@ -688,7 +723,7 @@ def _list_value(t):
     return None
 
 
-def column_problem(name: str, t) -> str | None:
+def column_problem(name: str, t: Arrow) -> str | None:
     """Why a column of Arrow type `t` cannot hold the deal-log/1 field `name` (None: it can)."""
     import pyarrow as pa
 
@@ -722,7 +757,8 @@ def column_problem(name: str, t) -> str | None:
     return f"column {name!r} has type {t0}; deal-log/1 {name!r} is {want}"
 
 
-def _records_table_chunks(pf, path: str, fi: int, reg: Registry, keep_all, rows: int) -> Iterator[Chunk]:
+def _records_table_chunks(pf: Arrow, path: str, fi: int, reg: Registry, keep_all: KeepAll,
+                          rows: int) -> Iterator[Chunk]:
     sch = pf.schema_arrow
     for f in sch:
         why = column_problem(f.name, f.type)
@@ -751,15 +787,16 @@ def _records_table_chunks(pf, path: str, fi: int, reg: Registry, keep_all, rows:
         yield b.finish()
 
 
-def _dumps_safe(obj) -> bytes:
+def _dumps_safe(obj: dict[str, Any]) -> bytes:
     """A bad row as a JSON line (convert keeps it as read)."""
     try:
         return orjson.dumps(obj, default=str)
-    except Exception:
+    except orjson.JSONEncodeError:  # an integer past 64 bits, a value nested too deeply: each value as text
         return orjson.dumps({k: str(v) for k, v in obj.items()})
 
 
-def _row_record(names: list, cols: dict, i: int, text_cols: set) -> tuple[dict, str | None]:
+def _row_record(names: list[str], cols: dict[str, list[Any]], i: int,
+                text_cols: set[str]) -> tuple[dict[str, Any], str | None]:
     """Row i as a deal-log/1 object, or the object so far and why the row cannot be one."""
     obj: dict[str, Any] = {}
     for name in names:
@@ -792,7 +829,7 @@ def _row_record(names: list, cols: dict, i: int, text_cols: set) -> tuple[dict, 
     return obj, None
 
 
-def _object(v):
+def _object(v: Any) -> Any:
     """A struct's value (a dict; its null members are absent) or a map's (a list of pairs) as an object."""
     if isinstance(v, list) and all(isinstance(x, tuple) and len(x) == 2 for x in v):
         v = dict(v)
@@ -801,7 +838,7 @@ def _object(v):
     return v
 
 
-def _jsonable(v):
+def _jsonable(v: Any) -> Any:
     """An unknown column's value as a JSON value (dates as ISO text, bytes as text)."""
     if isinstance(v, (datetime.date, datetime.time)):
         return v.isoformat()

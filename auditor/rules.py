@@ -20,11 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from types import MappingProxyType
+from typing import Any
 
 from .cards import RANKS, SUITS, make
 
+Switch = Any
+"""A switch's value: a JSON value a log may give (a str, int or bool). `Any`, so that an engine reads a switch as
+the type it knows that switch has (`rules.target` an int, `rules.void_rule` a str)."""
+
 # Every switch: name -> allowed values, default first. Values are the JSON values a log may give.
-SW_SWITCHES: dict[str, tuple] = {
+SW_SWITCHES: dict[str, tuple[Switch, ...]] = {
     "odd_pack": ("remove_spade_six", "show_36th_dead", "remove_club_six", "turnup_36th_to_eldest"),
     "extra_card_play": ("two_cards_in_last_trick", "unspecified"),
     "extra_card_base": ("cards_received", "nominal"),
@@ -46,7 +51,7 @@ SW_SWITCHES: dict[str, tuple] = {
     "negative_scores": ("allowed", "floor_zero"),
 }
 
-AF_SWITCHES: dict[str, tuple] = {
+AF_SWITCHES: dict[str, tuple[Switch, ...]] = {
     "target": (7, 10, 11),
     "game_tie": ("elder_hand", "nobody"),
     "game_tie_multi": ("nearest_dealers_left", "nobody"),
@@ -74,19 +79,19 @@ class Rules:
     preset: str
     min_players: int
     max_players: int
-    switches: MappingProxyType = field(hash=False, compare=True)
+    switches: MappingProxyType[str, Switch] = field(hash=False, compare=True)
 
-    def __getattr__(self, name: str):  # switches read as attributes: rules.void_rule
+    def __getattr__(self, name: str) -> Switch:  # switches read as attributes: rules.void_rule
         sw = self.__dict__.get("switches")
         if sw is not None and name in sw:
             return sw[name]
         raise AttributeError(name)
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> tuple[str, str, tuple[tuple[str, Switch], ...]]:
         return (self.game, self.preset, tuple(sorted(self.switches.items(), key=lambda kv: kv[0])))
 
-    def with_options(self, options: dict) -> "Rules":
+    def with_options(self, options: dict[str, Switch]) -> Rules:
         allowed = SWITCHES[self.game]
         prefix = "sw." if self.game == "scotch_whist" else "af."
         sw = dict(self.switches)
@@ -100,7 +105,7 @@ class Rules:
         return replace(self, switches=MappingProxyType(sw))
 
 
-def _defaults(game: str) -> dict:
+def _defaults(game: str) -> dict[str, Switch]:
     return {k: v[0] for k, v in SWITCHES[game].items()}
 
 
@@ -120,7 +125,7 @@ PRESETS: dict[tuple[str, str], Rules] = {
 }
 
 
-def resolve(game: str, preset: str, options: dict | None = None) -> Rules:
+def resolve(game: str, preset: str, options: dict[str, Switch] | None = None) -> Rules:
     """The rules a record names. Raises KeyError (unknown game/preset/option) or ValueError (bad value)."""
     base = PRESETS[(game, preset)]
     return base.with_options(options) if options else base

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import datetime as _dt
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from .dealog import read_records
 from .errors import UsageError
-from .fast.cols import ChunkBuilder, Registry
+from .fast.cols import Chunk, ChunkBuilder, ChunkSource, Registry
 from .fast.pipeline import CHUNK_ROWS
-from .logparse import GAME_ALIASES, Record, norm_name
+from .logparse import GAME_ALIASES, Deal, Record, norm_name
 
 
 def parse_when(text: str, end: bool) -> _dt.datetime:
@@ -40,13 +41,14 @@ def parse_when(text: str, end: bool) -> _dt.datetime:
         else:
             t = _dt.datetime.fromisoformat(s)
     except (ValueError, IndexError):
-        raise UsageError(f"{text!r} is not an ISO-8601 date or time (e.g. 2026-11-01 or 2026-11-01T20:00:00Z)")
+        raise UsageError(f"{text!r} is not an ISO-8601 date or time (e.g. 2026-11-01 or 2026-11-01T20:00:00Z)") \
+            from None
     if t.tzinfo is None:
         t = t.replace(tzinfo=_dt.timezone.utc)
     return t
 
 
-def deal_time(text) -> _dt.datetime | None:
+def deal_time(text: object) -> _dt.datetime | None:
     if not isinstance(text, str):
         return None
     try:
@@ -78,7 +80,7 @@ class Selection:
     def active(self) -> bool:
         return bool(self.tables or self.games or self.since or self.until)
 
-    def _why_not(self, d) -> str | None:
+    def _why_not(self, d: Deal) -> str | None:
         if self.tables and d.table not in self.tables:
             return "table"
         if self.games and d.game_id not in self.games and d.game not in self._kinds:
@@ -98,7 +100,8 @@ class Selection:
                 if d is None:
                     continue
                 t = deal_time(d.time)
-                if t is not None and (start.get(d.game_id) is None or t < start[d.game_id]):
+                first = start.get(d.game_id)
+                if t is not None and (first is None or t < first):
                     start[d.game_id] = t
                 else:
                     start.setdefault(d.game_id, None)
@@ -123,26 +126,26 @@ class Selection:
         self.selected = len(out) - self.bad_records
         return out
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         return {"tables": list(self.tables), "games": list(self.games), "since": self.since, "until": self.until,
                 "records_read": self.read, "deals_selected": self.selected, "bad_records": self.bad_records,
                 "not_selected": dict(sorted(self.not_selected.items()))}
 
 
-def selected_chunks(selection: Selection):
+def selected_chunks(selection: Selection) -> ChunkSource:
     """A `chunks` function for `auditor.fast.pipeline.replay_paths`: the selected records of the files, as
     chunks (through the record reader: a selection reads every record as a `Deal`)."""
-    def chunks(paths: list[str], reg) -> Iterator:
+    def chunks(paths: list[str], reg: Registry) -> Iterator[Chunk]:
         recs = selection.filter(read_records([str(p) for p in paths]))
         yield from records_chunks(recs, paths)(paths, reg)
 
     return chunks
 
 
-def records_chunks(records: list[Record], paths: list[str] | None = None):
+def records_chunks(records: list[Record], paths: list[str] | None = None) -> ChunkSource:
     """A `chunks` function for `replay_paths` over records already read (in input order); `paths` are the input
     files by file index (else taken from the records' sources)."""
-    def chunks(_paths, reg) -> Iterator:
+    def chunks(_paths: list[str], reg: Registry) -> Iterator[Chunk]:
         names = [str(p) for p in paths] if paths is not None else _paths_of(records)
         reg.paths.extend(names)
         by_file: dict[int, list[Record]] = {}

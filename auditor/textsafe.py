@@ -18,7 +18,7 @@ own controls); the HTML report keeps them escaped by jinja2 and passes its whole
 from __future__ import annotations
 
 _BIDI = (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-UNSAFE = frozenset((*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *_BIDI))
+UNSAFE = frozenset((*range(0x20), 0x7F, *range(0x80, 0xA0), *_BIDI))
 
 
 def _escape(cp: int) -> str:
@@ -28,7 +28,7 @@ def _escape(cp: int) -> str:
 _TABLE = {cp: _escape(cp) for cp in UNSAFE}
 
 
-def _table(keep: str) -> dict:
+def _table(keep: str) -> dict[int, str]:
     if not keep:
         return _TABLE
     t = dict(_TABLE)
@@ -37,7 +37,7 @@ def _table(keep: str) -> dict:
     return t
 
 
-def visible(text, keep: str = "") -> str:
+def visible(text: object, keep: str = "") -> str:
     """`text` (any value; None is "") with every control and bidirectional character as a visible escape.
     `keep`: characters to leave as they are (the HTML report keeps its own newlines and tabs)."""
     if text is None:

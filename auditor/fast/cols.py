@@ -16,9 +16,10 @@ repeats across records (rules, player line-ups, sides, game ids) so that each is
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import Any, Literal, cast, overload
 
 import numpy as np
 import orjson
@@ -37,6 +38,7 @@ from ..logparse import (
     record_from_obj,
 )
 from ..rules import Rules, layout, resolve
+from .arrow import Arrow
 
 GAMES = ("scotch_whist", "all_fours")
 GAME_CODE = {"scotch_whist": 0, "all_fours": 1}
@@ -44,6 +46,10 @@ BEGS = (None, "stand", "take_one", "run")
 BEG_CODE = {None: 0, "stand": 1, "take_one": 2, "run": 3}
 NOCARD = 255
 INT32 = 2 ** 31
+
+KeepAll = bool | Literal["meta"]
+"""What a chunk keeps besides what the replay reads: True every field (`convert`), "meta" `table`, `time` and
+`pack` (the audit), False nothing."""
 
 
 def _card_lut() -> np.ndarray:
@@ -72,7 +78,8 @@ def codes_of(text: str) -> np.ndarray:
     if raw.size == 0:
         return np.zeros(0, np.uint8)
     pairs = raw.reshape(-1, 2).astype(np.uint16)
-    return card_lut()[(pairs[:, 0] << 8) | pairs[:, 1]]
+    codes: np.ndarray = card_lut()[(pairs[:, 0] << 8) | pairs[:, 1]]
+    return codes
 
 
 def codes_of_sep(text: str) -> np.ndarray:
@@ -80,17 +87,28 @@ def codes_of_sep(text: str) -> np.ndarray:
     if not text:
         return np.zeros(0, np.uint8)
     raw = np.frombuffer(text.encode("ascii") + b"|", np.uint8).reshape(-1, 3)
-    codes = card_lut()[(raw[:, 0].astype(np.uint16) << 8) | raw[:, 1]]
+    codes: np.ndarray = card_lut()[(raw[:, 0].astype(np.uint16) << 8) | raw[:, 1]]
     codes[raw[:, 2] != ord("|")] = NOCARD
     return codes
 
 
-def uniq(x: np.ndarray, return_inverse: bool = False):
+@overload
+def uniq(x: np.ndarray, return_inverse: Literal[False] = False) -> np.ndarray: ...
+
+
+@overload
+def uniq(x: np.ndarray, return_inverse: Literal[True]) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def uniq(x: np.ndarray, return_inverse: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """`np.unique`, with a fast path for the common case of a single value."""
     if len(x) and x.min() == x.max():
         u = x[:1].copy()
         return (u, np.zeros(len(x), np.intp)) if return_inverse else u
-    return np.unique(x, return_inverse=return_inverse)
+    if return_inverse:
+        vals, inv = np.unique(x, return_inverse=True)
+        return vals, inv
+    return np.unique(x)
 
 
 CARD_BYTES = np.array([s.encode() for s in CARD_STR] + [b"??"] * (256 - len(CARD_STR)), dtype="S2")
@@ -107,16 +125,22 @@ class Ragged:
     def lens(self) -> np.ndarray:
         return np.diff(self.off)
 
+    def values(self, i: int) -> np.ndarray:
+        """Row i's values (none when the field is absent)."""
+        out: np.ndarray = self.data[self.off[i]:self.off[i + 1]]
+        return out
+
     def row(self, i: int) -> np.ndarray | None:
-        return self.data[self.off[i]:self.off[i + 1]] if self.has[i] else None
+        return self.values(i) if self.has[i] else None
 
     @staticmethod
-    def from_lists(lens, data: np.ndarray, has) -> "Ragged":
+    def from_lists(lens: Sequence[int] | np.ndarray, data: np.ndarray,
+                   has: Sequence[bool] | np.ndarray) -> Ragged:
         off = np.zeros(len(lens) + 1, np.int64)
         np.cumsum(np.asarray(lens, np.int64), out=off[1:])
         return Ragged(off, data, np.asarray(has, bool))
 
-    def take(self, rows: np.ndarray) -> "Ragged":
+    def take(self, rows: np.ndarray) -> Ragged:
         lens = self.lens()[rows]
         off = np.zeros(len(rows) + 1, np.int64)
         np.cumsum(lens, out=off[1:])
@@ -130,10 +154,10 @@ class Registry:
 
     def __init__(self) -> None:
         self.rulesets: list[Rules] = []
-        self.rs_info: list[tuple[int, str, dict]] = []  # (game code, preset, options as given)
+        self.rs_info: list[tuple[int, str, dict[str, Any]]] = []  # (game code, preset, options as given)
         self._rs: dict[Any, int] = {}
         self.lineups: list[list[str]] = []
-        self._lu: dict[tuple, int] = {}
+        self._lu: dict[tuple[Any, ...], int] = {}
         self.sides: list[list[list[int]]] = []
         self.sides_n: list[int] = []  # the player count each entry of `sides` was checked for
         self.side_of: list[np.ndarray] = []
@@ -142,7 +166,7 @@ class Registry:
         self._fast_rules: dict[Any, int] = {}
 
     # -- rules
-    def ruleset_id(self, game: str, preset: str, options: dict) -> int:
+    def ruleset_id(self, game: str, preset: str, options: dict[str, Any]) -> int:
         key = (game, preset, orjson.dumps(options) if options else b"")
         i = self._rs.get(key)
         if i is None:
@@ -173,7 +197,7 @@ class Registry:
         return i
 
     # -- players and sides
-    def lineup_id(self, players: list) -> int:
+    def lineup_id(self, players: list[Any]) -> int:
         """Id of a valid line-up (strings, no repeat), -1 otherwise."""
         try:
             key = tuple(players)
@@ -227,21 +251,24 @@ class DictColumn:
     """A string column as codes into values (a Parquet dictionary column, read without a Python string per row):
     indexes like the list it stands for (None where null)."""
 
-    def __init__(self, codes: np.ndarray, values: list) -> None:
+    def __init__(self, codes: np.ndarray, values: list[str | None]) -> None:
         self.codes = codes  # int64, -1 null
         self.values = values
 
     def __len__(self) -> int:
         return len(self.codes)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: int) -> str | None:
         k = int(self.codes[i])
         return None if k < 0 else self.values[k]
 
+    def __iter__(self) -> Iterator[str | None]:
+        return (self[i] for i in range(len(self)))
+
     @staticmethod
-    def of(arr) -> "DictColumn":
+    def of(arr: Arrow) -> DictColumn:
         """From a pyarrow DictionaryArray or ChunkedArray of one (any other string array: through a list)."""
-        import pyarrow as pa
+        import pyarrow as pa  # here only: pyarrow costs a quarter of a second of start-up
 
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks()
@@ -291,21 +318,26 @@ class Chunk:
     rt_has: np.ndarray
     rw: np.ndarray  # int16 recorded winner, -1 none
     rec_has: np.ndarray  # bool: `recorded` present (possibly empty)
-    raw_line: dict = field(default_factory=dict)  # slow row -> the line as read (convert keeps bad lines as is)
-    # kept for convert (None when reading for the replay only)
-    table: list | None = None
-    time: list | None = None
-    pack: list | None = None
-    extra: list | None = None  # JSON text of the unknown top-level fields, or None
-    sources: list | None = None  # per row `source` when not path:line (records given as Deals)
-    gid_vals: Any = None  # the game ids the codes of `gid` stand for: a list or an Arrow string array
+    raw_line: dict[int, bytes] = field(default_factory=dict)  # slow row -> the line as read (convert keeps it)
+    # kept for convert (None when reading for the replay only); `table` and `pack` for the audit ("meta")
+    table: list[str | None] | DictColumn | None = None
+    time: list[str | None] | None = None
+    pack: list[str | None] | DictColumn | None = None
+    extra: list[str | None] | None = None  # JSON text of the unknown top-level fields, or None
+    sources: list[str] | None = None  # per row `source` when not path:line (records given as Deals)
+    gid_vals: list[str] | Arrow = None  # the game ids the codes of `gid` stand for: a list or an Arrow string array
 
     def game_id_of(self, i: int) -> str:
         v = self.gid_vals[int(self.gid[i])]
-        return v if isinstance(v, str) else v.as_py()
+        return v if isinstance(v, str) else str(v.as_py())
 
     def source(self, i: int) -> str:
         return self.sources[i] if self.sources is not None else f"{self.path}:{int(self.line[i])}"
+
+
+ChunkSource = Callable[[list[str], Registry], Iterator[Chunk]]
+"""What the replay reads chunks from: (input paths, the run's registry) -> the chunks, in input order (the
+files themselves by default; `auditor.select` gives the audit's selection)."""
 
 
 _LISTS = {list}
@@ -319,7 +351,8 @@ _OPT_INTS = {int, type(None)}
 _OPT_BOOLS = {bool, type(None)}
 _OPT_DICTS = {dict, type(None)}
 _OPT_LISTS = {list, type(None)}
-_EMPTY: dict = {}
+_EMPTY: dict[str, Any] = {}
+_NO_SPANS: dict[str, bytes] = {}
 _GAME_OF = GAME_CODE
 
 
@@ -327,38 +360,43 @@ _SPAN = object()  # a card list cut from the raw line (ChunkBuilder.add_line)
 _BYTES_ONLY = {bytes}
 _SPAN_TBL = bytes(b if b in b'[],"' else ord("?") for b in range(256))
 
-_TEMPLATES: dict = {}
+Shape = tuple[int, ...]
+"""The lengths of a nested card list's parts (per seat, per trick)."""
+
+_DECK_TEMPLATES: dict[int, bytes] = {}
+_NESTED_TEMPLATES: dict[Shape, bytes] = {}
+_POSITIONS: dict[bytes, np.ndarray] = {}
 
 
 def _deck_template(k: int) -> bytes:
-    t = _TEMPLATES.get(("d", k))
+    t = _DECK_TEMPLATES.get(k)
     if t is None:
-        t = _TEMPLATES[("d", k)] = b"[" + b",".join([b'"??"'] * k) + b"]"
+        t = _DECK_TEMPLATES[k] = b"[" + b",".join([b'"??"'] * k) + b"]"
     return t
 
 
-def _nested_template(shape: tuple) -> bytes:
-    t = _TEMPLATES.get(shape)
+def _nested_template(shape: Shape) -> bytes:
+    t = _NESTED_TEMPLATES.get(shape)
     if t is None:
-        t = _TEMPLATES[shape] = b"[" + b",".join(b"[" + b",".join([b'"??"'] * k) + b"]" for k in shape) + b"]"
+        t = _NESTED_TEMPLATES[shape] = b"[" + b",".join(b"[" + b",".join([b'"??"'] * k) + b"]"
+                                                        for k in shape) + b"]"
     return t
 
 
 def _span_positions(template: bytes) -> np.ndarray:
     """Index of the first character of each card in a canonical span."""
-    key = ("pos", template)
-    p = _TEMPLATES.get(key)
+    p = _POSITIONS.get(template)
     if p is None:
         arr = np.frombuffer(template, np.uint8)
         q = np.flatnonzero(arr == ord("?"))
-        p = _TEMPLATES[key] = q[::2].copy()
+        p = _POSITIONS[template] = q[::2].copy()
     return p
 
 
-_SHAPES: dict = {}
+_SHAPES: dict[tuple[str | int, ...], Shape] = {}
 
 
-def _hand_shape(R: Rules, n: int, dealer: int, rs: int) -> tuple:
+def _hand_shape(R: Rules, n: int, dealer: int, rs: int) -> Shape:
     """Per seat, the number of cards the rules deal (the expected layout of `hands`); `rs` the ruleset's id."""
     key = ("h", rs, n, dealer)
     v = _SHAPES.get(key)
@@ -367,7 +405,7 @@ def _hand_shape(R: Rules, n: int, dealer: int, rs: int) -> tuple:
     return v
 
 
-def _trick_shape(R: Rules, n: int, runs, rs: int) -> tuple | None:
+def _trick_shape(R: Rules, n: int, runs: object, rs: int) -> Shape | None:
     """The tricks of a complete play: their number and sizes under the rules (None: not on the fast path)."""
     if R.game == "all_fours":
         r = len(runs) if type(runs) is list else 0
@@ -394,7 +432,7 @@ class ChunkBuilder:
     """Collects records (parsed JSON objects or slow-path Records) into a `Chunk`: one tuple per record, the card
     lists of a whole chunk joined and decoded at once."""
 
-    def __init__(self, reg: Registry, fi: int, path: str, keep_all: bool | str = False):
+    def __init__(self, reg: Registry, fi: int, path: str, keep_all: KeepAll = False) -> None:
         """`keep_all`: True keeps every field for `convert` (no raw-line fast path); "meta" keeps `table`, `time`
         and `pack` per row (the audit needs them) and keeps the fast path."""
         self.reg, self.fi, self.path, self.keep_all = reg, fi, path, keep_all
@@ -404,19 +442,23 @@ class ChunkBuilder:
         self.raw_line: dict[int, bytes] = {}  # slow row -> its line as read (kept for convert)
         self._gid: dict[str, int] = {}
         self.gid_vals: list[str] = []
-        self._rules: dict = {}  # (game, rules) without options -> ruleset id
-        self._sides: dict = {}  # (n, JSON of sides) -> (sides id, number of sides)
-        self._hshape: dict = {}  # ruleset, n, dealer -> (hand sizes, canonical span)
-        self._dtmpl: dict = {}  # deck length -> canonical span
-        self._tshape: dict = {}  # ruleset, n, runs -> (trick sizes, canonical span)
-        # per row: (line, status, game, rset, lineup, sides, n, dealer, cutter, gid, deal_no, beg, bunched, rec_has,
-        #           rw)
-        self.meta: list[tuple] = []
-        self.cards: list[tuple] = []  # per row: (turn_up, shown, deck, hands, runs, discards, tricks) strings
-        self.shape: list[tuple] = []  # per row: (deck n, hand lens, run cards n, discard lens, trick lens)
-        self.recd: list[tuple] = []  # per row: (points, totals)
+        self._rules: dict[tuple[Any, Any], int] = {}  # (game, rules) without options -> ruleset id
+        self._sides: dict[tuple[int, bytes], tuple[int, int]] = {}  # (n, JSON of sides) -> (sides id, sides)
+        self._hshape: dict[int, tuple[Shape, bytes]] = {}  # ruleset, n, dealer -> (hand sizes, canonical span)
+        self._dtmpl: dict[int, bytes] = {}  # deck length -> canonical span
+        self._tshape: dict[int, tuple[Shape | None, bytes | None]] = {}  # ruleset, n, runs -> (sizes, span)
+        # Per row, plain tuples (the fast path builds one per record; a named tuple would cost more):
+        # (line, status, game, rset, lineup, sides, n, dealer, cutter, gid, deal_no, beg, bunched, rec_has, rw)
+        self.meta: list[tuple[int, ...]] = []
+        # (turn_up, shown, deck, hands, runs, discards, tricks): strings, spans (bytes) or None
+        self.cards: list[tuple[Any, ...]] = []
+        # (deck n, hand lens, run cards n, discard lens, trick lens): counts (-1 absent) and Shapes (None absent)
+        self.shape: list[tuple[Any, ...]] = []
+        self.recd: list[tuple[list[int] | None, list[int] | None]] = []  # (points, totals)
         self.maxs = 1
-        self.extra_cols: list[tuple] = []  # keep_all: (table, time, pack, extra JSON)
+        # keep_all: (table, time, pack, extra JSON)
+        self.extra_cols: list[tuple[str | None, str | None, str | None, str | None]] = []
+        self._has_shown = np.zeros(0, bool)
 
     _EMPTY_CARDS = ("??", "", None, None, None, None, None)
     _EMPTY_SHAPE = (-1, None, -1, None, None)
@@ -464,7 +506,7 @@ class ChunkBuilder:
         eh = raw.find(b"]]", ph)
         et = raw.find(b"]]", pt)
         pd = raw.find(b'"deck":["')
-        got = {}
+        got: dict[str, bytes] = {}
         if pd < 0:
             if ph < pt:
                 if not ph + 8 < eh + 2 <= pt:
@@ -501,9 +543,10 @@ class ChunkBuilder:
         except (TypeError, AttributeError, ValueError, OverflowError, RecursionError):
             return False  # any doubt: the slow path judges the record
 
-    def _add_obj(self, obj: Any, line: int, keep: Any, pre: dict | None = None) -> bool:
+    def _add_obj(self, obj: Any, line: int, keep: Any, pre: dict[str, bytes] | None = None) -> bool:
         if type(obj) is not dict:
             return False
+        spans = pre if pre is not None else _NO_SPANS  # cut from the line: present exactly when a field is _SPAN
         (format_, game_raw, rules_raw, opts, table, gid, deal_no, time, players, sides, dealer, cutter, pack, deck,
          hands, tu, shown, beg_raw, runs, discards, tricks, claims, bunched, rec) = map(obj.get, FIELD_ORDER)
         if format_ != FORMAT:
@@ -579,12 +622,20 @@ class ChunkBuilder:
                 deck = _SPAN
         if hands is None and tricks is None:
             return False
-        s_deck = s_hands = s_runs = s_disc = s_tricks = None
+        # each card field as a '|'-joined string, a span cut from the line, or None (absent)
+        s_deck: str | bytes | None = None
+        s_hands: str | bytes | None = None
+        s_runs: str | None = None
+        s_disc: str | None = None
+        s_tricks: str | bytes | None = None
         nd = nr = -1
-        hl = dl = tl = None
+        hl: Shape | None = None
+        dl: Shape | None = None
+        tl: Shape | None = None
+        tmpl: bytes | None
         join = "|".join
         if deck is _SPAN:
-            span = pre["d"]
+            span = spans["d"]
             nd = (len(span) + 1) // 5
             tmpl = self._dtmpl.get(nd)
             if tmpl is None:
@@ -602,14 +653,14 @@ class ChunkBuilder:
                     return False
         if hands is _SPAN:
             hk = (rs << 8) | (n << 4) | dealer
-            hit = self._hshape.get(hk)
-            if hit is None:
+            h_hit = self._hshape.get(hk)
+            if h_hit is None:
                 hl = _hand_shape(R, n, dealer, rs)
-                hit = self._hshape[hk] = (hl, _nested_template(hl))
-            hl, tmpl = hit
-            if pre["h"].translate(_SPAN_TBL) != tmpl:
+                h_hit = self._hshape[hk] = (hl, _nested_template(hl))
+            hl, tmpl = h_hit
+            if spans["h"].translate(_SPAN_TBL) != tmpl:
                 return False
-            s_hands = pre["h"]
+            s_hands = spans["h"]
         elif hands is not None:
             if type(hands) is not list or len(hands) != n or set(map(type, hands)) != _LISTS:
                 return False
@@ -650,14 +701,14 @@ class ChunkBuilder:
                 return False
         if tricks is _SPAN:
             tk = (rs << 8) | (n << 4) | (len(runs) if type(runs) is list and len(runs) < 16 else 15)
-            hit = self._tshape.get(tk)
-            if hit is None:
+            t_hit = self._tshape.get(tk)
+            if t_hit is None:
                 tl = _trick_shape(R, n, runs, rs)
-                hit = self._tshape[tk] = (tl, _nested_template(tl) if tl is not None else None)
-            tl, tmpl = hit
-            if tl is None or pre["t"].translate(_SPAN_TBL) != tmpl:
+                t_hit = self._tshape[tk] = (tl, _nested_template(tl) if tl is not None else None)
+            tl, tmpl = t_hit
+            if tl is None or spans["t"].translate(_SPAN_TBL) != tmpl:
                 return False
-            s_tricks = pre["t"]
+            s_tricks = spans["t"]
         elif tricks is not None:
             if type(tricks) is not list:
                 return False
@@ -725,9 +776,9 @@ class ChunkBuilder:
         (line, status, game, rset, lineup, sides, nplayers, dealer, cutter, gid, deal_no, beg, bunched, rec_has,
          rw) = M
         if n:
-            tu_s, shown_s, deck_s, hands_s, runs_s, disc_s, tricks_s = zip(*self.cards)
-            nd, hl, nr, dl, tl = zip(*self.shape)
-            rps, rts = zip(*self.recd)
+            tu_s, shown_s, deck_s, hands_s, runs_s, disc_s, tricks_s = zip(*self.cards, strict=True)
+            nd, hl, nr, dl, tl = zip(*self.shape, strict=True)
+            rps, rts = zip(*self.recd, strict=True)
         else:
             tu_s = shown_s = deck_s = hands_s = runs_s = disc_s = tricks_s = ()
             nd = hl = nr = dl = tl = rps = rts = ()
@@ -764,7 +815,7 @@ class ChunkBuilder:
             raw_line=self.raw_line,
         )
         if self.keep_all:
-            cols = list(zip(*self.extra_cols)) if n else [(), (), (), ()]
+            cols = list(zip(*self.extra_cols, strict=True)) if n else [(), (), (), ()]
             ch.table, ch.time, ch.pack, ch.extra = (list(c) for c in cols)
         self._demote_unknown(ch)
         return ch
@@ -782,7 +833,7 @@ class ChunkBuilder:
             demote(ch, int(i), self.raw_of[int(i)])
 
 
-def _dense(lists, n: int, S: int) -> tuple[np.ndarray, np.ndarray]:
+def _dense(lists: Sequence[list[int] | None], n: int, S: int) -> tuple[np.ndarray, np.ndarray]:
     """Recorded points or totals: [n, S] int32 and the presence mask."""
     out = np.zeros((n, S), np.int32)
     has = np.array([v is not None for v in lists], bool) if n else np.zeros(0, bool)
@@ -798,44 +849,44 @@ def _dense(lists, n: int, S: int) -> tuple[np.ndarray, np.ndarray]:
     return out, has
 
 
-def _decode(strs, shapes) -> np.ndarray:
+def _decode(strs: Sequence[str | bytes | None], shapes: Sequence[Any]) -> np.ndarray:
     """Card codes of a field, rows in order: '|'-joined strings (str) and canonical spans cut from the line
     (bytes, with their shape: a tuple of part sizes, or the card count of a deck)."""
     n = len(strs)
     kinds = set(map(type, strs))
     if kinds == _BYTES_ONLY and shapes.count(shapes[0]) == n:  # every row a span of one shape: one block
-        return _decode_spans(list(strs), shapes[0]).reshape(-1)
+        return _decode_spans(cast(list[bytes], list(strs)), shapes[0]).reshape(-1)
     str_rows = [i for i, x in enumerate(strs) if type(x) is str and x]
     span_rows = [i for i, x in enumerate(strs) if type(x) is bytes]
     if not span_rows:
-        return codes_of_sep("|".join([x for x in strs if x]))
+        return codes_of_sep("|".join([cast(str, x) for x in strs if x]))
     if not str_rows:
-        parts = {}
+        parts: dict[Any, list[int]] = {}
         for i in span_rows:
             parts.setdefault(shapes[i], []).append(i)
         if len(parts) == 1:
             (shape, rows), = parts.items()
-            return _decode_spans([strs[i] for i in rows], shape).reshape(-1)
+            return _decode_spans([cast(bytes, strs[i]) for i in rows], shape).reshape(-1)
     # mixed: each kind decoded apart, then put back in row order
     counts = np.array([_count(shapes[i], strs[i]) for i in range(len(strs))], np.int64)
     off = np.zeros(len(strs) + 1, np.int64)
     np.cumsum(counts, out=off[1:])
     out = np.empty(int(off[-1]), np.uint8)
     if str_rows:
-        codes = codes_of_sep("|".join([strs[i] for i in str_rows]))
+        codes = codes_of_sep("|".join([cast(str, strs[i]) for i in str_rows]))
         r = np.array(str_rows)
         out[_dest(off, r, counts[r])] = codes
-    groups: dict = {}
+    groups: dict[Any, list[int]] = {}
     for i in span_rows:
         groups.setdefault(shapes[i], []).append(i)
     for shape, rows in groups.items():
-        codes = _decode_spans([strs[i] for i in rows], shape).reshape(-1)
+        codes = _decode_spans([cast(bytes, strs[i]) for i in rows], shape).reshape(-1)
         r = np.array(rows)
         out[_dest(off, r, counts[r])] = codes
     return out
 
 
-def _count(shape, x) -> int:
+def _count(shape: int | Shape, x: str | bytes | None) -> int:
     if not x:
         return 0
     return shape if isinstance(shape, int) else sum(shape)
@@ -847,32 +898,33 @@ def _dest(off: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(off[rows] - start, counts) + np.arange(int(counts.sum()))
 
 
-def _decode_spans(spans: list, shape) -> np.ndarray:
+def _decode_spans(spans: list[bytes], shape: int | Shape) -> np.ndarray:
     """[rows, cards] codes of spans that all have the same canonical shape."""
     template = _deck_template(shape) if isinstance(shape, int) else _nested_template(shape)
     pos = _span_positions(template)
     arr = np.frombuffer(b"".join(spans), np.uint8).reshape(len(spans), len(template))
     a = arr[:, pos].astype(np.uint16)
     b = arr[:, pos + 1]
-    return card_lut()[(a << 8) | b]
+    codes: np.ndarray = card_lut()[(a << 8) | b]
+    return codes
 
 
-def _ragged_n(strs, counts) -> Ragged:
+def _ragged_n(strs: Sequence[str | bytes | None], counts: Sequence[int]) -> Ragged:
     """A ragged card field (a deck, or run cards) from per-row strings or spans and card counts (-1: absent)."""
     data = _decode(strs, counts)
     c = np.array(counts, np.int64)
     return Ragged.from_lists(np.maximum(c, 0), data, c >= 0)
 
 
-def _ragged_of(strs, lens) -> Ragged:
+def _ragged_of(strs: Sequence[str | bytes | None], lens: Sequence[Shape | None]) -> Ragged:
     """A ragged card field from per-row strings or spans and per-row tuples of part lengths (None: absent)."""
     data = _decode(strs, lens)
-    sums = {}
+    sums: dict[Shape | None, int] = {}
     counts = [sums[t] if t in sums else sums.setdefault(t, sum(t) if t else 0) for t in lens]
     return Ragged.from_lists(counts, data, [t is not None for t in lens])
 
 
-def _lens_of(lens) -> Ragged:
+def _lens_of(lens: Sequence[Shape | None]) -> Ragged:
     """Per-row tuples of lengths (None: absent) as a ragged uint8 field."""
     n = len(lens)
     first = lens[0] if n else None
@@ -900,7 +952,7 @@ def demote(ch: Chunk, i: int, raw: Any) -> None:
 # ---------------------------------------------------------------- back to records
 
 
-def row_to_obj(ch: Chunk, i: int, reg: Registry) -> dict:
+def row_to_obj(ch: Chunk, i: int, reg: Registry) -> dict[str, Any]:
     """The canonical deal-log/1 object of column row i (for the slow path, convert and tests)."""
     out: dict[str, Any] = {"format": FORMAT}
     game_code, preset, options = reg.rs_info[int(ch.rset[i])]
@@ -924,23 +976,23 @@ def row_to_obj(ch: Chunk, i: int, reg: Registry) -> dict:
         out["pack"] = ch.pack[i]
     cs = CARD_STR
     if ch.deck.has[i]:
-        out["deck"] = [cs[c] for c in ch.deck.row(i)]
+        out["deck"] = [cs[c] for c in ch.deck.values(i)]
     if ch.hands.has[i]:
-        out["hands"] = _split(ch.hands.row(i), ch.hand_lens.row(i))
+        out["hands"] = _split(ch.hands.values(i), ch.hand_lens.values(i))
     out["turn_up"] = cs[ch.turn_up[i]]
     if ch.shown[i] != NOCARD:
         out["shown"] = cs[ch.shown[i]]
     if ch.beg[i]:
         out["beg"] = BEGS[ch.beg[i]]
     if ch.runs.has[i]:
-        r = ch.runs.row(i)
+        r = ch.runs.values(i)
         w = 3 * n + 1
         out["runs"] = [{"cards": [[cs[c] for c in r[j * w + 3 * s:j * w + 3 * s + 3]] for s in range(n)],
                         "turn_up": cs[r[j * w + 3 * n]]} for j in range(len(r) // w)]
     if ch.discards.has[i]:
-        out["discards"] = _split(ch.discards.row(i), ch.disc_lens.row(i))
+        out["discards"] = _split(ch.discards.values(i), ch.disc_lens.values(i))
     if ch.tricks.has[i]:
-        out["tricks"] = _split(ch.tricks.row(i), ch.trick_lens.row(i))
+        out["tricks"] = _split(ch.tricks.values(i), ch.trick_lens.values(i))
     if ch.bunched[i]:
         out["bunched"] = True
     ns = reg.n_sides(int(ch.sides[i]), n)
@@ -953,8 +1005,9 @@ def row_to_obj(ch: Chunk, i: int, reg: Registry) -> dict:
         recd["winner"] = int(ch.rw[i])
     if ch.rec_has[i]:
         out["recorded"] = recd
-    if ch.extra is not None and ch.extra[i] is not None:
-        out.update(orjson.loads(ch.extra[i]))
+    extra = ch.extra[i] if ch.extra is not None else None
+    if extra is not None:
+        out.update(orjson.loads(extra))
     return out
 
 

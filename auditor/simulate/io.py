@@ -5,6 +5,8 @@ failure or an interruption leaves no partial file and keeps an older file of the
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from ..atomic import atomic_open, atomic_path, scratch_path
 from ..dealog import write_jsonl
@@ -12,11 +14,24 @@ from ..errors import UsageError
 from ..fast.convert import convert_file
 
 
+class Simulated(Protocol):
+    """What is written of a simulation (`auditor.simulate.season.Simulation`)."""
+
+    @property
+    def records(self) -> Sequence[dict[str, Any]]: ...
+
+    @property
+    def key(self) -> Mapping[str, Any]: ...
+
+    @property
+    def decisions(self) -> Sequence[dict[str, Any]] | None: ...
+
+
 def format_of(path: str) -> str:
     return "parquet" if str(path).endswith(".parquet") else "jsonl"
 
 
-def write_simulation(sim, out: str, fmt: str | None = None, key_path: str | None = None,
+def write_simulation(sim: Simulated, out: str, fmt: str | None = None, key_path: str | None = None,
                      decisions_path: str | None = None) -> int:
     """Write `sim.records` to `out` ("jsonl" or "parquet"; default from the name), the key and the decisions if
     asked. Returns the number of records written."""

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import cast
 
 import numpy as np
 from scipy import special as _sp
@@ -110,7 +111,7 @@ def group_probs(p: Sequence[float] | np.ndarray) -> tuple[tuple[float, int], ...
     if arr.size == 0:
         return ()
     vals, counts = np.unique(arr, return_counts=True)
-    return tuple((float(v), int(c)) for v, c in zip(vals, counts))
+    return tuple((float(v), int(c)) for v, c in zip(vals, counts, strict=True))
 
 
 @lru_cache(maxsize=4096)
@@ -121,16 +122,20 @@ def _pb_grouped(groups: tuple[tuple[float, int], ...]) -> Dist:
     return d
 
 
-def poisson_binomial(p: Sequence[float] | np.ndarray | tuple) -> Dist:
+Groups = tuple[tuple[float, int], ...]
+"""Trials as (probability, count) pairs, sorted (`group_probs`)."""
+
+
+def poisson_binomial(p: Sequence[float] | np.ndarray | Groups) -> Dist:
     """The distribution of the number of successes of independent trials with success probabilities `p`.
 
     `p` may also be the output of `group_probs` (a tuple of (probability, count) pairs)."""
     if isinstance(p, tuple) and (len(p) == 0 or isinstance(p[0], tuple)):
-        return _pb_grouped(p)
-    return _pb_grouped(group_probs(p))
+        return _pb_grouped(cast(Groups, p))  # told apart by its first item, which the types cannot see
+    return _pb_grouped(group_probs(cast("Sequence[float] | np.ndarray", p)))
 
 
-def pb_sf(observed: float, p) -> float:
+def pb_sf(observed: float, p: Sequence[float] | np.ndarray | Groups) -> float:
     """Exact one-sided p-value P(S >= observed) for a Poisson-binomial S with trial probabilities p."""
     return poisson_binomial(p).sf(observed)
 
@@ -167,9 +172,10 @@ FFT_EXACT_BELOW = 1e-6  # an FFT tail this small is recomputed exactly (FFT roun
 
 @lru_cache(maxsize=1024)
 def _log_spectrum(pmf_bytes: bytes, N: int) -> np.ndarray:
-    from scipy import fft as _fft
+    from scipy import fft as _fft  # imported by the long sums only (start-up: most audits never need an FFT)
 
-    return np.log(_fft.rfft(np.frombuffer(pmf_bytes), N).astype(complex))
+    out: np.ndarray = np.log(_fft.rfft(np.frombuffer(pmf_bytes), N).astype(complex))
+    return out
 
 
 def sum_tail(pmfs: Sequence[tuple[np.ndarray, int]], observed: float) -> tuple[float, float]:
@@ -188,8 +194,9 @@ def sum_tail(pmfs: Sequence[tuple[np.ndarray, int]], observed: float) -> tuple[f
         return d.sf(observed), d.mean()
     kk = int(np.ceil(observed - 1e-9))
     means = [float(np.dot(np.arange(len(p)), p)) for p, _ in parts]
-    mean = float(sum(k * m for (_, k), m in zip(parts, means)))
-    var = float(sum(k * (float(np.dot(np.arange(len(p)) ** 2, p)) - m * m) for (p, k), m in zip(parts, means)))
+    mean = float(sum(k * m for (_, k), m in zip(parts, means, strict=True)))
+    var = float(sum(k * (float(np.dot(np.arange(len(p)) ** 2, p)) - m * m)
+                    for (p, k), m in zip(parts, means, strict=True)))
     sd = float(np.sqrt(max(var, 0.0)))
     lo = max(0, int(np.floor(mean - 45 * sd - 50)))
     hi = min(support - 1, int(np.ceil(mean + 45 * sd + 50)))
@@ -197,7 +204,7 @@ def sum_tail(pmfs: Sequence[tuple[np.ndarray, int]], observed: float) -> tuple[f
         return 1.0, mean
     if kk >= support or kk > hi:
         return sum_dist(parts).sf(observed) if kk < support else 0.0, mean
-    from scipy import fft as _fft
+    from scipy import fft as _fft  # (as in _log_spectrum: only the long sums need it)
 
     N = _fft.next_fast_len(-(-(hi - lo + 1) // 1024) * 1024, real=True)  # rounded up: spectra are cached
     logspec = np.zeros(N // 2 + 1, dtype=complex)
@@ -237,7 +244,7 @@ def power(groups: tuple[tuple[float, int], ...], alpha: float, q: float,
     return _convolve(_pb_grouped(alt_groups), base).sf(c)
 
 
-def _merge_groups(groups) -> tuple[tuple[float, int], ...]:
+def _merge_groups(groups: Iterable[tuple[float, int]]) -> tuple[tuple[float, int], ...]:
     out: dict[float, int] = {}
     for p, k in groups:
         out[float(p)] = out.get(float(p), 0) + int(k)

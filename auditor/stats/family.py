@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 WATCH_Q = 0.20
 WATCH_P = 0.01
@@ -39,7 +40,7 @@ class TestResult:
     tier: str = "clear"
     strong: bool = False
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "test": self.test, "subject": self.subject, "n": self.n, "observed": _num(self.observed),
             "expected": _num(self.expected), "statistic": _num(self.statistic), "pvalue": _num(self.pvalue),
@@ -48,7 +49,7 @@ class TestResult:
         }
 
 
-def _num(x):
+def _num(x: float | None) -> float | None:
     if x is None:
         return None
     if isinstance(x, (int,)) and not isinstance(x, bool):
@@ -59,16 +60,16 @@ def _num(x):
     return float(f"{x:.6g}")
 
 
-class Cleaned(dict):
+class Cleaned(dict[str, Any]):
     """A dict already passed through `_clean` (done where the test ran, e.g. in a worker process): `to_json` takes
     it as it is."""
 
 
-def cleaned(obj: dict) -> "Cleaned":
+def cleaned(obj: dict[str, Any]) -> Cleaned:
     return obj if type(obj) is Cleaned else Cleaned(_clean(obj))
 
 
-def _clean(obj):
+def _clean(obj: Any) -> Any:
     t = type(obj)
     if t is Cleaned:
         return obj  # the common exact types first: a timeline is thousands of small lists of numbers
@@ -126,7 +127,7 @@ class Family:
     share: float = 1.0
     strong: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"test": self.test, "tests": self.tests, "fdr": self.fdr, "method": self.method,
                 "flagged": self.flagged, "watch": self.watch,
                 "expected_false_reports": _num(self.fdr * self.flagged),
@@ -178,7 +179,7 @@ class AuditWide:
     per_test_level: dict[str, float]
     method: str = AUDIT_METHOD
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"method": self.method, "level": self.level, "tests": self.tests, "flags": self.flags,
                 "strong": self.strong, "strong_level": self.strong_level,
                 "expected_false_flags_if_all_honest": _num(expected_false_flags(self.level)),
@@ -196,7 +197,7 @@ def weighted_bh_qvalues(pvalues: list[float], weights: list[float]) -> list[floa
     m = len(pvalues)
     if m == 0:
         return []
-    ratio = [(p / w) if w > 0 else math.inf for p, w in zip(pvalues, weights)]
+    ratio = [(p / w) if w > 0 else math.inf for p, w in zip(pvalues, weights, strict=True)]
     order = sorted(range(m), key=lambda i: ratio[i])
     q = [1.0] * m
     running = math.inf
@@ -234,7 +235,7 @@ def apply_audit(results: Iterable[TestResult], level: float = 0.05, shares: dict
     qs = weighted_bh_qvalues(ps, weights)
     out: list[TestResult] = []
     counts: dict[str, list[int]] = {t: [0, 0, 0] for t in names}
-    for r, p, w, q in zip(ordered, ps, weights, qs):
+    for r, p, w, q in zip(ordered, ps, weights, qs, strict=True):
         flag = q <= level
         strong = flag and p <= strong_level * w / m
         tier = "report" if flag else ("watch" if (q <= WATCH_Q or p <= WATCH_P) else "clear")

@@ -26,7 +26,7 @@ from typing import Any
 from .dealog import read_records
 from .errors import UsageError
 from .fast.cols import Chunk, ChunkBuilder, ChunkSource, Registry
-from .fast.pipeline import CHUNK_ROWS
+from .fast.read import CHUNK_ROWS
 from .logparse import GAME_ALIASES, Deal, Record, norm_name
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from auditor.dealog import read_records
-from auditor.fast import pipeline
+from auditor.fast import pipeline, read
 from auditor.replay.run import replay_records
 from auditor.testing.generate import OPTION_SETS, PLAYER_COUNTS, Style, random_log
 from auditor.testing.mutate import mutate_log, to_jsonl
@@ -105,7 +105,7 @@ def test_mutations_produce_the_findings_they_are_meant_to(tmp_path):
     for game, preset, n in CONFIGS:
         recs = random_log(rng, 2, game=game, preset=preset, n=n, style=Style(revoke_rate=0.05, claim_revokes=0.5),
                           id_prefix=f"{game}/{preset}/{n}/")
-        for name, mut in RECORD_MUTATORS.items():
+        for mut in RECORD_MUTATORS.values():
             lines.append(mut(rng, recs[int(rng.integers(len(recs)))]))
         for mut in LOG_MUTATORS.values():
             lines = mut(rng, lines)
@@ -128,10 +128,10 @@ def test_parallel_jsonl_workers_equal_the_reference(tmp_path, monkeypatch):
     path = tmp_path / "log.jsonl"
     path.write_bytes(data)
     ref = replay_records(read_records([str(path)]), "reference").to_json()
-    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(pipeline, "SEGMENT_BYTES", 2000)
-    assert pipeline._parallel_ok(str(path))
-    assert len(pipeline._segments(str(path), 2000)) > 10
+    monkeypatch.setattr(read, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(read, "SEGMENT_BYTES", 2000)
+    assert read._parallel_ok(str(path))
+    assert len(read._segments(str(path), 2000)) > 10
     assert pipeline.replay_paths([str(path)]).to_json() == ref
 
 

@@ -102,16 +102,16 @@ def _source_line(source: str | None, path: str) -> int | None:
 def replay_all(path: str, parallel_reader: bool = False):
     """The three documents (reference, batch, pipeline), each a dict or the problem string of its traceback."""
     from auditor.dealog import read_records
-    from auditor.fast import pipeline
+    from auditor.fast import pipeline, read
     from auditor.replay.run import replay_records
 
     def parallel():  # the worker-process reader of large plain files, on small segments
-        saved = pipeline.PARALLEL_MIN_BYTES, pipeline.SEGMENT_BYTES
-        pipeline.PARALLEL_MIN_BYTES, pipeline.SEGMENT_BYTES = 1, 2048
+        saved = read.PARALLEL_MIN_BYTES, read.SEGMENT_BYTES
+        read.PARALLEL_MIN_BYTES, read.SEGMENT_BYTES = 1, 2048
         try:
             return pipeline.replay_paths([path])
         finally:
-            pipeline.PARALLEL_MIN_BYTES, pipeline.SEGMENT_BYTES = saved
+            read.PARALLEL_MIN_BYTES, read.SEGMENT_BYTES = saved
 
     docs = {}
     runs = [("reference", lambda: replay_records(read_records([path]), "reference")),
@@ -318,7 +318,7 @@ def test_duplicate_records(tmp_path, small_limit):
         problems += [f"{path.name}: {x}" for x in check_file(str(path))]
     _assert_none(problems, "duplicates")
     from auditor.dealog import read_records
-    from auditor.fast import pipeline
+    from auditor.fast import pipeline, read
     from auditor.replay.run import replay_records
 
     one = replay_records(read_records([str(path)]), "reference").to_json()

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from auditor import dealog
 from auditor.cli import app
 from auditor.dealog import LongLine, open_lines, read_records
-from auditor.fast import pipeline
+from auditor.fast import pipeline, read
 from auditor.fast.pipeline import replay_paths
 from auditor.replay.run import replay_records
 from conftest import REPLAY_FIXTURES, ROOT
@@ -240,14 +240,14 @@ def test_parallel_reader_survives_deep_records(tmp_path, monkeypatch, break_work
     worker's results cannot be sent back (here: a deep value kept in a bad record), its segment is read again."""
     p = _deep_lines(tmp_path)
     want = both(p)
-    monkeypatch.setattr(pipeline, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(pipeline, "SEGMENT_BYTES", 4096)
+    monkeypatch.setattr(read, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(read, "SEGMENT_BYTES", 4096)
     again = []
-    here = pipeline._segment_here
-    monkeypatch.setattr(pipeline, "_segment_here", lambda job, reg: again.append(job[2]) or here(job, reg))
+    here = read._segment_here
+    monkeypatch.setattr(read, "_segment_here", lambda job, reg: again.append(job[2]) or here(job, reg))
     if break_workers:
         monkeypatch.setattr(dealog, "slim_raw", lambda obj: obj)
-    assert pipeline._parallel_ok(str(p)) and len(pipeline._segments(str(p), 4096)) > 4
+    assert read._parallel_ok(str(p)) and len(read._segments(str(p), 4096)) > 4
     assert replay_paths([str(p)]).to_json() == want
     assert bool(again) == break_workers  # the broken segments were read again in this process
 
@@ -256,7 +256,7 @@ def test_segments_cut_at_line_starts_whatever_the_line_lengths(tmp_path):
     lines = [b"x" * n for n in (10, 100000, 5, 70000, 1, 0, 3)]
     p = tmp_path / "s.jsonl"
     p.write_bytes(b"\n".join(lines) + b"\n")
-    segs = pipeline._segments(str(p), 1000)
+    segs = read._segments(str(p), 1000)
     data = p.read_bytes()
     assert segs[0][0] == 0 and segs[-1][1] == len(data)
     assert all(a == b for (_, a), (b, _) in zip(segs, segs[1:]))

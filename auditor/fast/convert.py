@@ -21,7 +21,7 @@ import orjson
 from ..atomic import atomic_path
 from ..parquet import Writer
 from .cols import Chunk, Registry, row_to_obj
-from .pipeline import iter_chunks
+from .read import iter_chunks
 
 FORMATS = {".parquet": "parquet", ".jsonl": "jsonl", ".jsonl.gz": "jsonl.gz", ".gz": "jsonl.gz"}
 

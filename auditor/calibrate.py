@@ -30,9 +30,11 @@ from .cards import RJ
 from .dealgen import Cheat
 from .dealog import record_from_obj
 from .detectors.registry import DETECTORS, make_detectors
+from .errors import UsageError
 from .facts import config, held_prob
 from .replay.run import replay_records
 from .rules import resolve
+from .simulate import SeasonSpec, TableSpec, simulate_season
 from .stats import exact
 from .stats.family import bh_qvalues
 
@@ -193,6 +195,8 @@ def power_study(study: Study, q: float, seasons: int, seed: int, fdr: float = 0.
         sims_oracle += p[k] <= alpha
         if groups is None:
             groups = _groups_of(study, res[k])
+    if alpha is None:  # no season to take the per-test level from, and none given
+        raise UsageError("a power study needs at least one season or an oracle_alpha")
     oracle_exact = exact.power(groups, alpha, q) if groups else float("nan")
     return PowerResult(study.test, q, seasons, flagged, float(alpha), float(oracle_exact),
                        sims_oracle / max(1, seasons), false_flags, fdp)
@@ -251,7 +255,7 @@ def _rates(tests_per_season: list[list], seasons: int, honest: set[str] | None =
 
 
 def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_table: int = 240, fdr: float = 0.05,
-                        scenarios=None, simulator_deals: int = 4000) -> dict:
+                        scenarios: dict[str, int | str | None] | None = None, simulator_deals: int = 4000) -> dict:
     """Honest tables of four (Scotch Whist, Foster) whose dealers shuffle the gathered tricks as people do; the rate
     of p <= alpha of every dealing test and the seasons with any (false) flag, per scenario. With the simulator
     present, also its club season's human-shuffle tables with every cheater removed (`simulator_club`)."""
@@ -266,6 +270,7 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
             recs = []
             for t in range(tables):
                 players = [f"t{t}p{k}" for k in range(4)]
+                rif: dict[str, int | None]
                 if spec is None:
                     rif = {}
                 elif spec == "mixed":
@@ -285,19 +290,15 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
         out[name] = _rates(per_season, seasons)
         out[name]["_seconds"] = round(time.perf_counter() - t0, 2)
     if simulator_deals:
-        try:
-            from .simulate import SeasonSpec, TableSpec, simulate_season
-        except ImportError:  # pragma: no cover - the simulator is part of the package
-            return out
         per_season = []
         t0 = time.perf_counter()
         for i in range(seasons):
             rng = _season_rng(seed, "shuffle", "simulator", i)
-            spec = SeasonSpec(
+            club = SeasonSpec(
                 tables=[TableSpec(f"sw4-{k}", 4, human_shuffle=True) for k in range(3)]
                 + [TableSpec("sw5", 5, human_shuffle=True), TableSpec("af4", 4, game="all_fours", human_shuffle=True)],
                 n_deals=simulator_deals, players=30, season=f"cal{i}")
-            sim = simulate_season(spec, rng)
+            sim = simulate_season(club, rng)
             rep = replay_records([record_from_obj(r, "sim", 0, k + 1) for k, r in enumerate(sim.records)],
                                  engine="batch", table=True)
             dets = make_detectors(fdr=fdr, details=False, only=only + ["turnup_jack"])
@@ -451,7 +452,7 @@ def plot_power_curve(res: dict, path: str) -> str:
 
     keys = [k for k, st in res["studies"].items() if st.get("curve")]
     fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4.2), squeeze=False)
-    for ax, key in zip(axes[0], keys):
+    for ax, key in zip(axes[0], keys, strict=False):
         st = res["studies"][key]
         qs = [c["q"] for c in st["curve"]]
         ax.plot(qs, [c["power_at_fdr"] for c in st["curve"]], "o-", label="flagged at FDR 5% (BH, all dealers)")

@@ -31,7 +31,10 @@ from typing import Callable
 import numpy as np
 
 from .audit import audit_paths
-from .simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
+from .calibrate_play import lr_yardstick
+from .dealog import record_from_obj
+from .replay.reference import DealResult, replay_deal
+from .simulate import CheaterSpec, SeasonSpec, SimulationError, TableSpec, partnerships, simulate_season
 from .simulate.spec import player_names
 from .stats import exact
 
@@ -201,15 +204,19 @@ def power_season(seed: int, key: str, i: int) -> dict:
            "false_flags": sum(CHEATER not in _named(f["subject"]) for f in flags), "flags": len(flags),
            "dealt": dealt, "played": played}
     if st.kind == "marked_ten" and level is not None:
-        from .calibrate_play import lr_yardstick
-        from .dealog import record_from_obj
-        from .replay.reference import replay_deal
-
-        results = [replay_deal(record_from_obj(r, "sim", 0, k + 1).deal) for k, r in enumerate(sim.records)]
+        results = [_replay_simulated(r, k) for k, r in enumerate(sim.records)]
         ys = lr_yardstick(sim, results, st.q, {CHEATER}).get(CHEATER)
         out["yardstick_p"] = None if ys is None else ys["p"]
     out["seconds"] = round(time.perf_counter() - t0, 2)
     return out
+
+
+def _replay_simulated(obj: dict, k: int) -> DealResult:
+    """The reference replay of the simulator's k-th record (which the simulator writes valid)."""
+    rec = record_from_obj(obj, "sim", 0, k + 1)
+    if rec.deal is None:
+        raise SimulationError(f"simulated record {k + 1} is not a valid deal: {rec.error}")
+    return replay_deal(rec.deal)
 
 
 def _task(args: tuple) -> tuple:
@@ -412,7 +419,7 @@ def targets(res: dict) -> list[tuple[str, bool, str]]:
         rows.append((f"honest audits with any flag <= {h['level']:.0%} + 1 s.e., upper 95% end <= 8% "
                      f"({h['seasons']} seasons)", share <= h["level"] + se and hi <= 0.08,
                      f"{share:.1%} (s.e. {se:.1%}; 95% {h['wilson_95'][0]:.1%} to {hi:.1%})"))
-    for key, p in res.get("power", {}).items():
+    for p in res.get("power", {}).values():
         rows.append((f"{p['cheat']} alone, {p['per_cheater']}: flagged >= {p['target']:.0%}", p["met"],
                      f"{p['power_own_test']:.0%} (oracle {p['oracle_power']:.0%} at p <= {p['per_test_level']:.2g})"
                      if p["oracle_power"] is not None else f"{p['power_own_test']:.0%}"))
@@ -433,7 +440,7 @@ def format_report(res: dict) -> str:
         for t, r in h["per_test_rates"].items():
             lines.append(f"    {t:<16} {r['tests']:>7} tests  {r['p<=0.001']:.4f} / {r['p<=0.01']:.4f} / "
                          f"{r['p<=0.05']:.4f}")
-    for key, p in res.get("power", {}).items():
+    for p in res.get("power", {}).values():
         lines.append(f"Lone cheater, {p['cheat']} ({p['per_cheater']}, {p['seasons']} seasons): flagged on "
                      f"{p['test']} in {p['power_own_test']:.0%} (any test {p['power_any_test']:.0%}); per-test "
                      f"level {p['per_test_level']:.2g}; oracle {p['oracle_power']}; false flags in "

@@ -29,7 +29,7 @@ import math
 import time
 from concurrent.futures import ProcessPoolExecutor
 from types import SimpleNamespace
-from typing import Callable
+from typing import Any, Callable, cast
 
 import numpy as np
 
@@ -39,11 +39,13 @@ from .dealog import record_from_obj
 from .detectors.marked_ten import Blocks
 from .detectors.play_facts import deal_exclusion, walk
 from .detectors.registry import DETECTORS
+from .replay.reference import DealResult
 from .replay.result import Replay
 from .replay.run import replay_records
-from .simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
+from .rules import layout
+from .simulate import CheaterSpec, SeasonSpec, Simulation, TableSpec, partnerships, simulate_season
 from .simulate.play import marked_ten_probs
-from .simulate.policy import tables
+from .simulate.policy import Public, tables
 
 ALPHAS = (0.001, 0.01, 0.05)
 SKILLS = ("novice", "club", "strong", "reader")
@@ -62,19 +64,20 @@ def _rng(seed: int, study: str, i: int) -> np.random.Generator:
 
 
 def marked_spec(q: float = 0.0, n_players: int = 60, deals_each: int = 400, human: bool = False,
-                cheater_skill: str = "strong", log_decisions: bool = False, equal_skills: bool = True):
+                cheater_skill: str = "strong", log_decisions: bool = False, equal_skills: bool = True) -> SeasonSpec:
 
     tables = [TableSpec(f"sw4-{i}", 4, sides=partnerships(4, "pairs"), human_shuffle=human)
               for i in range(n_players // 4)]
     cheaters = [CheaterSpec(CHEATER, "marked_ten", q)] if q > 0 else []
-    mix = {s: 0.25 for s in SKILLS} if equal_skills else None
-    kw = {"skill_mix": mix} if mix else {}
-    return SeasonSpec(tables=tables, n_deals=deals_each * n_players // 4, players=n_players, cheaters=cheaters,
+    spec = SeasonSpec(tables=tables, n_deals=deals_each * n_players // 4, players=n_players, cheaters=cheaters,
                       skills={CHEATER: cheater_skill} if q > 0 else {}, deck=False, time=False,
-                      log_decisions=log_decisions, season="cal", **kw)
+                      log_decisions=log_decisions, season="cal")
+    if equal_skills:
+        spec.skill_mix = {s: 0.25 for s in SKILLS}
+    return spec
 
 
-def collusion_spec(q: float = 0.0, n_tables: int = 3, deals_each: int = 500, human: bool = False):
+def collusion_spec(q: float = 0.0, n_tables: int = 3, deals_each: int = 500, human: bool = False) -> SeasonSpec:
 
     tables = [TableSpec(f"sw5-{i}", 5, human_shuffle=human) for i in range(n_tables)]
     cheaters = [CheaterSpec(CHEATER, "colluder", q, partner=PARTNER),
@@ -83,7 +86,7 @@ def collusion_spec(q: float = 0.0, n_tables: int = 3, deals_each: int = 500, hum
                       deck=False, time=False, season="cal")
 
 
-def revoke_spec(q: float = 0.0, n_players: int = 20, deals_each: int = 1000, human: bool = False):
+def revoke_spec(q: float = 0.0, n_players: int = 20, deals_each: int = 1000, human: bool = False) -> SeasonSpec:
 
     tables = [TableSpec(f"sw4-{i}", 4, sides=partnerships(4, "pairs"), human_shuffle=human)
               for i in range(n_players // 4)]
@@ -108,27 +111,35 @@ def _detect(name: str, rep: Replay, fdr: float) -> list:
 # ---------------------------------------------------------------- the likelihood-ratio yardstick
 
 
-def lr_yardstick(sim, results: list, q: float, players: set[str] | None = None) -> dict[str, dict]:
+def _logged_card(text: str) -> int:
+    """A card of the simulator's decision log (it writes canonical spellings only)."""
+    code = parse_card(text)
+    assert code is not None, f"decision log card {text!r}"
+    return code
+
+
+def lr_yardstick(sim: Simulation, results: list[DealResult], q: float,
+                 players: set[str] | None = None) -> dict[str, dict[str, Any]]:
     """Per player: the optimal likelihood-ratio statistic of his decisions, honest policy vs the marked-Ten
     mixture q * cheat + (1 - q) * honest (the simulator's own policies), and its one-sided p-value under the honest
     policy (saddlepoint over his decisions; each decision's term drawn from the honest probabilities)."""
 
-    rows = {}
-    for d in sim.decisions or []:
-        rows[(d["game_id"], d["deal_no"], d["trick"], d["seat"])] = d
-    V: dict[str, list] = {}
-    P: dict[str, list] = {}
-    T: dict[str, list] = {}
-    G: dict[str, list] = {}
+    rows: dict[tuple[str, int, int, int], dict[str, Any]] = {}
+    for dec in sim.decisions or []:
+        rows[(dec["game_id"], dec["deal_no"], dec["trick"], dec["seat"])] = dec
+    V: dict[str, list[float]] = {}
+    P: dict[str, list[float]] = {}
+    T: dict[str, list[int]] = {}
+    G: dict[str, list[int]] = {}
     count: dict[str, int] = {}
     for res in results:
         d = res.deal
         if d.game != "scotch_whist" or deal_exclusion(res) is not None:
             continue
-        tab = tables(d.game, res.trump)
-        ten = res.trump * 13 + 8
-        from .rules import layout
-
+        trump = res.trump
+        assert trump is not None  # deal_exclusion passed: a scored deal, its trump known
+        tab = tables(d.game, trump)
+        ten = trump * 13 + 8
         pack = layout(d.ruleset, d.n, d.dealer).pack
         for st in walk(res):
             name = d.players[st.seat]
@@ -137,25 +148,28 @@ def lr_yardstick(sim, results: list, q: float, players: set[str] | None = None) 
             row = rows.get((d.game_id, d.deal_no, st.k + 1, st.seat))
             if row is None or row.get("revoke") or len(row["legal"]) < 2:
                 continue
-            legal = [parse_card(x) for x in row["legal"]]
+            legal = [_logged_card(x) for x in row["legal"]]
             honest = [float(x) for x in row["p_honest"]]
             holder = st.holder(ten)
-            pub = SimpleNamespace(trump=res.trump, side_of=st.side_of, lead_suit=st.lead_suit,
-                                  order=st.trick_seats, pos=st.pos, played=st.played, pack=pack, tab=tab)
+            # marked_ten_probs reads these fields of the simulator's `Public` (its parameter type); the replay's
+            # walk has them, not the engine's other fields (a Protocol of them in simulate.play would need no cast)
+            pub = cast(Public, SimpleNamespace(trump=trump, side_of=st.side_of, lead_suit=st.lead_suit,
+                                               order=st.trick_seats, pos=st.pos, played=st.played, pack=pack,
+                                               tab=tab))
             cp = marked_ten_probs(pub, st.seat, st.hold[st.seat], legal, honest, holder)
             if cp is None:
                 continue
-            mix = [q * a + (1 - q) * b for a, b in zip(cp, honest)]
-            if all(abs(m - h) < 1e-12 for m, h in zip(mix, honest)):
+            mix = [q * a + (1 - q) * b for a, b in zip(cp, honest, strict=False)]
+            if all(abs(m - h) < 1e-12 for m, h in zip(mix, honest, strict=False)):
                 continue  # the sure read does not change the play here: no evidence either way
-            vals = [math.log(max(m, 1e-300)) - math.log(max(h, 1e-300)) for m, h in zip(mix, honest)]
+            vals = [math.log(max(m, 1e-300)) - math.log(max(h, 1e-300)) for m, h in zip(mix, honest, strict=False)]
             k = count.get(name, 0)
             G.setdefault(name, []).extend([k] * len(legal))
             V.setdefault(name, []).extend(vals)
             P.setdefault(name, []).extend(honest)
             T.setdefault(name, []).extend(int(c == st.card) for c in legal)
             count[name] = count.get(name, 0) + 1
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name in V:
         b = Blocks(np.zeros(count[name], np.int64), np.asarray(G[name], np.int64), np.asarray(V[name]),
                    np.asarray(P[name]), np.asarray(T[name], np.int64))
@@ -234,10 +248,10 @@ def revoke_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: in
 # ---------------------------------------------------------------- summaries
 
 
-def _rate_rows(rows: list[dict], key: str = "p") -> dict:
+def _rate_rows(rows: list[dict], key: str = "p") -> dict[str, Any]:
     ps = np.array([r[key] for r in rows if r.get(key) is not None], float)
     n = len(ps)
-    out = {"players": n}
+    out: dict[str, Any] = {"players": n}
     for a in ALPHAS:
         k = int(np.sum(ps <= a))
         out[f"p<={a}"] = k / n if n else None
@@ -269,7 +283,7 @@ def summarise_marked_power(seasons: list[dict], fdr: float) -> dict:
     cheat = [r for s in seasons for r in s["rows"] if r["cheat"]]
     m = int(np.median([s["family"] for s in seasons])) if seasons else 1
     level = fdr / m
-    out = {"seasons": len(seasons), "family": m, "per_test_level": level}
+    out: dict[str, Any] = {"seasons": len(seasons), "family": m, "per_test_level": level}
     out["power_at_fdr"] = float(np.mean([r["flagged"] for r in cheat])) if cheat else None
     out["power_at_level"] = float(np.mean([r["p"] <= level for r in cheat])) if cheat else None
     out["median_p"] = float(np.median([r["p"] for r in cheat])) if cheat else None
@@ -294,7 +308,7 @@ def summarise_marked_power(seasons: list[dict], fdr: float) -> dict:
 
 def summarise_flags(seasons: list[dict], key: str) -> dict:
     ps = [p for s in seasons for p in s["p_honest"]]
-    out = {"seasons": len(seasons), "honest_tests": len(ps)}
+    out: dict[str, Any] = {"seasons": len(seasons), "honest_tests": len(ps)}
     for a in ALPHAS:
         out[f"p<={a}"] = float(np.mean([p <= a for p in ps])) if ps else None
     out["seasons_with_a_false_flag"] = sum(s["false_flags"] > 0 for s in seasons)
@@ -384,9 +398,9 @@ def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None,
     if "marked_human" in done:
         out["studies"]["marked_human"] = summarise_marked_honest(done["marked_human"], fdr)
     for q in marked_qs:
-        for k in (f"marked_power_{q}", f"marked_small_{q}"):
-            if k in done:
-                out["studies"][k] = summarise_marked_power(done[k], fdr) | {"q": q}
+        for study in (f"marked_power_{q}", f"marked_small_{q}"):
+            if study in done:
+                out["studies"][study] = summarise_marked_power(done[study], fdr) | {"q": q}
     if "collusion_honest" in done:
         out["studies"]["collusion_honest"] = summarise_flags(done["collusion_honest"], "collusion")
         out["studies"]["collusion_power"] = summarise_flags(done["collusion_power"], "collusion") | {"q": collusion_q}

@@ -28,10 +28,14 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     t0 = time.perf_counter()
+
+    def say(m: str) -> None:
+        sys.stderr.write(f"[{time.perf_counter() - t0:7.1f}s] {m}\n")
+
     res = cal.calibrate(seed=a.seed, honest_seasons=a.seasons, power_seasons=a.seasons,
                         curve_seasons=a.curve_seasons, uniformity_seasons=a.uniformity_seasons,
                         shuffle_seasons=a.shuffle_seasons,
-                        progress=lambda m: sys.stderr.write(f"[{time.perf_counter() - t0:7.1f}s] {m}\n"))
+                        progress=say)
     res["plot"] = cal.plot_power_curve(res, os.path.join(a.out, "power_curve.png"))
     with open(os.path.join(a.out, "calibrate.json"), "w") as fh:
         json.dump(res, fh, indent=2)

@@ -80,7 +80,7 @@ def generate(path: Path, deals: int, seed: int) -> None:
     print(f"generated {deals:,} deals in {time.perf_counter() - t0:.1f} s -> {path}")
 
 
-def check_sample(jsonl: Path, sample: Path, k: int) -> None:
+def check_sample(jsonl: Path, sample: Path, k: int) -> int:
     """Whole games: every record of the games that open the file, about k records, replayed by the reference
     engine: no finding may appear."""
     import re
@@ -91,7 +91,10 @@ def check_sample(jsonl: Path, sample: Path, k: int) -> None:
         for i, line in enumerate(f):
             if i >= k // 2:
                 break
-            want.add(gid.search(line).group(1))
+            m = gid.search(line)
+            if m is None:
+                raise SystemExit(f"{jsonl}:{i + 1}: a generated record without a game_id")
+            want.add(m.group(1))
     with open(jsonl, "rb") as f, open(sample, "wb") as out:
         for line in f:
             m = gid.search(line)

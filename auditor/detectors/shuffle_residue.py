@@ -34,10 +34,11 @@ import numba
 import numpy as np
 from scipy import stats as _st
 
+from ..cards import cards_of
+from ..columns import AuditColumns
 from ..columns import (
     deck_of as _deck_of,  # the dealt order of the pack, as the audit's columns hold it
 )
-from ..columns import AuditColumns
 from ..columns import parsed_tricks as _tricks_of
 from ..facts import DealingFacts, config
 from ..rules import layout
@@ -319,7 +320,6 @@ def count_table(cols: AuditColumns) -> dict:
 
 
 def _cards(mask: int) -> list[int]:
-    from ..cards import cards_of
 
     return cards_of(mask)
 

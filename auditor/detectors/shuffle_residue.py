@@ -281,9 +281,9 @@ def count_table(cols: AuditColumns) -> dict:
         if tr is None:
             continue
         log_slot[r] = len(ln)
-        for k, t in enumerate(tr):
-            lc += t
-            lt += [k] * len(t)
+        for k, trick in enumerate(tr):
+            lc += trick
+            lt += [k] * len(trick)
         lp.append(len(lc))
         ln.append(len(tr))
     keep &= has_tricks[prev]

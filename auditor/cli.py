@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import typer
 
@@ -57,7 +57,7 @@ def _stdout_guard():
         except (OSError, ValueError, AttributeError):
             pass
         _err(f"auditor: cannot write to standard output: {e.strerror or e}")
-        raise typer.Exit(EXIT_STDOUT)
+        raise typer.Exit(EXIT_STDOUT) from None
 
 
 class _WriteAll:
@@ -86,7 +86,7 @@ def _stdout_bytes():
     return None if buf is None else _WriteAll(buf)
 
 
-def _check_out(path: str, what: str = "--out", inputs: list[str] = ()) -> None:
+def _check_out(path: str, what: str = "--out", inputs: Sequence[str] = ()) -> None:
     """Exit 2 before the work starts when `path` cannot be written (no such folder, a folder, read-only) or is one
     of the inputs."""
     from .atomic import check_writable
@@ -99,7 +99,7 @@ def _check_out(path: str, what: str = "--out", inputs: list[str] = ()) -> None:
                 raise UsageError(f"{what} {path!r}: the output would overwrite an input")
     except UsageError as e:
         _err(f"auditor: {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
 
 
 def _wrote(path: str) -> None:
@@ -156,7 +156,7 @@ def _write_json(obj, path: str) -> None:
             json.dump(obj, fh, indent=2)
     except OSError as e:
         _err(f"auditor: cannot write {path!r}: {e.strerror or e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     _wrote(path)
 
 
@@ -258,7 +258,7 @@ def convert(
         res = convert_file(src, dst)
     except OSError as e:
         _err(f"auditor: {dst}: cannot write: {e.strerror or e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     for msg in res.lost:
         _err(f"auditor: not converted: {msg}")
     _err(f"auditor: {res.records} records written to {dst}"
@@ -308,7 +308,7 @@ def audit(
             format_of(out)
         except _Usage as e:
             _err(f"auditor: {e}")
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         _check_out(out, inputs=paths)
     if not 0.0 < fdr < 1.0:
         _err(f"auditor: --fdr must be between 0 and 1, got {fdr}")
@@ -327,7 +327,7 @@ def audit(
         sel = Selection(tables=tuple(table or ()), games=tuple(game or ()), since=since, until=until)
     except UsageError as e:
         _err(f"auditor: {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     show = not json_out and sys.stderr.isatty()
     from .audit import audit, clock, replay_for_audit, stage
 
@@ -358,7 +358,7 @@ def audit(
                 write_report(doc, out)  # .html or .md by the suffix
         except UsageError as e:
             _err(f"auditor: {e}")
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         _wrote(out)
     with _stdout_guard():
         if json_out:
@@ -388,7 +388,7 @@ def _write_bytes(data: bytes, path: str) -> None:
     except OSError as e:
         from .errors import UsageError
 
-        raise UsageError(f"cannot write {path!r}: {e.strerror or e}")
+        raise UsageError(f"cannot write {path!r}: {e.strerror or e}") from None
 
 
 def _emit_study(res: dict, out: str | None, json_out: bool, fmt) -> None:
@@ -485,7 +485,7 @@ def calibrate(
             _err("auditor: the power-curve plot needs matplotlib (pip install matplotlib); skipped")
         except OSError as e:
             _err(f"auditor: cannot write {plot!r}: {e.strerror or e}")
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
     if out:
         _write_json(res, out)
     if json_out:
@@ -544,7 +544,7 @@ def investigate(
             write_investigation(view, out)
     except UsageError as e:
         _err(f"auditor: {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     if out is not None:
         _wrote(out)
     with _stdout_guard():
@@ -607,10 +607,10 @@ def simulate(
         count = sim.write(out, fmt, key_path=key, decisions_path=decisions)
     except (AuditorError, typer.BadParameter) as e:
         _err(f"auditor: {e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     except OSError as e:
         _err(f"auditor: {e.filename or out}: cannot write: {e.strerror or e}")
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     _err(f"auditor: {count} deals ({sim.key['games']} games, seed {seed}) written to {out}"
          + (f"; key in {key}" if key else ""))
     for path in (out, key, decisions):

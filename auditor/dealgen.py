@@ -25,7 +25,8 @@ import numpy as np
 
 from .cards import CARD_STR, N_CARDS, RJ, cards_of, rank_of, suit_of
 from .dealing import deal as deal_from_deck
-from .facts import MAX_SEATS, NOWHERE, DealingFacts, config, _jack_p
+from .facts import MAX_SEATS, NOWHERE, DealingFacts, config, jack_p
+from .legal import legal_mask, trick_winner
 from .rules import Rules, layout, resolve
 
 
@@ -55,7 +56,7 @@ class Season:
     game: np.ndarray  # [D] int32 game index (a table's session)
     deal_no: np.ndarray  # [D]
     af: list[dict | None] = field(default_factory=list)  # All Fours begging per deal
-    stacked: np.ndarray | None = None  # [D] bool: the cheat acted on this deal
+    stacked: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # [D] bool: the cheat acted on this deal
 
     @property
     def key(self) -> dict:
@@ -81,7 +82,6 @@ class Season:
         for rel in range(n):
             sp[:, rel] = self.seats[idx, (self.dealer_seat + rel) % n]
         af = rules.game == "all_fours"
-        tu_deal = tu_jack = tu_p = tu_run = None
         turnup = self.decks[:, cfg.turnup_index].astype(np.int8)
         if af:
             # first turn-up: exact null given the six cards each already dealt
@@ -105,7 +105,7 @@ class Season:
                             seen |= 1 << c
                     extra_d.append(i)
                     extra_j.append(int(rank_of(rt) == RJ))
-                    extra_p.append(_jack_p(seen))
+                    extra_p.append(jack_p(seen))
                     extra_r.append(j)
                     seen |= 1 << rt
             tu_deal = np.concatenate(ev_d + [np.array(extra_d, dtype=np.int64)])
@@ -273,13 +273,13 @@ def _af_begging(s: Season, rng: np.random.Generator, beg_prob: float, run_prob: 
         first_suit = suit_of(deck[cfg.turnup_index])
         pos = cfg.turnup_index + 1
         eldest = (int(s.dealer_seat[i]) + 1) % n
-        runs = []
+        runs: list[tuple[list[list[int]], int]] = []
         bunched = False
         while True:
             if pos + 3 * n + 1 > len(deck):
                 bunched = True
                 break
-            cards = [[] for _ in range(n)]
+            cards: list[list[int]] = [[] for _ in range(n)]
             for off in range(n):
                 seat = (eldest + off) % n
                 cards[seat] = deck[pos:pos + 3]
@@ -357,32 +357,12 @@ def human_shuffle(gathered: np.ndarray, riffles: int, rng: np.random.Generator, 
     return deck
 
 
-def _winner(game: str, trick: list[int], trump: int) -> int:
-    from .rules import trump_strength
-
-    lead = trick[0] // 13
-    best, key = 0, None
-    for i, c in enumerate(trick):
-        s = c // 13
-        if s == trump:
-            k = (2, trump_strength(game, c % 13))
-        elif s == lead:
-            k = (1, c % 13)
-        else:
-            continue
-        if key is None or k > key:
-            best, key = i, k
-    return best
-
-
 def table_sequence(rules: Rules | str, players: list[str], deals: int, rng: np.random.Generator,
                    riffles: dict[str, int | None] | None = None, table: str = "t0", with_deck: bool = True):
     """Consecutive Scotch Whist deals at one table (4 to 8 players, one set), played with random legal cards, each
     pack being the previous deal's tricks gathered in play order and shuffled by the dealer: `riffles[player]`
     GSR riffles and a cut (None or absent: a perfect shuffle; 0: only a cut). Yields deal-log/1 records, each deal
     its own game (the scores are not the point here)."""
-    from .legal import legal_mask
-
     if isinstance(rules, str):
         game, preset = rules.split("/")
         rules = resolve(game, preset)
@@ -412,7 +392,7 @@ def table_sequence(rules: Rules | str, players: list[str], deals: int, rng: np.r
                 hold[s] &= ~(1 << c)
                 t.append(c)
             tricks.append(t)
-            leader = (leader + _winner(rules.game, t, trump)) % n
+            leader = (leader + trick_winner(rules.game, t, trump)) % n
         rec = {"format": "deal-log/1", "game": rules.game, "rules": rules.preset, "table": table,
                "game_id": f"{table}-g{i}", "deal_no": 1, "players": list(players), "dealer": dealer}
         if with_deck:

@@ -92,6 +92,14 @@ def config(rules: Rules, n: int) -> Config:
     return Config(rules.game, n, L.pack, L.pack_size, L.turnup_index, tuple(cls), owner, tuple(L.hand_sizes), label)
 
 
+def config_of(rules: Rules, n: int) -> Config | None:
+    """`config` for a player count the game allows (the range `dealog.validate` checks); None for any other count,
+    which the rules cannot always lay out: such a deal is not auditable for dealing."""
+    if not rules.min_players <= n <= rules.max_players:
+        return None
+    return config(rules, n)
+
+
 @lru_cache(maxsize=256)
 def location_probs(cfg: Config) -> tuple[tuple[Fraction, ...], ...]:
     """Exact P(the trump card of rank r is at location class C), as [class][rank] Fractions (0 where the card is
@@ -226,7 +234,7 @@ def _parse_all(xs: Sequence[str]) -> list[int] | None:
     return out
 
 
-def _jack_p(seen: int) -> float:
+def jack_p(seen: int) -> float:
     """P(the next unseen card is a Jack) given the set of cards already seen (a bitmask)."""
     jacks = sum(1 for s in range(4) if not (seen >> (s * 13 + RJ)) & 1)
     return jacks / (N_CARDS - bin(seen).count("1"))
@@ -256,9 +264,8 @@ class _Builder:
     def add_result(self, i: int, r) -> None:
         d = r.deal
         n = d.n
-        try:
-            cfg = config(d.ruleset, n)
-        except Exception:  # a configuration the rules cannot lay out: not auditable for dealing
+        cfg = config_of(d.ruleset, n)
+        if cfg is None:
             self.skipped += 1
             return
         L = layout(d.ruleset, n, d.dealer)
@@ -308,7 +315,7 @@ class _Builder:
         tu_events: list[tuple[int, int, float, int]] = []
         if af:
             seen = union
-            tu_events.append((row, int(rank_of(tu) == RJ), _jack_p(seen), 0))
+            tu_events.append((row, int(rank_of(tu) == RJ), jack_p(seen), 0))
             seen |= 1 << tu
             for j, run in enumerate(d.runs or [], 1):
                 cards = []
@@ -327,7 +334,7 @@ class _Builder:
                 if (seen >> rt) & 1:
                     self.skipped += 1
                     return
-                tu_events.append((row, int(rank_of(rt) == RJ), _jack_p(seen), j))
+                tu_events.append((row, int(rank_of(rt) == RJ), jack_p(seen), j))
                 seen |= 1 << rt
         sp = [-1] * MAX_SEATS
         for rel in range(n):
@@ -387,7 +394,7 @@ def _holders(hands, rel_of_seat, n, rows):  # pragma: no cover - compiled
 
 
 def _jack_p_array(seen: np.ndarray) -> np.ndarray:
-    """`_jack_p` of each mask."""
+    """`jack_p` of each mask."""
     out_jacks = np.bitwise_count(seen & np.uint64(_JACKS)).astype(np.int64)
     return (4 - out_jacks) / (N_CARDS - np.bitwise_count(seen).astype(np.int64))
 
@@ -484,9 +491,8 @@ def facts_from_columns(cols) -> DealingFacts:
     g_sizes = np.zeros((G, MAX_SEATS), np.int64)  # cards dealt per relative seat
     for g, k in enumerate(gkeys.tolist()):
         rules, gn = cols.rulesets[k >> 8], (k & 0xFF) - 128
-        try:
-            cfg = config(rules, gn)
-        except Exception:  # a configuration the rules cannot lay out: not auditable for dealing
+        cfg = config_of(rules, gn)
+        if cfg is None:
             continue
         g_ok[g] = True
         g_cfg[g] = cfg

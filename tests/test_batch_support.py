@@ -1,4 +1,4 @@
-"""The switch values the kernel says it replays (`auditor.fast.kernel.SUPPORTED_SWITCHES`), and what happens to a
+"""The switch values the kernel says it replays (`auditor.fast.kernel.KERNEL_SUPPORTS`), and what happens to a
 deal whose rules have any other value: the reference engine replays it, counted under "unsupported_rule".
 
 Every value the kernel claims is held here to the reference engine, one value at a time (the option sets of
@@ -61,10 +61,10 @@ def _same_as_reference(deals: list) -> dict:
 
 def test_the_kernel_claims_every_value_the_rules_know_today():
     """Today the kernel replays every switch value of rules.py. A value added there falls back to the reference
-    engine until someone makes the kernel handle it, adds it to SUPPORTED_SWITCHES, and this file holds it to the
+    engine until someone makes the kernel handle it, adds it to KERNEL_SUPPORTS, and this file holds it to the
     reference engine."""
     for game, switches in SWITCHES.items():
-        claimed = kernel.SUPPORTED_SWITCHES[game]
+        claimed = kernel.KERNEL_SUPPORTS[game]
         assert set(claimed) == set(switches), game
         for name, values in switches.items():
             assert list(claimed[name]) == list(values), (game, name)
@@ -72,7 +72,7 @@ def test_the_kernel_claims_every_value_the_rules_know_today():
         assert kernel.unsupported_switches(R) == []
 
 
-_NON_DEFAULT = [(game, name, value) for game, switches in kernel.SUPPORTED_SWITCHES.items()
+_NON_DEFAULT = [(game, name, value) for game, switches in kernel.KERNEL_SUPPORTS.items()
                 for name, values in switches.items() for value in values
                 if value != PRESETS[(game, "foster")].switches[name]]
 
@@ -98,7 +98,7 @@ def test_a_value_the_kernel_does_not_claim_goes_to_the_reference_engine(tmp_path
     before = pipeline.replay_paths([path])
     assert "unsupported_rule" not in before.stats["fallback_reasons"]
 
-    monkeypatch.setitem(kernel.SUPPORTED_SWITCHES["scotch_whist"], "void_rule", ("trump_or_discard",))
+    monkeypatch.setitem(kernel.KERNEL_SUPPORTS["scotch_whist"], "void_rule", ("trump_or_discard",))
     R = resolve("scotch_whist", "foster", {"void_rule": "must_trump_if_able"})
     assert kernel.unsupported_switches(R) == [("void_rule", "must_trump_if_able")]
     assert kernel.unsupported_switches(PRESETS[("scotch_whist", "foster")]) == []

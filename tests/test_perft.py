@@ -1,6 +1,6 @@
 """A "perft" table for the legal-play rules: for fixed positions the exact number of legal cards, and for fixed
 deals the number of legal play sequences of the first k tricks, counted by brute force with the engine's legal
-plays (auditor.legal) and trick winners (auditor.replay.reference), checked against numbers worked out by hand.
+plays and trick winners (auditor.legal), checked against numbers worked out by hand.
 
 Rules (rules.md A.4, B.5): Scotch Whist: follow suit if able; void: trump or discard (`must_trump_if_able`: trump
 if able). All Fours: follow suit or trump if able to follow; void: anything; a trump lead is followed with trumps.
@@ -11,8 +11,7 @@ from __future__ import annotations
 import pytest
 
 from auditor.cards import SUITS, cards_of, mask_of, parse_card
-from auditor.legal import legal_mask
-from auditor.replay.reference import _trick_winner_pos
+from auditor.legal import legal_mask, trick_winner
 
 
 def _mask(text: str) -> int:
@@ -71,7 +70,7 @@ def perft(game: str, hands: list[int], leader: int, trump: int, k: int, must_tru
             if pos + 1 < n:
                 play(pos + 1, c // 13 if lead_suit is None else lead_suit, trick, nh)
             else:
-                winner = (leader + _trick_winner_pos(game, trick, trump)) % n
+                winner = (leader + trick_winner(game, trick, trump)) % n
                 total += perft(game, nh, winner, trump, k - 1, must_trump)
 
     play(0, None, [], hands)
@@ -142,9 +141,9 @@ def test_play_sequences(game, deal, k, must, expected):
 def test_scotch_whist_jack_of_trumps_is_the_best_card():
     # hearts trumps: Jh beats Ah in Scotch Whist (A.1), Ah beats Jh in All Fours (B.1)
     trick = [parse_card("Ah"), parse_card("Jh")]
-    assert _trick_winner_pos(SW, trick, _suit("h")) == 1
-    assert _trick_winner_pos(AF, trick, _suit("h")) == 0
+    assert trick_winner(SW, trick, _suit("h")) == 1
+    assert trick_winner(AF, trick, _suit("h")) == 0
     # a plain suit Jack is below the Ace; the highest trump beats the highest card of the suit led
-    assert _trick_winner_pos(SW, [parse_card("Jd"), parse_card("Ad"), parse_card("6h")], _suit("h")) == 2
+    assert trick_winner(SW, [parse_card("Jd"), parse_card("Ad"), parse_card("6h")], _suit("h")) == 2
     # a discard of a third suit never wins
-    assert _trick_winner_pos(SW, [parse_card("7d"), parse_card("As")], _suit("h")) == 0
+    assert trick_winner(SW, [parse_card("7d"), parse_card("As")], _suit("h")) == 0

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import partial
 
 import numpy as np
 import pytest
 
 from auditor.cards import RJ, R10, parse_card
 from auditor.dealog import FIELD_ORDER, record_from_obj, validate
+from auditor.legal import trick_winner
 from auditor.replay.reference import replay_deal
 from auditor.replay.run import replay_records
-from auditor.rules import layout, resolve, trump_strength
+from auditor.rules import layout, resolve
 from auditor.simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
 from auditor.simulate.season import simulate_dealing
 from auditor.simulate.shuffle import riffle
@@ -192,7 +194,7 @@ def test_marked_ten_with_q_one_plays_the_sure_read():
         card = parse_card(d["card"])
         if kind == "keep_off_trumps":
             assert card // 13 != trump
-            assert all(p == 0 for c, p in zip(d["legal"], d["p_used"]) if parse_card(c) // 13 == trump)
+            assert all(p == 0 for c, p in zip(d["legal"], d["p_used"], strict=True) if parse_card(c) // 13 == trump)
         else:
             assert card == want, (kind, d)
     assert set(seen) == {"lead_boss", "keep_off_trumps", "follow_boss", "follow_partner_jack"}, seen
@@ -211,7 +213,7 @@ def test_marked_ten_mixes_the_read_with_honest_play_at_rate_q():
             continue
         n_rule += 1
         kind, want = rule
-        for c, pu, ph in zip(d["legal"], d["p_used"], d["p_honest"]):
+        for c, pu, ph in zip(d["legal"], d["p_used"], d["p_honest"], strict=True):
             if kind == "keep_off_trumps":
                 continue
             cheat = 1.0 if parse_card(c) == want else 0.0
@@ -289,14 +291,11 @@ def test_deliberate_revokes_are_all_found_and_pay(game):
         r = by[(rv["game_id"], rv["deal_no"])]
         res = replay_deal(validate(r))
         k = rv["trick"] - 1
-        side = [0, 1, 0, 1]
-        won = side[res.winners[k]] == side[rv["seat"]]
         card = parse_card(rv["card"])
         if game == "scotch_whist":  # he trumped, holding the suit led, over everything played before him
             trick = [parse_card(c) for c in r["tricks"][k]]
             before = trick[:trick.index(card)]
-            gains += card // 13 == res.trump and all(
-                c // 13 != res.trump or trump_strength(game, c % 13) < trump_strength(game, card % 13) for c in before)
+            gains += card // 13 == res.trump and trick_winner(game, before + [card], res.trump) == len(before)
             assert before and before[0] // 13 != res.trump
         else:
             gains += card % 13 not in (8, 9, 10, 11, 12)  # he kept his counting card and threw a blank
@@ -334,15 +333,16 @@ def test_bad_shuffler_stack_puts_the_richest_trick_in_his_hand():
     for r in sim.records:
         if (r["game_id"], r["deal_no"]) in acted:
             trump = parse_card(prev["turn_up"]) // 13
-            hv = {9: 11, 8: 10, 12: 4, 11: 3, 10: 2}
-
-            def worth(t):
-                cs = [parse_card(c) for c in t]
-                return sum(hv.get(c % 13, 0) for c in cs if c // 13 == trump) + 0.1 * sum(c % 13 for c in cs)
-
-            best = max(prev["tricks"], key=worth)
+            best = max(prev["tricks"], key=partial(_trick_worth, trump=trump))
             assert set(best) <= set(r["hands"][r["dealer"]])
         prev = r
+
+
+def _trick_worth(t: list[str], trump: int) -> float:
+    """What a stacking bad shuffler looks for in a trick: its trump honours, then its high cards."""
+    hv = {9: 11, 8: 10, 12: 4, 11: 3, 10: 2}
+    cs = [parse_card(c) for c in t]
+    return sum(hv.get(c % 13, 0) for c in cs if c // 13 == trump) + 0.1 * sum(c % 13 for c in cs)
 
 
 def test_riffle_is_gilbert_shannon_reeds():

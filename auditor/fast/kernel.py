@@ -17,7 +17,7 @@ import numpy as np
 
 from ..cards import CARD_STR, RJ
 from ..findings import Finding
-from ..rules import AF_PIPS, SW_HONOURS, Rules, layout
+from ..rules import AF_PIPS, SW_HONOURS, Rules, layout, trump_strength
 from .cols import NOCARD, Chunk, Registry, uniq
 
 SUIT_NAME = ("spade", "heart", "diamond", "club")
@@ -28,7 +28,7 @@ SUIT = np.where(_codes < 52, _codes // 13, 7).astype(np.int8)
 RANK = np.where(_codes < 52, _codes % 13, 0).astype(np.int8)
 BIT = np.where(_codes < 52, np.left_shift(np.uint64(1), np.minimum(_codes, 63).astype(np.uint64)),
                np.uint64(0)).astype(np.uint64)
-STRENGTH_SW = np.where(RANK == RJ, 13, RANK).astype(np.int8)  # the Scotch Whist Jack of trumps beats the Ace
+STRENGTH_SW = np.array([trump_strength("scotch_whist", int(r)) for r in RANK], np.int8)  # J of trumps > A
 SUITBIT = np.where(_codes < 52, np.left_shift(1, SUIT.clip(0, 7)), 0).astype(np.uint8)
 HONOUR_BIT = np.zeros(256, np.uint8)  # bit of the honour (Ten, Ace, King, Queen, Jack) a card would be in trumps
 for _c in range(52):
@@ -47,7 +47,7 @@ FALLBACK_REASONS = ("no_play", "hand_size", "play_shape", "cards", "turn_up", "d
 # rules know). A deal whose rules have a switch or a value not listed here goes to the reference engine (fallback
 # reason "unsupported_rule"), never replayed wrongly. To add a value: make the kernel handle it, hold it to the
 # reference engine in tests/test_batch_support.py, then list it here.
-SUPPORTED_SWITCHES: dict[str, dict[str, tuple[object, ...]]] = {
+KERNEL_SUPPORTS: dict[str, dict[str, tuple[object, ...]]] = {
     "scotch_whist": {
         "odd_pack": ("remove_spade_six", "show_36th_dead", "remove_club_six", "turnup_36th_to_eldest"),
         "extra_card_play": ("two_cards_in_last_trick", "unspecified"),
@@ -89,9 +89,9 @@ SUPPORTED_SWITCHES: dict[str, dict[str, tuple[object, ...]]] = {
 
 
 def unsupported_switches(R: Rules) -> list[tuple[str, object]]:
-    """The switches of `R` whose value the kernel does not replay (`SUPPORTED_SWITCHES`), as (name, value).
+    """The switches of `R` whose value the kernel does not replay (`KERNEL_SUPPORTS`), as (name, value).
     Values compare as `Rules.with_options` checks them: same type and equal (True is not 1)."""
-    known = SUPPORTED_SWITCHES.get(R.game)
+    known = KERNEL_SUPPORTS.get(R.game)
     if known is None:
         return [("game", R.game)]
     out: list[tuple[str, object]] = []
@@ -201,7 +201,7 @@ class _Group:
     """One rules + player count. Arrays keep the deals on the last axis (contiguous per seat, slot, trick)."""
 
     def __init__(self, ch: Chunk, reg: Registry, rows: np.ndarray, R: Rules, n: int, out: ChunkResult,
-                 detail: bool):
+                 detail: bool | str):
         self.ch, self.reg, self.rows, self.R, self.n, self.out, self.detail = ch, reg, rows, R, n, out, detail
         self.L0 = layout(R, n, n - 1)  # eldest = seat 0: the relative layout
         self.pack = np.uint64(self.L0.pack)
@@ -237,12 +237,12 @@ class _Group:
         lens = np.zeros((N, n), np.int64)
         okr = np.flatnonzero(ok)
         lens[okr] = lens_rg.data[lens_rg.off[rows[okr]][:, None] + np.arange(n)]
-        sizes_rel = np.asarray(sizes_rel, np.int64)
+        sz = np.asarray(sizes_rel, np.int64)
         rel_of_abs = (np.arange(n)[None, :] - eldest[:, None]) % n
-        expect_abs = sizes_rel[rel_of_abs]
+        expect_abs = sz[rel_of_abs]
         ok &= (lens == expect_abs).all(1)
-        Hmax = int(sizes_rel.max())
-        if (sizes_rel == Hmax).all():  # every seat the same size: one block, turned to relative seats
+        Hmax = int(sz.max())
+        if (sz == Hmax).all():  # every seat the same size: one block, turned to relative seats
             absh = _block(rg, rows, n * Hmax, ok).reshape(N, n, Hmax)
             rot = (eldest[:, None] + np.arange(n)[None, :]) % n
             rel = np.take_along_axis(absh, rot[:, :, None], 1)
@@ -252,7 +252,7 @@ class _Group:
         start_abs += rg.off[rows][:, None]
         rot = (eldest[:, None] + np.arange(n)[None, :]) % n
         start_rel = np.take_along_axis(start_abs, rot, 1).T  # [n, N]
-        valid = np.arange(Hmax)[None, :] < sizes_rel[:, None]  # [n, Hmax]
+        valid = np.arange(Hmax)[None, :] < sz[:, None]  # [n, Hmax]
         idx = start_rel[:, None, :] + np.arange(Hmax)[None, :, None]
         idx = np.where(valid[:, :, None] & ok[None, None, :], idx, 0)
         data = rg.data if rg.data.size else np.zeros(1, np.uint8)
@@ -733,6 +733,32 @@ class PlayOut:
     drop_reason: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
 
 
+def trick_keys(tricks: np.ndarray, trump: np.ndarray, af: bool) -> np.ndarray:
+    """`legal.trick_key` of every card of the tricks [T, P, N] (the suit led: each trick's first card; trump [N]),
+    -1 where there is no card. The kernel's vectorised form of the rule, held to it by tests/test_replay_legal.py."""
+    S = SUIT[tricks]
+    Rk = RANK[tricks]
+    strength = Rk if af else STRENGTH_SW[tricks]
+    is_tr = S == trump
+    key = is_tr * (strength + np.int8(32)) + ((S == S[:, :1, :]) & ~is_tr) * (Rk + np.int8(16))
+    key[tricks == NOCARD] = -1
+    return key
+
+
+def trick_winners(tricks: np.ndarray, trump: np.ndarray, af: bool) -> np.ndarray:
+    """`legal.trick_winner` of every trick [T, P, N]: the position [T, N] of the highest key, the first of equal
+    ones."""
+    key = trick_keys(tricks, trump, af)
+    T, P, N = tricks.shape
+    best = key[:, 0].copy()
+    pos = np.zeros((T, N), np.int8)
+    for p in range(1, P):
+        better = key[:, p] > best
+        pos[better] = p
+        np.maximum(best, key[:, p], out=best)
+    return pos
+
+
 def play_tricks(g: _Group, rows, eldest, tricks, sizes, tps, holds, reset, trump, af, must, extra,
                 pack: np.uint64 | None = None) -> PlayOut:
     """All tricks of N deals at once. The winning position of a trick depends only on its cards, so it is found
@@ -743,19 +769,8 @@ def play_tricks(g: _Group, rows, eldest, tricks, sizes, tps, holds, reset, trump
     n = g.n
     T, P, N = tricks.shape
     ar = np.arange(N)
-    S = SUIT[tricks]
-    Rk = RANK[tricks]
-    lead = S[:, 0, :]  # [T, N]
-    strength = Rk if af else STRENGTH_SW[tricks]
-    is_tr = S == trump
-    key = is_tr * (strength + np.int8(32)) + ((S == lead[:, None, :]) & ~is_tr) * (Rk + np.int8(16))
-    key[tricks == NOCARD] = -1
-    best = key[:, 0].copy()
-    pos = np.zeros((T, N), np.int8)
-    for p in range(1, P):
-        better = key[:, p] > best
-        pos[better] = p
-        np.maximum(best, key[:, p], out=best)
+    lead = SUIT[tricks[:, 0, :]]  # [T, N]
+    pos = trick_winners(tricks, trump, af)
     # leaders, winners (relative seats)
     leaders = np.zeros((T, N), np.int8)
     winners = np.zeros((T, N), np.int8)

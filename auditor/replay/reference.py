@@ -15,12 +15,14 @@ The state order follows rules.md Part F:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..cards import CARD_STR, SUIT_MASK, RJ, parse_card, rank_of, suit_of
 from ..dealog import Deal
 from ..findings import Finding
-from ..rules import AF_PIPS, SW_HONOURS, Layout, layout, trump_strength
+from ..legal import revoke_kind, seats_of_trick, trick_size, trick_winner
+from ..rules import AF_PIPS, SW_HONOURS, Layout, layout
 
 SUIT_NAME = ("spade", "heart", "diamond", "club")
 
@@ -91,40 +93,7 @@ class _Deal:
         return f"{self.d.players[seat]} (seat {seat})"
 
 
-def _seats_of_trick(L: Layout, leader: int, size: int, last: bool) -> list[int]:
-    """Seats in play order; in the Russian 5-player last trick the eldest plays two cards at his turn."""
-    n = L.n
-    seats = [(leader + i) % n for i in range(n)]
-    if last and L.extra_card_seat is not None and size == n + 1:
-        i = seats.index(L.extra_card_seat)
-        seats.insert(i + 1, L.extra_card_seat)
-    return seats
-
-
-def _trick_winner_pos(game: str, codes: list[int], trump: int) -> int:
-    """Position of the winning card: the highest trump, else the highest card of the suit led."""
-    best, best_key = 0, None
-    lead = suit_of(codes[0])
-    for i, c in enumerate(codes):
-        s = suit_of(c)
-        if s == trump:
-            key = (2, trump_strength(game, rank_of(c)))
-        elif s == lead:
-            key = (1, rank_of(c))
-        else:
-            continue
-        if best_key is None or key > best_key:
-            best, best_key = i, key
-    return best
-
-
-def _expected_trick_size(L: Layout, k: int, n_tricks: int) -> int:
-    if L.extra_card_seat is not None and k == n_tricks - 1:
-        return L.n + 1
-    return L.n
-
-
-def walk_seats(L: Layout, game: str, set_leader: str, tricks: list[list[int | None]], trump: int | None,
+def walk_seats(L: Layout, game: str, set_leader: str, tricks: Sequence[Sequence[int | None]], trump: int | None,
                tricks_per_set: tuple[int, ...]) -> list[list[int] | None]:
     """Seats that play each card, following the leads (None from the first trick that cannot be placed)."""
     out: list[list[int] | None] = []
@@ -137,13 +106,21 @@ def walk_seats(L: Layout, game: str, set_leader: str, tricks: list[list[int | No
         if leader is None:
             out.append(None)
             continue
-        seats = _seats_of_trick(L, leader, len(t), k == n_tricks - 1)
+        seats = seats_of_trick(L, leader, len(t), k == n_tricks - 1)
         out.append(seats)
-        if len(t) != len(seats) or any(c is None for c in t) or trump is None:
+        cards = [c for c in t if c is not None]
+        if len(t) != len(seats) or len(cards) != len(t) or trump is None:
             leader = None
         else:
-            leader = seats[_trick_winner_pos(game, t, trump)]
+            leader = seats[trick_winner(game, cards, trump)]
     return out
+
+
+def _code(x: str) -> int:
+    """The code of a card string of a deal whose every card string parsed (checked first by `_replay`)."""
+    c = parse_card(x)
+    assert c is not None, x
+    return c
 
 
 def replay_deal(deal: Deal) -> DealResult:
@@ -182,20 +159,21 @@ def _replay(st: _Deal) -> None:
     for x in {p[3] for p in places} | set(deck_raw):
         code_of[x] = parse_card(x)
     trump_str = runs[-1]["turn_up"] if (af and runs) else d.turn_up
-    trump = suit_of(code_of[trump_str]) if code_of.get(trump_str) is not None else None
-    tricks = [[code_of[x] for x in t] for t in tricks_raw]
-    walked: list = []
+    trump_code = code_of.get(trump_str)
+    trump_seen = suit_of(trump_code) if trump_code is not None else None
+    tricks_seen = [[code_of[x] for x in t] for t in tricks_raw]  # None: not a card
+    walked: list[list[list[int] | None]] = []
 
     def seat_walk() -> list[list[int] | None]:
         """Who played each card, following the leads: needed only to place a bad card found in the tricks or to
         derive hands from the play, so it is computed on first use (the play itself walks the tricks again)."""
         if not walked:
-            walked.append(walk_seats(L, d.game, R.switches.get("set_leader", "last_trick_winner"), tricks, trump,
-                                     _tricks_per_set(st)))
+            walked.append(walk_seats(L, d.game, R.switches.get("set_leader", "last_trick_winner"), tricks_seen,
+                                     trump_seen, _tricks_per_set(st)))
         return walked[0]
 
     def place_seat(kind: str, seat: int | None, trick: int | None) -> int | None:
-        if kind != "trick":
+        if kind != "trick" or seat is None or trick is None:
             return seat
         seats = seat_walk()[trick - 1]
         return seats[seat] if seats is not None and seat < len(seats) else None
@@ -212,15 +190,19 @@ def _replay(st: _Deal) -> None:
             st.add("unknown_card", f"{x!r} is not a card (in deck)", None, None, x)
     if unknown_seen:
         return
+    # from here on every string is a card
+    code = {x: c for x, c in code_of.items() if c is not None}
+    tricks = [[code[x] for x in t] for t in tricks_raw]
+    trump = suit_of(code[trump_str])
     outside_seen: set[int] = set()
     for kind, seat, trick, x in places:
-        c = code_of[x]
+        c = code[x]
         if not (L.pack >> c) & 1 and c not in outside_seen:
             outside_seen.add(c)
             st.add("card_outside_pack", f"{CARD_STR[c]} is not in the {L.pack_size}-card pack of a {n}-player "
                    f"deal ({_where(kind, seat, trick, st)})", trick, place_seat(kind, seat, trick), CARD_STR[c])
     for x in deck_raw:
-        c = code_of[x]
+        c = code[x]
         if not (L.pack >> c) & 1 and c not in outside_seen:
             outside_seen.add(c)
             st.add("card_outside_pack", f"{CARD_STR[c]} is not in the {L.pack_size}-card pack (in deck)",
@@ -240,13 +222,13 @@ def _replay(st: _Deal) -> None:
     for kind, seat, trick, x in places:
         if kind not in dealt_kinds:
             continue
-        c = code_of[x]
+        c = code[x]
         if c in seen and c not in dup_seen:
             dup = True
             dup_seen.add(c)
-            s = place_seat(kind, seat, trick) if kind in ("hand", "run", "trick") else None
+            at_seat = place_seat(kind, seat, trick) if kind in ("hand", "run", "trick") else None
             st.add("duplicate_card", f"{CARD_STR[c]} appears twice ({_where(kind, seat, trick, st)})",
-                   trick if kind == "trick" else None, s, CARD_STR[c])
+                   trick if kind == "trick" else None, at_seat, CARD_STR[c])
         seen.add(c)
     structural = bool(outside_seen) or dup
     # ---------------------------------------------------------- 2. hand sizes, begging, discards
@@ -269,22 +251,21 @@ def _replay(st: _Deal) -> None:
                     break
     structural |= bool(bad_size)
     if af:
-        structural |= _af_begging(st, code_of)
+        structural |= _af_begging(st, code)
     res.cards_ok = not structural
     # recorded hands as masks
-    hands_mask = None
     if d.hands is not None:
         hands_mask = [0] * n
         for s, h in enumerate(d.hands):
             for x in h:
-                hands_mask[s] |= 1 << code_of[x]
+                hands_mask[s] |= 1 << code[x]
         res.hands = hands_mask
     res.trump = trump
     # ---------------------------------------------------------- 3. the turn-up's owner and the deck
     if not af and d.hands is not None:
-        _sw_turn_up(st, code_of)
+        _sw_turn_up(st, code, d.hands)
     if d.deck is not None and d.hands is not None:
-        _check_deck(st, code_of, [[code_of[x] for x in h] for h in d.hands], sequences=True)
+        _check_deck(st, code, d.deck, [[code[x] for x in h] for h in d.hands], sequences=True)
     # ---------------------------------------------------------- 4. the play
     if d.tricks is None or d.bunched:
         if d.tricks is None and d.deck is not None and d.hands is None:
@@ -300,18 +281,19 @@ def _replay(st: _Deal) -> None:
                 for c in part:
                     res.hands[s] |= 1 << c
         if not af:
-            _sw_turn_up_derived(st, code_of, derived, known)
+            _sw_turn_up_derived(st, code, derived, known)
         if d.deck is not None and known:
             # only whole hands can be compared with the deck (docs/decisions.md): the play must be complete.
             # All Fours: a seat was dealt what it played plus what it discarded (hand and run cards together).
             dealt = [[c for part in derived[s] for c in part] for s in range(n)]
             if af and d.discards is not None:
-                dealt = [dealt[s] + [code_of[x] for x in d.discards[s]] for s in range(n)]
-            _check_deck(st, code_of, dealt, sequences=False, parts=derived)
+                discards = d.discards
+                dealt = [dealt[s] + [code[x] for x in discards[s]] for s in range(n)]
+            _check_deck(st, code, d.deck, dealt, sequences=False, parts=derived)
         holdings_by_set = derived
     else:
-        holdings_by_set = _holdings_from_hands(st, code_of)
-    complete = _play(st, tricks, holdings_by_set)
+        holdings_by_set = _holdings_from_hands(st, code, d.hands)
+    complete = _play(st, tricks, holdings_by_set, trump)
     if complete:
         _claims(st, complete=True)
         if af:
@@ -339,18 +321,18 @@ def _af_discard_count(st: _Deal) -> int:
 
 
 def _where(kind: str, seat: int | None, trick: int | None, st: _Deal) -> str:
-    if kind == "hand":
+    if kind == "hand" and seat is not None:
         return f"in the hand of {st.who(seat)}"
-    if kind == "run":
+    if kind == "run" and seat is not None:
         return f"in the run cards of {st.who(seat)}"
-    if kind == "discard":
+    if kind == "discard" and seat is not None:
         return f"in the discards of {st.who(seat)}"
     if kind == "trick":
         return f"in trick {trick}"
     return {"turn_up": "the turn-up", "shown": "the shown card", "run_turn_up": "a run's turn-up"}[kind]
 
 
-def _af_begging(st: _Deal, code_of: dict) -> bool:
+def _af_begging(st: _Deal, code_of: dict[str, int]) -> bool:
     """All Fours begging checks. Returns True when the discards are wrong or missing (the play is not replayed)."""
     d, R = st.d, st.R
     runs = d.runs or []
@@ -362,7 +344,7 @@ def _af_begging(st: _Deal, code_of: dict) -> bool:
             st.add("beg_irregular", "beg is 'run' but no runs are logged", None, dealer)
         elif runs and beg != "run":
             st.add("beg_irregular", f"{len(runs)} run(s) logged but beg is {beg!r}", None, dealer)
-    for j, r in enumerate(runs):
+    for j in range(len(runs)):
         if j >= 1 and suit_of(code_of[runs[j - 1]["turn_up"]]) != first_suit and R.second_beg == "forbidden":
             st.add("beg_irregular", f"run {j + 1} follows a new trump suit: a second beg", None, eldest)
             break
@@ -383,7 +365,7 @@ def _af_begging(st: _Deal, code_of: dict) -> bool:
     bad = False
     for s in range(st.n):
         ds = [code_of[x] for x in d.discards[s]]
-        held = set()
+        held: set[int] = set()
         if d.hands is not None:
             held |= {code_of[x] for x in d.hands[s]}
             for r in runs:
@@ -396,23 +378,27 @@ def _af_begging(st: _Deal, code_of: dict) -> bool:
     return bad
 
 
-def _sw_turn_up(st: _Deal, code_of: dict) -> None:
+def _sw_turn_up(st: _Deal, code_of: dict[str, int], hands: list[list[str]]) -> None:
     d, L = st.d, st.L
     owner = L.turnup_owner
+    if owner is None:  # (a Scotch Whist layout always has the turn-up's owner)
+        return
     tu = code_of[d.turn_up]
-    cards = [code_of[x] for x in d.hands[owner]]
+    cards = [code_of[x] for x in hands[owner]]
     if L.turnup_in_last_set:
         a, b = L.sets[owner][-1]
         cards = cards[a:b]
     if tu not in cards:
-        holder = next((s for s in range(st.n) if tu in {code_of[x] for x in d.hands[s]}), None)
+        holder = next((s for s in range(st.n) if tu in {code_of[x] for x in hands[s]}), None)
         where = f"it is in the hand of {st.who(holder)}" if holder is not None else "it is in no hand"
         st.add("turn_up_mismatch", f"the turn-up {CARD_STR[tu]} should be {st.who(owner)}'s"
                f"{' last-set' if L.turnup_in_last_set else ''} card; {where}", None, owner, CARD_STR[tu])
 
 
-def _sw_turn_up_derived(st: _Deal, code_of: dict, derived: list[list[list[int]]], known: bool) -> None:
+def _sw_turn_up_derived(st: _Deal, code_of: dict[str, int], derived: list[list[list[int]]], known: bool) -> None:
     owner = st.L.turnup_owner
+    if owner is None:  # (a Scotch Whist layout always has the turn-up's owner)
+        return
     tu = code_of[st.d.turn_up]
     cards = derived[owner][-1] if st.L.turnup_in_last_set else [c for part in derived[owner] for c in part]
     played = any(tu in part for hand in derived for part in hand)
@@ -421,11 +407,11 @@ def _sw_turn_up_derived(st: _Deal, code_of: dict, derived: list[list[list[int]]]
                "hold it", None, owner, CARD_STR[tu])
 
 
-def _check_deck(st: _Deal, code_of: dict, hands: list[list[int]], sequences: bool,
+def _check_deck(st: _Deal, code_of: dict[str, int], deck_raw: list[str], hands: list[list[int]], sequences: bool,
                 parts: list[list[list[int]]] | None = None) -> None:
     """Deal from `deck` under the rules and compare with the hands, run cards, turn-up and shown card."""
     d, L = st.d, st.L
-    deck = [code_of[x] for x in d.deck]
+    deck = [code_of[x] for x in deck_raw]
     af = d.game == "all_fours"
     n = st.n
     problems: list[str] = []
@@ -438,16 +424,20 @@ def _check_deck(st: _Deal, code_of: dict, hands: list[list[int]], sequences: boo
     def at(k: int) -> int | None:
         return deck[k] if k < len(deck) else None
 
+    def name_at(k: int) -> str:
+        c = at(k)
+        return CARD_STR[c] if c is not None else "missing"
+
     # the cards each seat should have received, in order
     expect: list[list[int | None]] = [[None] * L.hand_sizes[s] for s in range(n)]
-    for k, (seat, slot) in enumerate(zip(L.deal_seat, L.deal_slot)):
-        if seat is not None:
+    for k, (seat, slot) in enumerate(zip(L.deal_seat, L.deal_slot, strict=True)):
+        if seat is not None and slot is not None:
             expect[seat][slot] = at(k)
     runs = d.runs or []
     got = [list(h) for h in hands]
     if af:
         pos = 6 * n + 1
-        for r in runs:
+        for _run in runs:
             for off in range(n):
                 s = (L.eldest + off) % n
                 expect[s] += [at(pos + i) for i in range(3)]
@@ -462,8 +452,9 @@ def _check_deck(st: _Deal, code_of: dict, hands: list[list[int]], sequences: boo
             if sequences:
                 same = got[s] == expect[s]
             elif af:  # derived: the cards played and discarded, against hand and run cards dealt
-                same = None not in expect[s] and sorted(got[s]) == sorted(expect[s])
+                same = None not in expect[s] and sorted(got[s]) == sorted(c for c in expect[s] if c is not None)
             else:  # hands derived from the play: compare the cards of each set
+                assert parts is not None  # (derived hands come with their sets)
                 same = True
                 for j, (a, b) in enumerate(L.sets[s]):
                     if sorted(parts[s][j]) != sorted(c for c in expect[s][a:b] if c is not None) or \
@@ -476,7 +467,7 @@ def _check_deck(st: _Deal, code_of: dict, hands: list[list[int]], sequences: boo
     tu = code_of[d.turn_up]
     if at(L.turnup_index) != tu:
         problems.append(f"the turn-up is {CARD_STR[tu]} but the deck's card {L.turnup_index + 1} is "
-                        f"{CARD_STR[at(L.turnup_index)] if at(L.turnup_index) is not None else 'missing'}")
+                        f"{name_at(L.turnup_index)}")
     if af:
         pos = 6 * n + 1
         for j, r in enumerate(runs):
@@ -484,18 +475,19 @@ def _check_deck(st: _Deal, code_of: dict, hands: list[list[int]], sequences: boo
             rt = code_of[r["turn_up"]]
             if at(pos) != rt:
                 problems.append(f"run {j + 1} turned {CARD_STR[rt]} but the deck's card {pos + 1} is "
-                                f"{CARD_STR[at(pos)] if at(pos) is not None else 'missing'}")
+                                f"{name_at(pos)}")
             pos += 1
     if L.shown_index is not None and d.shown is not None:
         sh = code_of[d.shown]
         if at(L.shown_index) != sh:
             problems.append(f"the shown card is {CARD_STR[sh]} but the deck's card {L.shown_index + 1} is "
-                            f"{CARD_STR[at(L.shown_index)] if at(L.shown_index) is not None else 'missing'}")
+                            f"{name_at(L.shown_index)}")
     if problems:
         st.add("deck_mismatch", "; ".join(problems))
 
 
-def _derive_hands(st: _Deal, tricks: list[list[int]], seat_walk) -> tuple[list[list[list[int]]], bool]:
+def _derive_hands(st: _Deal, tricks: list[list[int]],
+                  seat_walk: list[list[int] | None]) -> tuple[list[list[list[int]]], bool]:
     """Hands from the play alone: each card belongs to the seat whose turn it was, set by set. The flag says
     whether every trick of the deal could be placed (the hands are then whole)."""
     n = st.n
@@ -504,20 +496,21 @@ def _derive_hands(st: _Deal, tricks: list[list[int]], seat_walk) -> tuple[list[l
     k = 0
     for j, cnt in enumerate(per_set):
         for _ in range(cnt):
-            if k >= len(tricks) or seat_walk[k] is None or len(tricks[k]) != len(seat_walk[k]):
+            seats = seat_walk[k] if k < len(tricks) else None
+            if seats is None or len(tricks[k]) != len(seats):
                 return out, False  # the play stops here; _play reports it
-            for c, s in zip(tricks[k], seat_walk[k]):
+            for c, s in zip(tricks[k], seats, strict=True):
                 out[s][j].append(c)
             k += 1
     return out, True
 
 
-def _holdings_from_hands(st: _Deal, code_of: dict) -> list[list[list[int]]]:
+def _holdings_from_hands(st: _Deal, code_of: dict[str, int], hands: list[list[str]]) -> list[list[list[int]]]:
     """Per seat, the cards of each set in play (All Fours: hand + run cards - discards)."""
     d, L, n = st.d, st.L, st.n
     out: list[list[list[int]]] = []
     for s in range(n):
-        cards = [code_of[x] for x in d.hands[s]]
+        cards = [code_of[x] for x in hands[s]]
         if d.game == "all_fours":
             for r in d.runs or []:
                 cards += [code_of[x] for x in r["cards"][s]]
@@ -530,10 +523,10 @@ def _holdings_from_hands(st: _Deal, code_of: dict) -> list[list[list[int]]]:
     return out
 
 
-def _play(st: _Deal, tricks: list[list[int]], holdings_by_set) -> bool:
+def _play(st: _Deal, tricks: list[list[int]], holdings_by_set: list[list[list[int]]], trump: int) -> bool:
     """Replay the tricks; returns True when every dealt card was played in well-formed tricks."""
     d, L, R, res = st.d, st.L, st.R, st.res
-    n, game, trump = st.n, d.game, res.trump
+    n, game = st.n, d.game
     af = game == "all_fours"
     per_set = _tricks_per_set(st)
     n_tricks = sum(per_set)
@@ -554,13 +547,13 @@ def _play(st: _Deal, tricks: list[list[int]], holdings_by_set) -> bool:
                        k + 1)
                 return False
             t = tricks[k]
-            size = _expected_trick_size(L, k, n_tricks)
+            size = trick_size(L, k == n_tricks - 1)
             if len(t) != size:
                 st.add("incomplete_play", f"trick {k + 1} has {len(t)} cards, not {size}", k + 1)
                 return False
-            seats = _seats_of_trick(L, leader, size, k == n_tricks - 1)
+            seats = seats_of_trick(L, leader, size, k == n_tricks - 1)
             lead_suit = suit_of(t[0])
-            for p, (c, s) in enumerate(zip(t, seats)):
+            for p, (c, s) in enumerate(zip(t, seats, strict=True)):
                 bit = 1 << c
                 if not hold[s] & bit:
                     holder = next((o for o in range(n) if hold[o] & bit), None)
@@ -575,7 +568,7 @@ def _play(st: _Deal, tricks: list[list[int]], holdings_by_set) -> bool:
                         _check_revoke(st, k, s, c, hold[s], lead_suit, trump, af, must_trump)
                     hold[s] &= ~bit
                 res.plays.append((k, s, c))
-            win = seats[_trick_winner_pos(game, t, trump)]
+            win = seats[trick_winner(game, t, trump)]
             res.winners.append(win)
             leader = win
             k += 1
@@ -588,16 +581,13 @@ def _play(st: _Deal, tricks: list[list[int]], holdings_by_set) -> bool:
 
 def _check_revoke(st: _Deal, k: int, s: int, c: int, held: int, lead: int, trump: int, af: bool,
                   must_trump: bool) -> None:
-    suit = suit_of(c)
-    if suit == lead:
-        return
-    follow = held & SUIT_MASK[lead]
-    if af:
-        if suit != trump and follow:
-            _revoke(st, k, s, c, follow, lead, "neither followed suit nor trumped")
-    elif follow:
-        _revoke(st, k, s, c, follow, lead, "did not follow suit")
-    elif must_trump and suit != trump and held & SUIT_MASK[trump]:
+    """A revoke when `c`, played out of `held`, breaks the follow-suit rule (`legal.revoke_kind`); the message
+    names the lowest card of the suit that obliged the seat."""
+    kind = revoke_kind(st.d.game, held, c, lead, trump, must_trump)
+    if kind == "lead":
+        what = "neither followed suit nor trumped" if af else "did not follow suit"
+        _revoke(st, k, s, c, held & SUIT_MASK[lead], lead, what)
+    elif kind == "trump":
         _revoke(st, k, s, c, held & SUIT_MASK[trump], lead, "discarded while holding a trump (must trump)")
 
 
@@ -641,7 +631,7 @@ def _sw_score(st: _Deal) -> None:
     steps = {k: [0] * ns for k in SW_STEPS}
     won_cards = [0] * ns
     trick_sizes: dict[int, int] = {}
-    for k, s, c in res.plays:
+    for k, _s, c in res.plays:
         trick_sizes[k] = trick_sizes.get(k, 0) + 1
         if suit_of(c) == res.trump and rank_of(c) in SW_HONOURS:
             w = side[res.winners[k]]
@@ -674,11 +664,11 @@ def _af_score(st: _Deal) -> None:
     for s in from_eldest:
         if side[s] not in sides_from_eldest:
             sides_from_eldest.append(side[s])
-    first = parse_card(d.turn_up)
+    first = _code(d.turn_up)
     if rank_of(first) == RJ:
         ev.append((dealer_side, "turned_jack"))
     for r in d.runs or []:
-        c = parse_card(r["turn_up"])
+        c = _code(r["turn_up"])
         if rank_of(c) == RJ and (suit_of(c) != suit_of(first) or R.jack_on_rejected_turnup == "point"):
             ev.append((dealer_side, "turned_jack"))
     if (d.beg or "stand") == "take_one":
@@ -711,7 +701,7 @@ def _af_score(st: _Deal) -> None:
             if not (graduated and js in revoking):
                 ev.append((js, "jack"))
     pips = [0] * ns
-    for k, s, c in res.plays:
+    for k, _s, c in res.plays:
         pips[side[res.winners[k]]] += AF_PIPS.get(rank_of(c), 0)
     best = max(pips)
     top = [x for x in sides_from_eldest if pips[x] == best]

@@ -14,9 +14,10 @@ import numpy as np
 
 from ..cards import CARD_STR, SUIT_MASK, R10, RJ, cards_of
 from ..dealing import af_run, deal
-from ..legal import legal_mask
+from ..legal import legal_mask, seats_of_trick, shown_voids, trick_size
 from ..rules import AF_PIPS, Layout, Rules
 from .policy import Policy, Public, View, af_keep_order, observe
+from .spec import CheaterSpec
 
 
 class Uniforms:
@@ -72,7 +73,7 @@ class RevokeClock:
 class SeatInfo:
     name: str
     policy: Policy
-    cheat: object = None  # CheaterSpec or None
+    cheat: CheaterSpec | None = None
     ally: int = -1  # a colluder's accomplice's seat at this table
     revoke_rate: float | None = None  # a clumsy honest player's own rate of accidental revokes (None: the season's)
 
@@ -95,6 +96,12 @@ class Ctx:
     clock: RevokeClock | None = None  # accidental revokes (shared by the season)
     beliefs: dict = field(default_factory=dict)  # readers' beliefs on the key card, this deal
     must_trump: bool = False
+
+    def revoke_chance(self) -> bool:
+        """One chance of an accidental revoke, on the season's clock."""
+        if self.clock is None:
+            raise ValueError("the season sets Ctx.clock before the play")
+        return self.clock.tick()
 
 
 def _boss_trump(pub: Public) -> int | None:
@@ -148,7 +155,7 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, trick_no: i
     u = ctx.u
     if cheat is None and ctx.decisions is None:
         # an honest player, nothing logged: the same random draws as the general path below, in fewer steps
-        if lead is not None and not two_card and hold != legal and ctx.clock.tick():
+        if lead is not None and not two_card and hold != legal and ctx.revoke_chance():
             offc = cards_of(hold & ~legal)
             card = offc[min(int(u() * len(offc)), len(offc) - 1)]
             ctx.revokes.append((trick_no + 1, s, "accidental", card))
@@ -164,7 +171,7 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, trick_no: i
         probs = info.policy.weights(View(pub, s, hold, -1, ctx.beliefs.get(s) if ctx.beliefs else None),
                                     legal_cards)
         x = u()
-        for c, p in zip(legal_cards, probs):
+        for c, p in zip(legal_cards, probs, strict=True):
             x -= p
             if x < 0.0:
                 return c
@@ -183,19 +190,19 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, trick_no: i
         honest = info.policy.weights(View(pub, s, hold, -1, bw), legal_cards)
     used = honest
     kind = cheat.kind if cheat is not None else None
-    if kind == "marked_ten" and len(legal_cards) > 1:
+    if cheat is not None and kind == "marked_ten" and len(legal_cards) > 1:
         key = trump * 13 + R10
         holder = next((o for o in range(pub.n) if ctx.holds[o] >> key & 1), None)
         cp = marked_ten_probs(pub, s, hold, legal_cards, honest, holder)
         if cp is not None:
             q = cheat.q
-            used = [q * a + (1 - q) * b for a, b in zip(cp, honest)]
+            used = [q * a + (1 - q) * b for a, b in zip(cp, honest, strict=True)]
             ctx.cheat_acts[info.name] = ctx.cheat_acts.get(info.name, 0) + 1
-    elif kind == "colluder" and info.ally >= 0 and len(legal_cards) > 1:
+    elif cheat is not None and kind == "colluder" and info.ally >= 0 and len(legal_cards) > 1:
         cp = info.policy.weights(View(pub, s, hold, info.ally, bw), legal_cards)
         q = cheat.q
-        used = [q * a + (1 - q) * b for a, b in zip(cp, honest)]
-        if any(abs(a - b) > 1e-12 for a, b in zip(cp, honest)):
+        used = [q * a + (1 - q) * b for a, b in zip(cp, honest, strict=True)]
+        if any(abs(a - b) > 1e-12 for a, b in zip(cp, honest, strict=True)):
             ctx.cheat_acts[info.name] = ctx.cheat_acts.get(info.name, 0) + 1
     # ---- revokes: deliberate (the revoker, when a revoke takes or saves a counting card) or accidental
     revoke_card = None
@@ -203,8 +210,8 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, trick_no: i
     p_revoke = 0.0
     off = hold & ~legal
     if lead is not None and not two_card and off:
-        rc = _deliberate_revoke(pub, s, hold, legal, off) if kind == "revoker" else None
-        if rc is not None:
+        rc = _deliberate_revoke(pub, s, hold, legal, off) if cheat is not None and kind == "revoker" else None
+        if cheat is not None and rc is not None:
             q = cheat.q
             p_revoke = q + (1 - q) * ctx.revoke_rate
             x = u()
@@ -221,7 +228,7 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, trick_no: i
                 revoke_card, revoke_kind = offc[min(int(u() * len(offc)), len(offc) - 1)], "accidental"
         else:
             p_revoke = ctx.revoke_rate
-            if ctx.clock.tick():
+            if ctx.revoke_chance():
                 offc = cards_of(off)
                 revoke_card, revoke_kind = offc[min(int(u() * len(offc)), len(offc) - 1)], "accidental"
     if revoke_card is not None:
@@ -232,7 +239,7 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, trick_no: i
     else:
         x = u()
         card = legal_cards[-1]
-        for c, p in zip(legal_cards, used):
+        for c, p in zip(legal_cards, used, strict=True):
             x -= p
             if x < 0.0:
                 card = c
@@ -276,15 +283,6 @@ def _deliberate_revoke(pub: Public, s: int, hold: int, legal: int, off: int) -> 
     return min(blanks, key=lambda c: (c % 13, c)) if blanks else None
 
 
-def seats_of_trick(L: Layout, leader: int, last: bool) -> list[int]:
-    n = L.n
-    seats = [(leader + i) % n for i in range(n)]
-    if last and L.extra_card_seat is not None:
-        i = seats.index(L.extra_card_seat)
-        seats.insert(i + 1, L.extra_card_seat)
-    return seats
-
-
 def play_tricks(ctx: Ctx, L: Layout, holdings: list[list[int]], trump: int, turnup: int,
                 turnup_owner: int | None, dead: int, tricks_per_set: tuple[int, ...]) -> list[list[int]]:
     """Play every trick. `holdings[s][j]`: seat s's cards (bitmask) in set j. Returns the tricks as card lists.
@@ -310,7 +308,7 @@ def play_tricks(ctx: Ctx, L: Layout, holdings: list[list[int]], trump: int, turn
     extra = L.extra_card_seat
     tab = pub.tab
     hv = tab.hv
-    hi = tab.hi
+    beaten_by = tab.beaten_by
     tricks: list[list[int]] = []
     leader = L.eldest
     k = 0
@@ -325,7 +323,7 @@ def play_tricks(ctx: Ctx, L: Layout, holdings: list[list[int]], trump: int, turn
         pub.sizes = [h.bit_count() for h in hold]
         for _ in range(cnt):
             last = k == n_tricks - 1
-            seats = seats_of_trick(L, leader, last)
+            seats = seats_of_trick(L, leader, trick_size(L, last), last)
             pub.order = seats
             pub.trick_size = len(seats)
             pub.lead_suit = None
@@ -353,18 +351,10 @@ def play_tricks(ctx: Ctx, L: Layout, holdings: list[list[int]], trump: int, turn
                     pub.lead_suit = suit
                     pub.win_seat, pub.win_card = s, card
                 else:
-                    lead = pub.lead_suit
-                    w = pub.win_card
-                    if (hi[w] >> card & 1) or (suit == trump and w // 13 != trump):
+                    if beaten_by[pub.win_card] >> card & 1:
                         pub.win_seat, pub.win_card = s, card
-                    if suit != lead and not two_card:
-                        if game == "all_fours":
-                            if suit != trump:
-                                pub.voids[s] |= 1 << lead
-                        else:
-                            pub.voids[s] |= 1 << lead
-                            if must_trump and suit != trump:
-                                pub.voids[s] |= 1 << trump
+                    if not two_card:
+                        pub.voids[s] |= shown_voids(game, suit, pub.lead_suit, trump, must_trump)
                 hold[s] &= ~bit
                 pub.sizes[s] -= 1
                 pub.played |= bit
@@ -463,7 +453,7 @@ def af_deal(ctx: Ctx, L: Layout, deck: list[int], totals: list[int] | None, targ
         size = 6
     else:
         size = 6 + 3 * r
-    discards = None
+    discards: list[list[int]] | None = None
     holdings = list(masks)
     if r and not bunched:
         discards = []

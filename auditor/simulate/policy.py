@@ -36,12 +36,14 @@ hands that is about 57% standing and 46% giving. Discards keep the six best card
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from ..cards import N_CARDS, RJ, R10, SUIT_MASK
+from ..legal import beats, legal_mask, shown_voids
 from ..rules import AF_PIPS, SW_HONOURS, trump_strength
 
 SW_LAM_CARD = 0.5  # a card won in a trick, towards cards-over (Scotch Whist)
@@ -72,10 +74,12 @@ SKILL = {
 
 
 class Tables:
-    """Per game and trump suit: each card's worth in a trick, spending cost, the stronger cards of its suit."""
+    """Per game and trump suit: each card's worth in a trick, spending cost, the stronger cards of its suit (`hi`)
+    and every card that takes a trick from it (`beaten_by`: those and, for a plain card, every trump), from
+    `legal.beats`."""
 
-    __slots__ = ("game", "trump", "hv", "spend", "hi", "key", "key_val", "trump_mask", "honour_mask", "lam_card",
-                 "trump_order", "worth_mask")
+    __slots__ = ("game", "trump", "hv", "spend", "hi", "beaten_by", "key", "key_val", "trump_mask", "honour_mask",
+                 "lam_card", "trump_order", "worth_mask")
 
     def __init__(self, game: str, trump: int):
         sw = game == "scotch_whist"
@@ -95,14 +99,14 @@ class Tables:
                 hv[c] = AF_LAM_PIP * AF_PIPS.get(r, 0) + (1.0 if (s == trump and r == RJ) else 0.0)
                 spend[c] = (0.1 + 0.5 * (r / 12) ** 2) if s == trump else (0.25 * (r / 12) ** 2)
         hi = [0] * N_CARDS
+        beaten_by = [0] * N_CARDS
         for c in range(N_CARDS):
-            s = c // 13
-            m = 0
-            for d in range(13 * s, 13 * s + 13):
-                if strength[d] > strength[c]:
-                    m |= 1 << d
-            hi[c] = m
-        self.hv, self.spend, self.hi = hv, spend, hi
+            for d in range(N_CARDS):
+                if beats(game, d, c, trump):
+                    beaten_by[c] |= 1 << d
+                    if d // 13 == c // 13:
+                        hi[c] |= 1 << d
+        self.hv, self.spend, self.hi, self.beaten_by = hv, spend, hi, beaten_by
         self.worth_mask = sum(1 << c for c in range(N_CARDS) if hv[c] > 0)
         self.trump_mask = SUIT_MASK[trump]
         self.trump_order = sorted(range(13 * trump, 13 * trump + 13), key=lambda c: -strength[c])
@@ -154,7 +158,7 @@ class Public:
         self.trick_mask = 0
         self.prev_trick_mask = 0
         self.trick_hv = 0.0
-        self.lead_suit = None
+        self.lead_suit: int | None = None
         self.order: list[int] = []
         self.pos = 0
         self.win_seat = -1
@@ -168,8 +172,8 @@ class Public:
         self.target = target
 
     def beats(self, c: int, w: int) -> bool:
-        """Card c beats the trick's current winner w."""
-        return bool((self.tab.hi[w] >> c) & 1) or (c // 13 == self.trump and w // 13 != self.trump)
+        """Card c beats the trick's current winner w (`legal.beats`)."""
+        return bool((self.tab.beaten_by[w] >> c) & 1)
 
 
 class View:
@@ -213,7 +217,7 @@ class Policy:
         out = np.zeros(N_CARDS)
         if not cards:
             raise ValueError("no legal card to play")
-        for c, p in zip(cards, self.weights(view, cards)):
+        for c, p in zip(cards, self.weights(view, cards), strict=True):
             out[c] = p
         return out
 
@@ -244,7 +248,7 @@ class Policy:
         tmask = tab.trump_mask
         if lead is not None and not any_worth:
             wc = pub.win_card
-            if not (lm & hi[wc] or (wc // 13 != trump and lm & tmask)):
+            if not lm & tab.beaten_by[wc]:
                 # no legal card can take the trick and none is worth points: every card's score is the same
                 # trick outcome minus its spending cost (softmax ignores the common part)
                 return [-spend[c] for c in legal]
@@ -272,6 +276,7 @@ class Policy:
                 x = sizes[o] - (1 if o == owner else 0)
                 if x > 0:
                     f[o] = x / U
+        later: Sequence[int]
         if lead is None:
             later = others
         else:
@@ -285,7 +290,7 @@ class Policy:
         key = tab.key
         key_hi = hi[key]
         key_val = tab.key_val
-        pk = None
+        pk: list[float] | None = None
         if lm & key_hi or (lead is None and lm & tmask):
             if owner >= 0 and owner != me and pub.turnup == key:
                 pk = [0.0] * n
@@ -359,7 +364,7 @@ class Policy:
                     keep *= 1.0 - pv * (1.0 - (1.0 - fo) ** k)
             return 1.0 - keep
 
-        def keygain(c: int, trick_suit: int) -> float:
+        def keygain(c: int, trick_suit: int, pk: list[float]) -> float:
             # a later opponent forced to drop the key under c, or a later partner dropping it on c
             g = 0.0
             for o in later:
@@ -396,7 +401,7 @@ class Policy:
                 r = 1.0 - (e[0] ** k if k else 1.0) * e[1]
                 g = (1.0 - 2.0 * r) * P0 - spend[c]
                 if pk is not None and key_hi >> c & 1:
-                    g += (1.0 - r) * keygain(c, su)
+                    g += (1.0 - r) * keygain(c, su, pk)
                 h = hv[c]
                 if h:
                     kk = k + (half_t if su != trump else 0)
@@ -432,7 +437,7 @@ class Policy:
                     r = 1.0 - (e[0] ** k if k else 1.0) * e[1]
                 g = (1.0 - 2.0 * r) * P
                 if pk is not None and key_hi >> c & 1:
-                    g += (1.0 - r) * keygain(c, lead)
+                    g += (1.0 - r) * keygain(c, lead, pk)
             else:
                 r = rw
                 g = (1.0 - 2.0 * r) * P
@@ -529,11 +534,10 @@ def observe(pub: Public, beliefs: dict[int, list[float]], seat: int, card: int) 
         return
     trump = pub.trump
     suit = card // 13
-    shows_void_trumps = lead == trump and suit != trump
-    if pub.game == "all_fours":
-        key_playable = True  # trumping is always allowed
-    else:
-        key_playable = (lead == trump and suit == trump) or suit != lead
+    # what the play shows under the follow-suit rule (a reader does not use must_trump_if_able's inference): out
+    # of trumps (a trump lead not followed), and whether the key card, had he held it, was his to play
+    shows_void_trumps = bool((shown_voids(pub.game, suit, lead, trump) >> trump) & 1)
+    key_playable = bool((legal_mask(pub.game, (1 << card) | (1 << key), lead, trump) >> key) & 1)
     unfed = key_playable and sure_winner(pub, seat)
     if not (shows_void_trumps or unfed):
         return

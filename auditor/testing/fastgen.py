@@ -1,7 +1,8 @@
 """Random legal Scotch Whist deals in bulk (numpy), for the benchmark: a million deals in seconds.
 
 Same model as `generate`: a uniformly shuffled pack dealt one card at a time from the eldest hand, the turn-up the
-dealer's last card, every card chosen uniformly among the legal ones, trick winners by the rules. Scores are
+dealer's last card, every card chosen uniformly among the legal ones, trick winners by the rules (`auditor.legal`,
+looked up in tables built from its functions). Scores are
 counted here with their own code (honours to the side winning them, cards over the number dealt) and the winner
 of a count-out by `auditor.replay.chain.sw_countout`, so the batch engine that later replays these deals is
 checked, not copied; the benchmark also replays a sample of the games with the reference engine.
@@ -18,9 +19,20 @@ from typing import Iterator
 import numpy as np
 
 from ..cards import CARD_STR
-from ..rules import resolve, layout
+from ..dealog import Deal
+from ..legal import legal_suits, trick_key
+from ..replay.chain import sw_countout
+from ..replay.reference import SW_STEPS, DealResult
+from ..rules import layout, resolve
 
 HONOUR = {8: (10, "ten"), 12: (4, "ace"), 11: (3, "king"), 10: (2, "queen"), 9: (11, "jack")}
+_GAME = "scotch_whist"  # foster: void_rule trump_or_discard
+# the play's rules as tables over arrays: the suits a hand may play [lead, trump, suits held (4 bits)] and each
+# card's order in a trick [trump, lead, card]
+_LEGAL_SUITS = np.array([[[legal_suits(_GAME, h, lead, trump) for h in range(16)] for trump in range(4)]
+                         for lead in range(4)], np.int64)
+_TRICK_KEY = np.array([[[trick_key(_GAME, c, lead, trump) for c in range(52)] for lead in range(4)]
+                       for trump in range(4)], np.int64)
 
 
 @dataclass
@@ -43,7 +55,8 @@ def _play(rng: np.random.Generator, rel_hands: np.ndarray, trump: np.ndarray, n:
     """Uniform random legal play. Returns (tricks [N, T, n] cards, seats [N, T, n] relative, winners [N, T])."""
     N, _, H = rel_hands.shape
     T = H
-    suit = (rel_hands // 13).astype(np.int8)
+    suit = (rel_hands // 13).astype(np.int64)
+    tr = trump.astype(np.int64)
     played = np.zeros((N, n, H), bool)
     tricks = np.zeros((N, T, n), np.uint8)
     seats = np.zeros((N, T, n), np.int8)
@@ -51,15 +64,16 @@ def _play(rng: np.random.Generator, rel_hands: np.ndarray, trump: np.ndarray, n:
     leader = np.zeros(N, np.int64)
     ar = np.arange(N)
     for k in range(T):
-        lead = np.zeros(N, np.int8)
+        lead = np.zeros(N, np.int64)
         for p in range(n):
             s = (leader + p) % n
             avail = ~played[ar, s]  # [N, H]
             if p == 0:
                 legal = avail
             else:
-                follow = avail & (suit[ar, s] == lead[:, None])
-                legal = np.where(follow.any(1)[:, None], follow, avail)
+                held = np.bitwise_or.reduce(np.where(avail, 1 << suit[ar, s], 0), axis=1)
+                ok = _LEGAL_SUITS[lead, tr, held]
+                legal = avail & (((ok[:, None] >> suit[ar, s]) & 1) == 1)
             u = rng.random((N, H))
             u[~legal] = -1.0
             j = u.argmax(1)
@@ -69,10 +83,7 @@ def _play(rng: np.random.Generator, rel_hands: np.ndarray, trump: np.ndarray, n:
             seats[:, k, p] = s
             if p == 0:
                 lead = suit[ar, s, j]
-        cs = tricks[:, k, :] // 13
-        cr = (tricks[:, k, :] % 13).astype(np.int16)
-        strength = np.where(cr == 9, 13, cr)
-        key = np.where(cs == trump[:, None], 32 + strength, np.where(cs == lead[:, None], 16 + cr, 0))
+        key = _TRICK_KEY[tr[:, None], lead[:, None], tricks[:, k, :]]
         pos = key.argmax(1)
         w = seats[ar, k, pos].astype(np.int64)
         winners[:, k] = w
@@ -117,11 +128,6 @@ def deal_batch(rng: np.random.Generator, N: int, n: int, dealer: np.ndarray, sid
 def bench_games(rng: np.random.Generator, n_deals: int, n: int = 4, sides=((0, 2), (1, 3)),
                 concurrent: int = 50000) -> Iterator[Batch]:
     """Whole games (deal 1 until a side reaches 41) until `n_deals` deals; yields rounds of deals."""
-    from types import SimpleNamespace
-
-    from ..replay.chain import sw_countout
-    from ..replay.reference import SW_STEPS
-
     R = resolve("scotch_whist", "foster")
     side_of = np.zeros(n, np.int64)
     if sides:
@@ -131,6 +137,11 @@ def bench_games(rng: np.random.Generator, n_deals: int, n: int = 4, sides=((0, 2
     else:
         side_of = np.arange(n)
     S = int(side_of.max()) + 1
+    # the count-out of a deal where several sides pass 41 is chain.sw_countout's: a deal of these sides to count
+    count_deal = Deal(source="", file_index=0, line=0, game="scotch_whist", rules="foster", options={}, table="",
+                      game_id="", deal_no=1, players=[f"p{i}" for i in range(n)], dealer=0, turn_up="", ruleset=R,
+                      sides=[list(s) for s in sides] if sides else None)
+    assert count_deal.n_sides == S
     made = 0
     next_game = 0
     G = min(concurrent, n_deals)
@@ -154,12 +165,12 @@ def bench_games(rng: np.random.Generator, n_deals: int, n: int = 4, sides=((0, 2
         ends = reached.any(1)
         winner = np.where(ends, reached.argmax(1), -1)
         multi = np.flatnonzero(reached.sum(1) > 1)
-        deal_ns = SimpleNamespace(ruleset=R, n_sides=S)
         for i in multi.tolist():
             full = {"penalty": [0] * S}
             for j, name in enumerate(("ten", "cards", "ace", "king", "queen", "jack")):
                 full[name] = [int(x) for x in steps[i, j]]
-            res = SimpleNamespace(deal=deal_ns, sw_steps={k: full[k] for k in SW_STEPS})
+            res = DealResult(count_deal)
+            res.sw_steps = {k: full[k] for k in SW_STEPS}
             _, w, _ = sw_countout(res, [int(x) for x in totals[i]])
             winner[i] = -1 if w is None else w
         yield Batch(game_no=game_no.copy(), deal_no=deal_no.copy(), dealer=dealer.copy(), deck=deck, hands=hands,

@@ -19,9 +19,9 @@ import numpy as np
 from ..cards import CARD_STR, cards_of, mask_of, suit_of, rank_of, RJ
 from ..dealing import af_run, deal, shuffled_pack
 from ..dealog import FIELD_ORDER, FORMAT, validate
-from ..legal import legal_mask
+from ..legal import legal_mask, seats_of_trick, trick_size, trick_winner
 from ..replay.chain import count_af, sw_countout
-from ..replay.reference import _seats_of_trick, _trick_winner_pos, replay_deal
+from ..replay.reference import replay_deal
 from ..rules import PRESETS, Rules, layout, resolve
 
 NAMES = ("ann", "bob", "cy", "dee", "eve", "fay", "gus", "hal", "ivy", "jo", "kim", "lou")
@@ -116,8 +116,8 @@ def _play_tricks(rng: np.random.Generator, rules: Rules, L, sets: list[list[list
             leader = L.eldest
         for _ in range(cnt):
             last = k == n_tricks - 1
-            size = n + 1 if (last and L.extra_card_seat is not None) else n
-            seats = _seats_of_trick(L, leader, size, last)
+            size = trick_size(L, last)
+            seats = seats_of_trick(L, leader, size, last)
             trick: list[int] = []
             lead_suit = None
             for s in seats:
@@ -133,7 +133,7 @@ def _play_tricks(rng: np.random.Generator, rules: Rules, L, sets: list[list[list
                 trick.append(c)
                 if lead_suit is None:
                     lead_suit = suit_of(c)
-            leader = seats[_trick_winner_pos(game, trick, trump)]
+            leader = seats[trick_winner(game, trick, trump)]
             tricks.append(trick)
             k += 1
     return tricks, revokes
@@ -262,7 +262,7 @@ def score_record(rec: dict, totals: list[int]) -> tuple[list[int] | None, list[i
             return res.points, after, (others[0] if len(others) == 1 else None), True
         return res.points, after, winner, ends
     counted, winner = count_af(res, totals)
-    return counted, [a + b for a, b in zip(totals, counted)], winner, winner is not None
+    return counted, [a + b for a, b in zip(totals, counted, strict=True)], winner, winner is not None
 
 
 def random_game(rng: np.random.Generator, game: str, preset: str, n: int, *, game_id: str,

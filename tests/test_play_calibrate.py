@@ -15,7 +15,7 @@ def logged_season():
     spec = SeasonSpec(tables=tables, n_deals=400, players=8, cheaters=[CheaterSpec("ada", "marked_ten", 0.5)],
                       deck=False, time=False, log_decisions=True)
     sim = simulate_season(spec, np.random.default_rng(5))
-    return sim, C._replay(sim.records)
+    return sim, C._replay(sim.records).results
 
 
 def test_yardstick_rebuilds_the_cheaters_own_mixture(logged_season):

@@ -331,18 +331,18 @@ def test_simulate_checks_every_output_first_and_writes_them_whole(tmp_path):
 
 
 def test_convert_failure_leaves_no_part_file_and_keeps_the_older_output(tmp_path, monkeypatch):
-    from auditor.fast import pipeline
+    from auditor.fast import convert
 
     dst = tmp_path / "out.parquet"
     dst.write_bytes(b"older")
-    real = pipeline.iter_chunks
+    real = convert.iter_chunks
 
     def broken(*a, **k):
         gen = real(*a, **k)
         yield next(gen)
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(pipeline, "iter_chunks", broken)
+    monkeypatch.setattr(convert, "iter_chunks", broken)
     r = run("convert", DEMO, dst)
     assert r.exit_code == 2 and "Input/output error" in r.stderr
     assert dst.read_bytes() == b"older" and _tmp_leftovers(tmp_path) == []

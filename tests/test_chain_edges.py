@@ -147,7 +147,7 @@ def test_one_deal_sequence_per_gap_and_rotation_by_the_modulus(tmp_path, deal_no
     seq = [f for f in doc["findings"] if f["code"] == "deal_sequence"][0]
     assert seq["message"] == gap_message("right", 1, deal_no) and len(seq["message"]) < 150
     for gid, seat in (("right", due), ("wrong", wrong)):
-        totals = [a + b for a, b in zip(sw_by_dealer(3)[1], sw_by_dealer(seat)[1])]
+        totals = [a + b for a, b in zip(sw_by_dealer(3)[1], sw_by_dealer(seat)[1], strict=True)]
         g = game(doc, gid)
         assert g["totals"] == totals and g["deals"] == 2
         assert g["winner"] == (0 if totals[0] >= TARGET_SW else None)

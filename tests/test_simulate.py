@@ -193,7 +193,7 @@ def _random_states(rng, count):
 def test_policy_probabilities_are_distributions_over_the_legal_cards(skill):
     rng = np.random.default_rng(99)
     pol = Policy(skill)
-    for game, pub, s, hand, legal in _random_states(rng, 300):
+    for _game, pub, s, hand, legal in _random_states(rng, 300):
         belief = [1.0] * pub.n if skill == "reader" else None
         p = pol.probabilities(View(pub, s, hand, -1, belief), legal)
         assert p.shape == (52,)

@@ -10,6 +10,7 @@ their messages are those of `chain.py`; the differential tests hold the two to e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -108,12 +109,19 @@ def chain_arrays(A: DealArrays, info) -> ChainOut:
         cuts.append(c)
     cuts.append(len(o_all))
     del g_all
-    parts = [_chain_slice(A, o_all[a:b], info, findings) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+    parts = [_chain_slice(A, o_all[a:b], info, findings) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a]
     cat = [np.concatenate([p[i] for p in parts]) for i in range(6)]
-    return ChainOut(*cat, findings, complex_gids)
+    return ChainOut(cat[0], cat[1], cat[2], cat[3], cat[4], cat[5], findings, complex_gids)
 
 
 SLICE = 262144  # deals per slice of the chain
+
+
+def _add_finding(findings: list, i: int, gid: str, d_no: int, players: list[str], src: str, code: str, msg: str,
+                 seat: int | None = None) -> None:
+    """One game finding of deal i (no trick, no card)."""
+    findings.append((i, Finding(code, gid, d_no, None, seat, players[seat] if seat is not None else None, None, src,
+                                msg)))
 
 
 def _chain_slice(A: DealArrays, o: np.ndarray, info, findings: list):
@@ -170,9 +178,9 @@ def _chain_slice(A: DealArrays, o: np.ndarray, info, findings: list):
                 winner_at[multi] = _sw_countout(before[multi], A.steps[o[multi]].astype(np.int64), ns[multi],
                                                 target[multi], A.collision[o[multi]])
         if af.size:
-            c, w = _af_count(before[af], A.events[o[af]], target[af])
-            counted[af] = c
-            winner_at[af] = w
+            af_pts, af_win = _af_count(before[af], A.events[o[af]], target[af])
+            counted[af] = af_pts
+            winner_at[af] = af_win
     totals_after = before + counted  # for chained deals (Scotch Whist at its end: every point)
     # ---- findings per deal, in the chain's order
     flag_seq_start = st & (dn != 1)
@@ -218,10 +226,10 @@ def _chain_slice(A: DealArrays, o: np.ndarray, info, findings: list):
         ds = A.dealer_side[o[gi]]
         t[np.arange(len(gi)), ds] += A.tj[o[gi]]
         for c in range(3):
-            s = gift[gi, c].astype(np.int64)
-            ok = (s >= 0) & (gift_side[gi] < 0)
-            hit = ok & (t[np.arange(len(gi)), np.maximum(s, 0)] + 1 >= target[gi])
-            gift_side[gi[hit]] = s[hit]
+            gs_c = gift[gi, c].astype(np.int64)
+            ok = (gs_c >= 0) & (gift_side[gi] < 0)
+            hit = ok & (t[np.arange(len(gi)), np.maximum(gs_c, 0)] + 1 >= target[gi])
+            gift_side[gi[hit]] = gs_c[hit]
         flag_gift[gi] = gift_side[gi] >= 0
     own_score = (repeated | over) & rp_has & (scored | (bunched & (game == 1)))
     flag_own = own_score & ((rp != np.where(scored[:, None], pts, 0)) & live).any(1)
@@ -232,10 +240,7 @@ def _chain_slice(A: DealArrays, o: np.ndarray, info, findings: list):
         gid, src, players = info(i)
         d_no = int(dn[j])
         k = int(ns[j])
-
-        def add(code: str, msg: str, seat: int | None = None) -> None:
-            findings.append((i, Finding(code, gid, d_no, None, seat, players[seat] if seat is not None else None,
-                                        None, src, msg)))
+        add = partial(_add_finding, findings, i, gid, d_no, players, src)
 
         if repeated[j] or over[j]:
             if repeated[j]:

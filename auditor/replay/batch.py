@@ -3,8 +3,9 @@
 `replay_batch(deals)` returns one `DealResult` per deal, equal to what `reference.replay_deal` gives (findings,
 hands, plays, winners, revokes, points), and statistics: how many deals the kernel replayed and how many it handed
 to the reference engine, by reason. Deals the columns cannot hold (lenient card spellings, unknown card strings,
-claims) and deals with a structural finding (cards, hand sizes, turn-up, deck, begging, the shape of the play)
-go to the reference engine; revokes and cards not in hand are found by the kernel.
+claims), deals with a structural finding (cards, hand sizes, turn-up, deck, begging, the shape of the play), deals
+where a card played is not in its player's hand, and deals whose rules have a switch value the kernel does not
+claim (`kernel.KERNEL_SUPPORTS`) go to the reference engine; revokes are found by the kernel.
 
 The CLI does not come through here for large inputs: `auditor.fast.pipeline` replays files without building a
 `DealResult` per deal.
@@ -17,19 +18,19 @@ from collections import Counter
 import numpy as np
 
 from ..dealog import Deal
+from ..findings import Finding
+from ..fast.cols import ChunkBuilder, Registry
+from ..fast.kernel import AF_LABELS, FALLBACK_REASONS, SW_STEP_NAMES, ChunkResult, replay_chunk
 from .reference import SW_STEPS, DealResult, replay_deal
 
 CHUNK = 65536
 
 
 def replay_batch(deals: list[Deal]) -> tuple[list[DealResult], dict]:
-    from ..fast.cols import ChunkBuilder, Registry
-    from ..fast.kernel import AF_LABELS, FALLBACK_REASONS, SW_STEP_NAMES, replay_chunk
-
     assert SW_STEP_NAMES == SW_STEPS
     reg = Registry()
     results: list[DealResult] = []
-    reasons: Counter = Counter()
+    reasons: Counter[str] = Counter()
     kernel = 0
     for start in range(0, len(deals), CHUNK):
         part = deals[start:start + CHUNK]
@@ -39,8 +40,8 @@ def replay_batch(deals: list[Deal]) -> tuple[list[DealResult], dict]:
         ch = b.finish()
         ch.sources = [d.source for d in part]
         out = replay_chunk(ch, reg, detail=True)
-        by_row: dict[int, list] = {}
-        for row, k, p, f in sorted(out.findings, key=lambda x: (x[0], x[1], x[2])):
+        by_row: dict[int, list[Finding]] = {}
+        for row, _k, _p, f in sorted(out.findings, key=lambda x: (x[0], x[1], x[2])):
             by_row.setdefault(row, []).append(f)
         for i, d in enumerate(part):
             if ch.status[i] != 0:
@@ -58,7 +59,7 @@ def replay_batch(deals: list[Deal]) -> tuple[list[DealResult], dict]:
     return results, stats
 
 
-def _result(d: Deal, i: int, out, findings: list, af_labels) -> DealResult:
+def _result(d: Deal, i: int, out: ChunkResult, findings: list[Finding], af_labels: tuple[str, ...]) -> DealResult:
     masks, trump, plays, winners, nt = out.detail[i]
     r = DealResult(d)
     r.findings = list(findings)
@@ -80,7 +81,7 @@ def _result(d: Deal, i: int, out, findings: list, af_labels) -> DealResult:
     else:
         ev = out.events[i]
         lab = out.elabel[i]
-        r.af_events = [(int(s), af_labels[int(lb)]) for s, lb in zip(ev, lab) if s >= 0]
+        r.af_events = [(int(s), af_labels[int(lb)]) for s, lb in zip(ev, lab, strict=True) if s >= 0]
         r.gift_sides = [int(g) for g in out.gift[i] if g >= 0]
     return r
 

@@ -61,6 +61,18 @@ def _target(d: Deal) -> int:
     return d.ruleset.target
 
 
+def _af_events(res: DealResult) -> list[tuple[int, str]]:
+    if res.af_events is None:
+        raise ValueError(f"{res.deal.source}: not a scored All Fours deal")
+    return res.af_events
+
+
+def _sw_steps(res: DealResult) -> dict[str, list[int]]:
+    if res.sw_steps is None:
+        raise ValueError(f"{res.deal.source}: not a scored Scotch Whist deal")
+    return res.sw_steps
+
+
 def count_af(res: DealResult, before: list[int] | None) -> tuple[list[int], int | None]:
     """All Fours: count the points one at a time in order; stop at the target. Returns (points, winner side)."""
     d = res.deal
@@ -68,14 +80,14 @@ def count_af(res: DealResult, before: list[int] | None) -> tuple[list[int], int 
     t = list(before) if before is not None else [0] * d.n_sides
     start = list(t)
     winner = None
-    for s, _label in res.af_events:
+    for s, _label in _af_events(res):
         if s in res.af_capped_sides and t[s] + 1 > target - 1:
             continue
         t[s] += 1
         if before is not None and t[s] >= target:
             winner = s
             break
-    return [a - b for a, b in zip(t, start)], winner
+    return [a - b for a, b in zip(t, start, strict=True)], winner
 
 
 def sw_countout(res: DealResult, before: list[int]) -> tuple[list[int], int | None, bool]:
@@ -84,7 +96,7 @@ def sw_countout(res: DealResult, before: list[int]) -> tuple[list[int], int | No
     R = d.ruleset
     target = R.target
     ns = d.n_sides
-    steps = res.sw_steps
+    steps = _sw_steps(res)
     t = list(before)
     for i in range(ns):  # the Russian -10 comes before anything else is counted
         t[i] += steps["penalty"][i]
@@ -164,7 +176,7 @@ def chain_games(results: list[DealResult]) -> tuple[list[GameSummary], dict[int,
                 n_sides = d.n_sides
                 totals = [0] * n_sides
                 started = True
-            else:
+            elif prev is not None:  # (a started game has a previous deal)
                 step = d.deal_no - prev.deal_no
                 if step > 1:  # one finding, whatever the size of the gap
                     out.findings.append(_finding(d, "deal_sequence", gap_message(gid, prev.deal_no, d.deal_no)))
@@ -181,13 +193,14 @@ def chain_games(results: list[DealResult]) -> tuple[list[GameSummary], dict[int,
             lose_game = _lose_game_revoke(res)
             winner: int | None = None
             ends = False
+            counted: list[int] | None
             if res.scored:
                 if d.game == "all_fours":
                     counted, winner = count_af(res, before)
                     ends = winner is not None
                     if before is not None:
                         _af_gift_check(res, before, out)
-                        totals = [a + b for a, b in zip(before, counted)]
+                        totals = [a + b for a, b in zip(before, counted, strict=True)]
                 else:
                     counted = res.points
                     if before is not None:
@@ -200,7 +213,7 @@ def chain_games(results: list[DealResult]) -> tuple[list[GameSummary], dict[int,
                     counted = [0] * d.n_sides
                     _score_check(res, out, counted)
                 if counted is not None and before is not None:
-                    totals = [a + b for a, b in zip(before, counted)]
+                    totals = [a + b for a, b in zip(before, counted, strict=True)]
                 elif rec.get("totals") is not None:
                     totals = list(rec["totals"])
                 else:
@@ -223,7 +236,7 @@ def chain_games(results: list[DealResult]) -> tuple[list[GameSummary], dict[int,
                     if res.scored and d.game == "scotch_whist":
                         expect = sw_countout(res, base)[0]  # the Russian -10, floored where floor_zero says
                     else:
-                        expect = [a + b for a, b in zip(base, pts)]
+                        expect = [a + b for a, b in zip(base, pts, strict=True)]
                     if expect != rec["totals"]:
                         out.findings.append(_finding(d, "total_mismatch", f"recorded totals {rec['totals']}; "
                                                      f"previous totals {base} plus this deal's points {pts} "
@@ -274,12 +287,12 @@ def _reanchored_end(res: DealResult, totals: list[int]) -> tuple[bool, int | Non
     if not res.scored:
         return True, None
     if d.game == "scotch_whist":
-        st = res.sw_steps
+        st = _sw_steps(res)
         # sw_countout adds the penalty back first: t after it is the totals less the rest of the hand's points
         implied = [totals[i] - sum(st[k][i] for k in SW_STEPS) for i in range(d.n_sides)]
         return True, sw_countout(res, implied)[1]
     every, _ = count_af(res, None)
-    return True, count_af(res, [a - b for a, b in zip(totals, every)])[1]
+    return True, count_af(res, [a - b for a, b in zip(totals, every, strict=True)])[1]
 
 
 def _lose_game_revoke(res: DealResult) -> tuple[int, int] | None:
@@ -294,7 +307,7 @@ def _af_gift_check(res: DealResult, before: list[int], out: DealOutcome) -> None
     d = res.deal
     if not res.gift_sides or not d.ruleset.gift_cannot_win:
         return
-    pre = [e for e in res.af_events if e[1] == "turned_jack"]
+    pre = [e for e in _af_events(res) if e[1] == "turned_jack"]
     t = list(before)
     for s, _ in pre:
         t[s] += 1

@@ -9,7 +9,8 @@ revoke under `lose_game`). A replay finding other than the planted revokes is a 
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -18,12 +19,13 @@ from ..dealing import deal as _deal
 from ..dealog import FORMAT, Deal
 from ..errors import AuditorError
 from ..replay.chain import chain_games
-from ..replay.reference import replay_deal
-from ..rules import AF_PIPS, SW_HONOURS, layout
+from ..replay.reference import DealResult, replay_deal
+from ..rules import AF_PIPS, SW_HONOURS, Rules, layout
 from . import shuffle
 from .play import Ctx, RevokeClock, SeatInfo, Uniforms, af_deal, play_tricks, sw_holdings
 from .policy import Policy
-from .spec import SKILLS, CheaterSpec, SeasonSpec, TableSpec
+from .io import write_simulation
+from .spec import SKILLS, CheaterSpec, SeasonSpec, TableSpec, player_names
 
 KEY_FORMAT = "sim-key/1"
 
@@ -42,8 +44,6 @@ class Simulation:
     def write(self, out: str, fmt: str | None = None, key_path: str | None = None,
               decisions_path: str | None = None) -> int:
         """Write the log (format from `fmt`, else from the name: .parquet or JSON Lines), the key, the decisions."""
-        from .io import write_simulation
-
         return write_simulation(self, out, fmt, key_path, decisions_path)
 
 
@@ -51,7 +51,7 @@ class Simulation:
 class _Table:
     spec: TableSpec
     index: int
-    rules: object
+    rules: Rules
     side_of: list[int]
     sides: list[list[int]] | None
     games: int = 0
@@ -93,6 +93,7 @@ class _Season:
         self.u = Uniforms(rng)
         self.seed = seed
         self.clock = RevokeClock(spec.revoke_rate, self.u)
+        self._last_totals: list[int] | None = None  # the replay's totals after the last deal of the game in play
         members = spec.member_names()
         self.members = members
         mix = [(s, float(spec.skill_mix.get(s, 0.0))) for s in SKILLS]
@@ -143,7 +144,7 @@ class _Season:
         seating: list[list[str | None]] = [[None] * t.spec.n for t in self.tables]
         placed: set[str] = set()
         for c in self.spec.cheaters:
-            if c.kind != "colluder" or c.player in placed or c.partner in placed:
+            if c.kind != "colluder" or c.partner is None or c.player in placed or c.partner in placed:
                 continue
             options = [t for t in self.tables if t.spec.sides is None and t.spec.n >= 3
                        and sum(x is None for x in seating[t.index]) >= 2]
@@ -200,6 +201,8 @@ class _Season:
                 deck = self._stack_jack(deck, L)
             elif kind == "turnup_jack":
                 deck = self._turn_jack(deck, L)
+            elif prev is None:  # (a bad shuffler with no previous deal returned above)
+                return deck
             elif (ch.mode or "weak") == "weak":
                 deck = shuffle.human(prev[0], 1, rng, do_cut=False)
             else:
@@ -261,10 +264,7 @@ class _Season:
             k = free.pop(min(int(u() * len(free)), len(free) - 1))
             out[k] = c
         it = iter(rest)
-        for k in range(len(out)):
-            if out[k] is None:
-                out[k] = next(it)
-        return out  # type: ignore[return-value]
+        return [c if c is not None else next(it) for c in out]
 
     # ------------------------------------------------------------------ one game
 
@@ -289,7 +289,7 @@ class _Season:
         ctx.clock = self.clock
         keep_gathered = ts.human_shuffle or any(c.kind == "bad_shuffler" for c in self.cheat.values())
         dealer = min(int(u() * n), n - 1)
-        results = []
+        results: list[DealResult] = []
         records = []
         t = t0
         deal_no = 0
@@ -383,6 +383,8 @@ class _Season:
             ends = out.ends_game
             winner = summaries[0].winner
             if spec.recorded:
+                if out.counted is None:
+                    raise SimulationError(f"simulated deal {gid} #{deal_no}: the chain counted no points")
                 points = list(out.counted)
                 if table_totals is None:
                     table_totals = [0] * len(points)
@@ -391,8 +393,8 @@ class _Season:
                     points[side] += 1
                     self.score_errors.append({"game_id": gid, "deal_no": deal_no, "side": side,
                                               "points": list(points), "replay_points": list(out.counted)})
-                table_totals = [a + b for a, b in zip(table_totals, points)]
-                recd = {"points": points, "totals": list(table_totals)}
+                table_totals = [a + b for a, b in zip(table_totals, points, strict=True)]
+                recd: dict[str, Any] = {"points": points, "totals": list(table_totals)}
                 if ends and winner is not None:
                     recd["winner"] = winner
                 rec["recorded"] = recd
@@ -486,10 +488,12 @@ def _as_deal(rec: dict, ruleset, source: str) -> Deal:
                 claims=g("claims"), bunched=bool(g("bunched", False)))
 
 
-def rec_hands_codes(rec: dict) -> list[list[int]]:
-    from ..cards import parse_card
+_CODE_OF = {name: code for code, name in enumerate(CARD_STR)}
 
-    return [[parse_card(x) for x in h] for h in rec.get("hands", [])]
+
+def rec_hands_codes(rec: dict) -> list[list[int]]:
+    """The hands of a record the simulator wrote (canonical card strings) as card codes."""
+    return [[_CODE_OF[x] for x in h] for h in rec.get("hands", [])]
 
 
 def simulate_season(spec: SeasonSpec, rng: np.random.Generator | None = None, *, seed=None) -> Simulation:
@@ -508,13 +512,8 @@ def simulate_dealing(table: TableSpec, n_deals: int, rng: np.random.Generator,
     `player` name is ignored). Returns numpy arrays: `dealer`, `jack_offset` (seat holding the Jack of the
     turn-up's suit, counted from the dealer; -1 when no hand holds it), `turnup_jack` (the turn-up is a Jack),
     `acted` (the cheater's trick was used on that deal)."""
-    from dataclasses import replace as _replace
-
-    from ..dealing import deal as _deal
-    from .spec import player_names
-
     names = player_names(table.n)
-    cheaters = [_replace(cheater, player=names[0])] if cheater is not None else []
+    cheaters = [replace(cheater, player=names[0])] if cheater is not None else []
     spec = SeasonSpec(tables=[table], n_deals=n_deals, players=names, cheaters=cheaters)
     season = _Season(spec, rng, None)
     tab = season.tables[0]

@@ -9,13 +9,17 @@ the `numpy.random.Generator` passed in.
 from __future__ import annotations
 
 import copy
+import gzip
+import json
 from typing import Any, Callable
 
 import numpy as np
+import orjson
 
 from ..cards import CARD_STR, parse_card
-from ..rules import resolve, layout
+from ..dealog import FIELD_ORDER
 from ..replay.reference import walk_seats
+from ..rules import layout, resolve
 
 Line = Any  # dict (a record) or bytes (a raw line)
 
@@ -24,9 +28,9 @@ def _pick(rng: np.random.Generator, seq):
     return seq[int(rng.integers(len(seq)))]
 
 
-def _card_places(rec: dict) -> list[tuple]:
-    """Every place holding a card string: (container, index)."""
-    out = []
+def _card_places(rec: dict) -> list[tuple[Any, int | str]]:
+    """Every place holding a card string: (container, index or key)."""
+    out: list[tuple[Any, int | str]] = []
     for key in ("deck",):
         if isinstance(rec.get(key), list):
             out += [(rec[key], i) for i in range(len(rec[key]))]
@@ -105,33 +109,39 @@ def revoke(rng, rec):
     tricks = rec.get("tricks")
     if not tricks:
         return rec
+    # a record the rules cannot walk (unknown game or option, missing field, odd value) is left as it is
     try:
         rules = resolve(rec["game"], rec["rules"], rec.get("options") or {})
         n = len(rec["players"])
         L = layout(rules, n, rec["dealer"])
         codes = [[parse_card(x) for x in t] for t in tricks]
         trump_str = rec["runs"][-1]["turn_up"] if rec.get("runs") else rec["turn_up"]
-        trump = parse_card(trump_str) // 13
-        per_set = L.tricks_per_set if rules.game == "scotch_whist" else (len(tricks),)
-        seats = walk_seats(L, rules.game, rules.switches.get("set_leader", "last_trick_winner"), codes, trump,
-                           per_set)
-    except Exception:
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError, ZeroDivisionError):
         return rec
+    trump_card = parse_card(trump_str)
+    if trump_card is None:
+        return rec
+    trump = trump_card // 13
+    per_set = L.tricks_per_set if rules.game == "scotch_whist" else (len(tricks),)
+    seats = walk_seats(L, rules.game, rules.switches.get("set_leader", "last_trick_winner"), codes, trump, per_set)
     cands = []
     for k, t in enumerate(codes):
-        if seats[k] is None or None in t:
+        seats_k = seats[k]
+        cards = [c for c in t if c is not None]
+        if seats_k is None or len(cards) != len(t):
             continue
-        lead = t[0] // 13
-        for p in range(1, len(t)):
-            if t[p] // 13 != lead:
+        lead = cards[0] // 13
+        for p in range(1, len(cards)):
+            if cards[p] // 13 != lead:
                 continue
-            s = seats[k][p]
+            s = seats_k[p]
             for k2 in range(k + 1, len(codes)):
-                if seats[k2] is None:
+                seats_k2 = seats[k2]
+                if seats_k2 is None:
                     continue
-                for p2, s2 in enumerate(seats[k2]):
-                    if s2 == s and p2 < len(codes[k2]) and codes[k2][p2] is not None and \
-                            codes[k2][p2] // 13 not in (lead, trump):
+                for p2, s2 in enumerate(seats_k2):
+                    c2 = codes[k2][p2] if p2 < len(codes[k2]) else None
+                    if s2 == s and c2 is not None and c2 // 13 not in (lead, trump):
                         cands.append((k, p, k2, p2))
     if not cands:
         return rec
@@ -348,8 +358,6 @@ def schema_break(rng, rec) -> Line:
 
 
 def broken_line(rng, rec) -> Line:
-    import orjson
-
     raw = orjson.dumps(rec)
     what = int(rng.integers(5))
     if what == 0:
@@ -495,13 +503,9 @@ def mutate_log(rng: np.random.Generator, records: list[dict], rate: float = 0.3,
 def _dumps(x) -> bytes:
     """One record as a JSON line's bytes (the standard library for what orjson cannot write: integers beyond 64
     bits)."""
-    import orjson
-
     try:
         return orjson.dumps(x)
     except TypeError:
-        import json
-
         return json.dumps(x, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
 
 
@@ -565,8 +569,6 @@ def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
 def random_field(rng, rec):
     """A random JSON value in a random place: a top-level field (known or not) or anywhere inside one."""
     rec = copy.deepcopy(rec)
-    from ..dealog import FIELD_ORDER
-
     if rng.random() < 0.5:
         rec[str(_pick(rng, FIELD_ORDER))] = random_json(rng)
         return rec
@@ -658,8 +660,6 @@ def too_many(rng, rec):
 def overlong_line(rng, rec) -> bytes:
     """A valid record padded (an unknown field) to about the record-size limit `HOSTILE_LIMIT`: just under, at,
     just over, or several times over."""
-    import orjson
-
     base = orjson.dumps(dict(rec, x_pad=""))
     target = HOSTILE_LIMIT + int(_pick(rng, [-1, 0, 1, 2, HOSTILE_LIMIT, 5 * HOSTILE_LIMIT + 7]))
     pad = max(0, target - len(base))
@@ -669,8 +669,6 @@ def overlong_line(rng, rec) -> bytes:
 def deep_nesting(rng, rec) -> bytes:
     """A value nested hundreds to a hundred thousand levels deep, in a known or an unknown field (raw JSON, so
     that making it costs nothing)."""
-    import orjson
-
     depth = int(_pick(rng, [64, 254, 255, 256, 257, 500, 1023, 1024, 1025, 5000, 100_000]))
     opener, closer = (b"[", b"]") if rng.random() < 0.5 else (b'{"a":', b"}")
     deep = opener * depth + b"1" + closer * depth
@@ -687,8 +685,6 @@ BAD_UTF8 = (b"\xff", b"\xfe\xff", b"\xc0\xaf", b"\xc3\x28", b"\xed\xa0\x80", b"\
 def invalid_utf8(rng, rec) -> bytes:
     """Bytes that are not UTF-8 (stray continuation bytes, overlong forms, encoded surrogates, beyond U+10FFFF) in a
     string or between tokens; or a JSON escape of a lone surrogate in an id (valid JSON, not valid Unicode)."""
-    import orjson
-
     raw = orjson.dumps(rec)
     what = int(rng.integers(3))
     if what == 0:
@@ -718,8 +714,6 @@ HOSTILE_MUTATORS: dict[str, Callable] = {
 def duplicates(rng, lines):
     """Duplicate records: the same line again (next to it or far away), the same game and deal number with
     other content, a JSON object with a key given twice."""
-    import orjson
-
     out = list(lines)
     dicts = [i for i, x in enumerate(out) if isinstance(x, dict)]
     if not dicts:
@@ -773,8 +767,6 @@ def hostile_log(rng: np.random.Generator, records: list[dict], rate: float = 0.3
 def damaged_gzip(rng: np.random.Generator, data: bytes) -> bytes:
     """`data` gzip-compressed and then damaged: cut short, a byte flipped, garbage after it, two members, an empty
     member, the header only, or gzip of gzip."""
-    import gzip
-
     gz = gzip.compress(data, mtime=0)
     what = int(rng.integers(8))
     if what == 0:
@@ -800,7 +792,8 @@ def pandas_parquet(rng: np.random.Generator, records: list[dict], path) -> bool:
     """Write dict records as a pandas DataFrame to Parquet (pandas' own choices: an index column, NaN for missing
     numbers, float columns, object columns), sometimes with a column dropped, renamed or of another type.
     Returns False when pandas/pyarrow refuse to write the frame (then there is no file)."""
-    import pandas as pd
+    import pandas as pd  # only the fuzz tests need pandas (a test dependency); imported when asked
+    import pyarrow as pa  # (heavy: imported when asked, as pandas)
 
     rows = [copy.deepcopy(r) for r in records if isinstance(r, dict)]
     df = pd.DataFrame(rows)
@@ -817,6 +810,6 @@ def pandas_parquet(rng: np.random.Generator, records: list[dict], path) -> bool:
         df["dealer"] = df["dealer"].astype(str)
     try:
         df.to_parquet(path, engine="pyarrow", index=bool(rng.integers(2)) or what == 4)
-    except Exception:  # noqa: BLE001 - pyarrow cannot write every frame pandas can hold; that is not the reader's
-        return False
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):  # pyarrow cannot write every frame pandas
+        return False  # can hold; that is not the reader's
     return True

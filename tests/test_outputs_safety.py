@@ -26,7 +26,7 @@ from typer.testing import CliRunner
 
 from auditor import atomic
 from auditor.cli import app
-from auditor.report import sentences
+from auditor.report import view as report_view
 from auditor.textsafe import UNSAFE, is_safe, visible
 from conftest import ROOT
 
@@ -190,10 +190,10 @@ def test_a_partly_unreadable_input_says_so_in_every_verdict(tmp_path):
 
 def test_the_verdict_counts_deals_with_thousands_separators():
     doc = {"deals": 8001, "replay": {"deals": 8001, "findings": []}, "tests": [], "flags": []}
-    assert sentences.build_view(doc, charts=False)["headline"] == (
+    assert report_view.build_view(doc, charts=False)["headline"] == (
         "No one is flagged among 8,001 deals audited; the logs replay without irregularities")
     one = {"deals": 1, "replay": {"findings": []}}
-    assert sentences.build_view(one, charts=False)["headline"].startswith("No one is flagged among 1 deal audited;")
+    assert report_view.build_view(one, charts=False)["headline"].startswith("No one is flagged among 1 deal audited;")
 
 
 # ------------------------------------------------------------------ atomic outputs

@@ -21,6 +21,7 @@ from scipy.stats import beta
 
 from auditor.errors import UsageError
 from auditor.report import sentences, svg
+from auditor.report import view as report_view
 from auditor.report.html import render_html, write_report
 from auditor.report.markdown import md_escape, render_markdown
 from auditor.report.terminal import print_audit
@@ -174,6 +175,85 @@ def test_the_flag_sentence_reads_like_the_brief():
     assert f"± {sd:.0f}" in sentences.result_sentence(e2)
 
 
+# one entry per test, with the sentence each test's template gives (these are the sentences the report gave when
+# they were written case by case in report/sentences.py, before the templates moved beside the detectors)
+SENTENCES = [
+    ({"test": "turnup_jack", "subject": "otto", "n": 66, "observed": 29, "expected": 5.4, "pvalue": 2e-15,
+      "qvalue": 3e-13}, "otto turned up a Jack in 29 of the 66 turn-ups they made; an honest dealer would in about "
+                        "5.4 ± 2.2; p = 2e-15, q = 3e-13."),
+    ({"test": "deal_uniformity", "subject": "kate", "n": 119, "observed": 171.2, "expected": 40, "pvalue": 4e-5,
+      "detail": {"cells": [{"rank": "J", "location": "dealer", "observed": 61, "expected": 17.1},
+                           {"rank": "A", "location": "turnup", "observed": 3, "expected": 12}]}},
+     "Over the 119 deals kate dealt, the trump honours landed on the seats around the dealer with a misfit of 171 "
+     "(Pearson X², about 40 for a fair deal); p = 4e-05. Most of it: the trump Jack in the dealer's hand 61 times, "
+     "where a fair deal gives about 17."),
+    ({"test": "dealer_cutter", "subject": "ann+bob", "n": 40, "observed": 30, "expected": 21.5, "pvalue": 0.02},
+     "When bob cut for ann, ann was dealt 30 trump honours in 40 deals; a fair deal gives about 22; p = 0.02."),
+    ({"test": "shuffle_residue", "subject": "bess", "n": 126, "observed": 200, "expected": 176, "pvalue": 0.006},
+     "bess's deals kept 200 pairs of cards from the previous deal's tricks side by side over the 126 deals they "
+     "dealt; the other dealers of the same tables would keep about 176; p = 0.006."),
+    ({"test": "trick_stack", "subject": "lou", "n": 126, "observed": 550, "expected": 176, "pvalue": 2e-41},
+     "lou's own hand held 550 pairs of cards from one trick of the previous deal over the 126 deals they dealt; "
+     "the other dealers of the same tables would hold about 176; p = 2e-41."),
+    ({"test": "marked_ten", "subject": "walt", "n": 84, "observed": 25.4, "expected": 8.3, "statistic": 3.51,
+      "pvalue": 9e-5, "detail": {"decisions": 138}},
+     "walt's play fitted the true place of the Ten of trumps with a score of 25.4 over 84 deals scored (138 "
+     "decisions); for an honest player, whatever he could legally know, about 8.3 (z = 3.5); p = 9e-05."),
+    ({"test": "marked_ten", "subject": "walt", "observed": 25.4, "expected": 8.3, "pvalue": 0.5},
+     "walt's play fitted the true place of the Ten of trumps with a score of 25.4 over n/a deals scored; for an "
+     "honest player, whatever he could legally know, about 8.3; p = 0.50."),  # needs no n
+    ({"test": "collusion", "subject": "rosa+gus", "n": 126, "observed": 42, "expected": 5.7, "pvalue": 2e-28},
+     "rosa gave a counting card to a trick gus was winning in 42 of the 126 chances they had; players in the same "
+     "situations give about 5.7; p = 2e-28."),
+    ({"test": "revoke_pattern", "subject": "ray", "n": 65, "observed": 51, "expected": 15, "pvalue": 8e-28},
+     "51 of ray's 65 revokes won a counting card; accidental revokes in the field would win about 15; p = 8e-28."),
+    ({"test": "revoke_pattern", "subject": "ray", "observed": 51, "expected": 15, "pvalue": 0.3},
+     "ray: 51 observed, about 15 expected; p = 0.30."),  # the template needs n: the plain sentence
+    ({"test": "future_test", "subject": "al", "n": 10, "observed": 3, "expected": 1.5, "pvalue": 0.2,
+      "detail": {"unit": "widgets"}}, "al: 3 widgets observed over 10 observations, about 1.5 expected; p = 0.20."),
+    ({"test": "future_test", "subject": "al", "pvalue": 0.2}, "al: future test; p = 0.20."),
+]
+
+
+@pytest.mark.parametrize("entry,sentence", SENTENCES, ids=[f"{e['test']}-{i}" for i, (e, _) in enumerate(SENTENCES)])
+def test_each_tests_sentence_comes_from_its_spec(entry, sentence):
+    assert sentences.result_sentence(entry) == sentence
+
+
+def test_every_registered_template_uses_only_the_documented_fields():
+    import string
+
+    from auditor.detectors.registry import SPECS
+
+    allowed = set(sentences.SENTENCE_FIELDS) | set(sentences.WORD_FIELDS)
+    for name, spec in SPECS.items():
+        fields = {f for _, f, _, _ in string.Formatter().parse(spec.sentence) if f is not None}
+        assert fields <= allowed, (name, fields - allowed)
+        assert spec.sentence, name  # every registered test has its own sentence
+        assert sentences.spec_of(name) is spec
+
+
+def test_a_test_this_version_does_not_know_gets_a_plain_section():
+    """A document from another version: an unknown test name (or a test that is not a string) gets a plain
+    title, the plain sentence, the evidence chart and a section after every known test."""
+    known = {"test": "dealer_jack", "subject": "kate", "n": 55, "observed": 37, "expected": 16, "pvalue": 3e-9,
+             "qvalue": 1e-7, "tier": "report"}
+    other = {"test": "zz_new_test", "subject": "kate+lou", "n": 10, "observed": 3, "expected": 1.5, "pvalue": 0.2,
+             "tier": "clear"}
+    odd = dict(other, test=7)
+    spec = sentences.spec_of("zz_new_test")
+    assert (spec.title, spec.unit, spec.chart, spec.subject) == ("Zz new test", "observations", "evidence", "player")
+    assert sentences.spec_of(7).title == "7" and sentences.spec_of(["unhashable"]).title == "['unhashable']"
+    view = report_view.build_view({"tests": [other, known], "flags": [known]})
+    assert [f["test"] for f in view["families"]] == ["dealer_jack", "zz_new_test"]
+    fam = view["families"][1]
+    assert fam["title"] == "Zz new test" and fam["what"] == "The zz new test test."
+    assert fam["rows"][0]["sentence"] == "kate+lou: 3 observed over 10 observations, about 1.5 expected; p = 0.20."
+    assert fam["charts"] and fam["charts"][0]["caption"].startswith("Evidence against exposure")
+    assert sentences.players_named([other]) == {"kate+lou"}  # not a pair test: the subject stays whole
+    assert sentences.result_sentence(odd) == "kate+lou: 3 observed over 10 observations, about 1.5 expected; p = 0.20."
+
+
 def test_the_sensitivity_sentence():
     e = {"test": "dealer_jack", "subject": "bob", "n": 212, "detail": {"min_detectable": 0.19}}
     assert sentences.sensitivity_sentence(e) == ("With 212 deals dealt, a stacking rate above 0.19 would have "
@@ -210,11 +290,11 @@ def test_replay_findings_with_their_locations(doc, html_text):
 
 
 def test_charts_one_per_test_plus_qq_and_timelines(doc, html_text):
-    view = sentences.build_view(doc)
+    view = report_view.build_view(doc)
     for fam in view["families"]:
         assert len(fam["charts"]) == 2, fam["test"]  # the main chart and the family's QQ plot
     assert len(view["timelines"]) == len(doc["flags"])
-    for t, f in zip(view["timelines"], doc["flags"]):
+    for t, f in zip(view["timelines"], doc["flags"], strict=True):
         # a timeline for every flag whose detector recorded one (this synthetic document gives its marked_ten
         # entries none, as a document from before they had one: a note instead)
         assert bool(t["svg"]) == bool(f["detail"].get("timeline")), t["subject"]
@@ -239,7 +319,7 @@ def test_timeline_band_from_each_points_null_variance():
     range as ±2 sd of each point's own variance, even where the test has no count-based sd (marked_ten)."""
     entry = {"test": "marked_ten", "subject": "ada", "tier": "report", "n": 3, "observed": 6.0, "expected": 0.5}
     three = [[1, 2.0, 0.1], [2, 4.0, 0.3], [3, 6.0, 0.5]]
-    four = [p + [v] for p, v in zip(three, (1.0, 2.0, 4.0))]
+    four = [p + [v] for p, v in zip(three, (1.0, 2.0, 4.0), strict=True)]
     plain = svg.timeline(entry | {"detail": {"timeline": three}})
     banded = svg.timeline(entry | {"detail": {"timeline": four}})
     for chart in (plain, banded):
@@ -249,9 +329,9 @@ def test_timeline_band_from_each_points_null_variance():
     poly = _band_polygon(banded)
     assert len(poly) == 6 and "honest range" in banded
     upper, lower = poly[:3], poly[3:][::-1]
-    zero = [(u[1] + lo[1]) / 2 for u, lo in zip(upper, lower)]  # symmetric about the zero line
+    zero = [(u[1] + lo[1]) / 2 for u, lo in zip(upper, lower, strict=True)]  # symmetric about the zero line
     assert max(zero) - min(zero) <= 0.11  # coordinates are printed to 0.1 pixel
-    half = [(lo[1] - u[1]) / 2 for u, lo in zip(upper, lower)]  # 2 sd in pixels: 2, 2 sqrt 2, 4 in data units
+    half = [(lo[1] - u[1]) / 2 for u, lo in zip(upper, lower, strict=True)]  # 2 sd in pixels: 2, 2 sqrt 2, 4 in data units
     assert half[0] > 20
     assert half[1] / half[0] == pytest.approx(np.sqrt(2), rel=1e-2)
     assert half[2] / half[0] == pytest.approx(2.0, rel=1e-2)
@@ -339,7 +419,7 @@ def test_the_headline_counts_players_and_splits_pairs():
     flags = [{"test": "collusion", "subject": "gus+rosa"}, {"test": "collusion", "subject": "rosa+gus"},
              {"test": "dealer_jack", "subject": "kate"}, {"test": "deal_uniformity", "subject": "kate"},
              {"test": "dealer_jack", "subject": "a+b"}]  # a name with '+' in a one-player test stays whole
-    view = sentences.build_view({"tests": flags, "flags": flags}, charts=False)
+    view = report_view.build_view({"tests": flags, "flags": flags}, charts=False)
     assert view["headline"].startswith("5 flags naming 4 players: a+b, gus, kate, rosa")
 
 

@@ -70,13 +70,13 @@ def test_every_flag_draws_its_timeline_the_marked_ten_one_too(runs):
     flagged marked-Ten player's cumulative excess over his scored deals with its honest range; `investigate`
     draws it too."""
     from auditor.investigate import build_investigation
-    from auditor.report import sentences
+    from auditor.report import view as report_view
 
     doc = json.loads(runs[0]["json"])
     html = runs[0]["html"].decode("utf-8")
     assert doc["flags"] and all(f["detail"].get("timeline") for f in doc["flags"])
     assert "These tests recorded no timeline" not in html
-    view = sentences.build_view(doc)
+    view = report_view.build_view(doc)
     assert all(t["svg"] and t["svg"] in html for t in view["timelines"])
     marked = [f for f in doc["flags"] if f["test"] == "marked_ten"]
     assert marked

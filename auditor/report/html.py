@@ -1,6 +1,6 @@
 """The HTML report: one self-contained file (inline CSS and SVG, no script, no network), from the audit document.
 
-`render_html(doc)` lays out `sentences.build_view(doc)` with a jinja2 template under autoescape, so every string
+`render_html(doc)` lays out `view.build_view(doc)` with a jinja2 template under autoescape, so every string
 from a log is escaped; charts are SVG strings built by `svg.py`, which escapes its own text. A Content-Security-Policy
 meta tag forbids scripts and any network access as a second line of defence.
 
@@ -20,7 +20,9 @@ from markupsafe import Markup
 from ..atomic import write_text
 from ..errors import UsageError
 from ..textsafe import visible
-from .sentences import build_view
+from .formats import format_of
+from .markdown import render_markdown
+from .view import build_view
 
 @lru_cache(maxsize=1)
 def environment():
@@ -66,23 +68,10 @@ def render(doc: dict, fmt: str) -> str:
     if fmt == "html":
         return render_html(doc)
     if fmt == "md":
-        from .markdown import render_markdown
-
         return render_markdown(doc)
     if fmt == "json":
         return render_json(doc)
     raise UsageError(f"unknown report format {fmt!r}: use html, md or json")
-
-
-def format_of(path: str | Path) -> str:
-    suffix = Path(path).suffix.lower()
-    if suffix in (".html", ".htm"):
-        return "html"
-    if suffix in (".md", ".markdown"):
-        return "md"
-    if suffix == ".json":
-        return "json"
-    raise UsageError(f"--out {str(path)!r}: the report's file name must end in .html, .md or .json")
 
 
 def write_report(doc: dict, path: str | Path) -> Path:

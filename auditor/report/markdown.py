@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..textsafe import visible
-from .sentences import build_view
+from .view import build_view
 
 MD_FINDINGS = 50  # findings rows in the Markdown report
 MD_ROWS = 25  # rows per test

@@ -1,9 +1,12 @@
-"""Plain-language sentences and the report's content, built once from the audit JSON document.
+"""Plain-language words of the report, from the audit JSON document: what each result says, the controls beside
+it, the smallest cheat it could have revealed, the audit-wide and per-test sentences.
 
-`build_view(doc)` turns the document of outputs.md (`auditor audit --json`) into plain data — headings, sentences,
-table rows, numbers already formatted — that the HTML, Markdown and terminal renderers only lay out. Strings that
-came from a log (player ids, game ids, sources, finding messages) are kept raw here: each renderer escapes them for
-its own medium. Nothing here reads a clock or draws a random number, so the same document gives the same view.
+What a test is (its title, unit, words, whether a result names a pair, whether its count is of Bernoulli trials)
+is read from its description beside its code (`auditor.detectors.registry.SPECS`, see `auditor.detectors.spec`);
+a test this version does not know (a document from another version) gets a plain description (`spec_of`).
+`auditor.report.view.build_view` assembles these words and the charts into the report's view. Strings that came
+from a log (player ids, game ids, sources, finding messages) are kept raw here: each renderer escapes them for its
+own medium. Nothing here reads a clock or draws a random number, so the same document gives the same words.
 
 Every key of a test entry beyond `test`, `subject` and `tier` is optional: a detector that lacks a field gets a
 plainer sentence, never an exception.
@@ -12,83 +15,41 @@ plainer sentence, never an exception.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any, Iterable
 
+from ..detectors.registry import SPECS
+from ..detectors.spec import TestSpec
 from ..stats.family import WATCH_P, WATCH_Q
+from .values import as_dict, finite
+from .verdict import NOT_SELECTED_WORDS
 
 # ------------------------------------------------------------------ what each test is, in plain words
 
-# title, what it asks, unit of n (plural), event (verb phrase, past tense), cheat (noun phrase for the sensitivity
-# sentence), honest (who the null describes), whether n counts deals the subject dealt
-TESTS: dict[str, dict[str, str]] = {
-    "dealer_jack": {
-        "title": "Dealers who receive the Jack of trumps",
-        "what": "How often each dealer ends up holding the Jack of trumps (worth 11 points in Catch the Ten), "
-                "against the exact chance the rules give the dealer on each of his deals. The dealer holds the "
-                "turn-up, so an honest dealer gets the Jack more often than the other players.",
-        "unit": "deals they dealt", "unit_short": "deals dealt", "event": "received the Jack of trumps",
-        "cheat": "a stacking rate", "honest": "an honest dealer",
-    },
-    "turnup_jack": {
-        "title": "Dealers who turn up a Jack (All Fours)",
-        "what": "How often each dealer turns up a Jack, a free point for the dealer, against the exact chance of "
-                "each turn-up given the cards already out.",
-        "unit": "turn-ups they made", "unit_short": "turn-ups", "event": "turned up a Jack",
-        "cheat": "a Jack-turning rate", "honest": "an honest dealer",
-    },
-    "deal_uniformity": {
-        "title": "Where the trump honours land",
-        "what": "Whether the trump honours and the turn-up land on the seats around each dealer as a fair deal "
-                "would put them, so that stacking of any card is caught, not only the Jack.",
-        "unit": "deals they dealt", "unit_short": "deals dealt", "event": "dealt an unusual pattern of honours",
-        "cheat": "a stacking rate", "honest": "a fair deal",
-    },
-    "dealer_cutter": {
-        "title": "Dealer and cutter together",
-        "what": "For each dealer and the player who cut for him, how many trump honours the dealer was dealt: a "
-                "stacked pack survives only a friendly cut, so a dealer who does well only after one cutter is "
-                "suspicious together with that cutter.",
-        "unit": "deals after this cut", "unit_short": "deals", "event": "was dealt trump honours",
-        "cheat": "a stacking rate", "honest": "a fair deal",
-    },
-    "shuffle_residue": {
-        "title": "Tricks that survive the shuffle",
-        "what": "Whether the cards of the previous deal's tricks stay together through a dealer's shuffle more "
-                "than they do for the other dealers of the same table or club.",
-        "unit": "deals they dealt", "unit_short": "deals dealt", "event": "left tricks together",
-        "cheat": "a share of unshuffled deals", "honest": "the other dealers",
-    },
-    "trick_stack": {
-        "title": "Dealers who deal themselves the previous deal's tricks",
-        "what": "How many pairs of cards from one trick of the previous deal end up together in the dealer's own "
-                "hand, against the other dealers of the same tables: a dealer who puts a rich trick back into his "
-                "own hand while gathering the cards leaves this trace.",
-        "unit": "deals they dealt", "unit_short": "deals dealt", "event": "held cards of one previous trick",
-        "cheat": "a share of stacked deals", "honest": "the other dealers",
-    },
-    "marked_ten": {
-        "title": "Players whose play follows the hidden Ten of trumps",
-        "what": "Whether a player's leads and plays fit where the Ten of trumps really is better than anything "
-                "he could legally know explains. Controls beside the score (unmarked cards, deals where he holds "
-                "the Ten himself, late against early decisions) separate a good card reader from a cheat.",
-        "unit": "deals scored", "unit_short": "deals scored", "event": "played to the Ten's true place",
-        "cheat": "knowing the Ten's place on a share of decisions", "honest": "an honest player",
-    },
-    "collusion": {
-        "title": "Pairs who feed each other counting cards",
-        "what": "For each ordered pair of players at individual-play tables, how often the first gives counting "
-                "cards to tricks the second is winning, against what honest play gives.",
-        "unit": "chances to give", "unit_short": "chances to give", "event": "gave counting cards",
-        "cheat": "a feeding rate", "honest": "an honest pair",
-    },
-    "revoke_pattern": {
-        "title": "Revokes that pay",
-        "what": "Whether a player's revokes (failures to follow suit) win him points more often than the "
-                "accidental revokes of the field do, and whether he revokes more often than the field.",
-        "unit": "revokes", "unit_short": "revokes", "event": "won a counting card by revoking",
-        "cheat": "a share of deliberate revokes", "honest": "an honest player",
-    },
-}
+# a test this version does not know is placed after every known one (sections sort by (section, name))
+UNKNOWN_SECTION = 1 + max((s.section for s in SPECS.values()), default=0)
+
+
+def spec_of(test: Any) -> TestSpec:
+    """What `test` is: its registered description, or a plain one for a test this version does not know (a
+    document from another version)."""
+    spec = SPECS.get(test) if isinstance(test, str) else None
+    return spec if spec is not None else _unknown_spec(str(test))
+
+
+@lru_cache(maxsize=64)
+def _unknown_spec(test: str) -> TestSpec:
+    """A plain description, its section after every known test's."""
+    human = test.replace("_", " ").strip() or "test"
+    return TestSpec(name=test, title=human[:1].upper() + human[1:], what=f"The {human} test.",
+                    unit="observations", unit_short="observations", event="scored", cheat="a cheat of strength",
+                    honest="an honest player", subject="player", chart="evidence", section=UNKNOWN_SECTION, cost=1)
+
+
+def section_key(test: Any) -> tuple[int, str]:
+    """The place of a test's section: dealing tests first, then play; unknown tests last, by name."""
+    return spec_of(test).section, str(test)
+
 
 TIER_WORDS = {
     "report": "flagged",
@@ -96,17 +57,7 @@ TIER_WORDS = {
     "clear": "not flagged",
 }
 
-# the order of the test sections: dealing first, then play
-ORDER = ("dealer_jack", "turnup_jack", "deal_uniformity", "dealer_cutter", "trick_stack", "shuffle_residue",
-         "marked_ten", "collusion", "revoke_pattern")
-
-# tests whose `observed` counts Bernoulli trials (one per unit of `n`): a binomial spread is a fair "±"
-BERNOULLI_TESTS = ("dealer_jack", "turnup_jack", "collusion", "revoke_pattern")
-
-ROWS_SHOWN = 15
-WATCH_SHOWN = 10  # watch-list rows shown before the fold
-PAIR_TESTS = ("collusion", "dealer_cutter")  # subjects "a+b" name two players
-CONTROL_SHORT = 140  # characters of a control shown in a table cell (the investigation shows it whole)  # rows of a test's table shown before the "all subjects" fold
+CONTROL_SHORT = 140  # characters of a control shown in a table cell (the investigation shows it whole)
 
 MONTHLY_NOTE = (
     "Each test here is a fixed-sample test: it is calibrated for one look at one body of evidence. Re-running it "
@@ -139,32 +90,13 @@ HOW_TO_READ = [
 ]
 
 
-def test_info(test: str) -> dict[str, str]:
-    info = TESTS.get(test)
-    if info is not None:
-        return info
-    human = str(test).replace("_", " ").strip() or "test"
-    return {"title": human[:1].upper() + human[1:], "what": f"The {human} test.", "unit": "observations",
-            "unit_short": "observations", "event": "scored", "cheat": "a cheat of strength",
-            "honest": "an honest player"}
-
 
 # ------------------------------------------------------------------ numbers
 
 
-def _finite(x: Any) -> float | None:
-    if isinstance(x, bool) or x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def fmt_p(p: Any) -> str:
     """A p- or q-value the way people read it: 0.03, 0.004, 0.0003, 2e-07."""
-    v = _finite(p)
+    v = finite(p)
     if v is None:
         return "n/a"
     if v >= 0.995:
@@ -182,7 +114,7 @@ def fmt_p(p: Any) -> str:
 
 def fmt_num(x: Any, digits: int = 3) -> str:
     """A count or score: integers as integers (with thousands separators), others to `digits` significant."""
-    v = _finite(x)
+    v = finite(x)
     if v is None:
         return "n/a"
     if v == int(v) and abs(v) < 1e15:
@@ -194,7 +126,7 @@ def fmt_num(x: Any, digits: int = 3) -> str:
 
 def fmt_about(x: Any) -> str:
     """An expected value for a sentence: 255, 12.4, 0.83."""
-    v = _finite(x)
+    v = finite(x)
     if v is None:
         return "n/a"
     if abs(v) >= 10:
@@ -205,7 +137,7 @@ def fmt_about(x: Any) -> str:
 
 
 def fmt_rate(x: Any) -> str:
-    v = _finite(x)
+    v = finite(x)
     if v is None:
         return "n/a"
     return f"{v:.2f}" if v >= 0.1 else f"{v:.2g}"
@@ -223,15 +155,15 @@ def times_in(power: float) -> str:
 def null_sd(entry: dict) -> float | None:
     """The honest spread of `observed`: the detector's own (`detail.sd` / `detail.null_sd`) or, for counts, the
     binomial spread at the average null rate (a close upper bound of the Poisson-binomial's)."""
-    detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
+    detail = as_dict(entry.get("detail"))
     for key in ("sd", "null_sd", "expected_sd"):
-        v = _finite(detail.get(key))
+        v = finite(detail.get(key))
         if v is not None and v >= 0:
             return v
-    if entry.get("test") not in BERNOULLI_TESTS:
+    if not spec_of(entry.get("test")).bernoulli:
         return None
-    n, e = _finite(entry.get("n")), _finite(entry.get("expected"))
-    obs = _finite(entry.get("observed"))
+    n, e = finite(entry.get("n")), finite(entry.get("expected"))
+    obs = finite(entry.get("observed"))
     if n is None or e is None or obs is None or n <= 0 or not (0 <= e <= n) or obs != int(obs):
         return None
     p = e / n
@@ -243,7 +175,7 @@ def null_sd(entry: dict) -> float | None:
 
 def pq_text(entry: dict) -> str:
     out = f"p = {fmt_p(entry.get('pvalue'))}"
-    if _finite(entry.get("qvalue")) is not None:
+    if finite(entry.get("qvalue")) is not None:
         out += f", q = {fmt_p(entry.get('qvalue'))}"
     return out
 
@@ -262,7 +194,7 @@ def _biggest_cell(detail: dict) -> str:
     for c in cells:
         if not isinstance(c, dict):
             continue
-        o, e = _finite(c.get("observed")), _finite(c.get("expected"))
+        o, e = finite(c.get("observed")), finite(c.get("expected"))
         if o is None or e is None or e <= 0:
             continue
         z = (o - e) / math.sqrt(e)
@@ -280,56 +212,51 @@ def _biggest_cell(detail: dict) -> str:
             f"gives about {fmt_about(best.get('expected'))}.")
 
 
-def result_sentence(entry: dict) -> str:
-    """'bob received the Jack of trumps in 301 of the 812 deals they dealt; an honest dealer would in about
-    255 ± 13; p = 0.0003, q = 0.02' (test-specific wording; a plainer sentence when fields are missing)."""
-    test = str(entry.get("test", ""))
-    info = test_info(test)
+# the fields a test's sentence template may use (`auditor.detectors.spec`): the entry's own, then the spec's words
+SENTENCE_FIELDS = ("subject", "first", "second", "n", "obs", "exp", "spread", "pq", "over", "z", "cell")
+WORD_FIELDS = ("title", "what", "unit", "unit_short", "event", "cheat", "honest")
+
+
+def sentence_fields(entry: dict, spec: TestSpec) -> dict[str, str]:
+    """The values of `SENTENCE_FIELDS` and `WORD_FIELDS` for one entry, formatted for a sentence."""
     subject = str(entry.get("subject", "?"))
     n, obs, exp = entry.get("n"), entry.get("observed"), entry.get("expected")
-    detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
+    detail = as_dict(entry.get("detail"))
+    sd = null_sd(entry)
+    first, second = _pair(subject)
+    dec = finite(detail.get("decisions"))
+    z = finite(entry.get("statistic"))
+    fields = {
+        "subject": subject, "first": first, "second": second,
+        "n": fmt_num(n), "obs": fmt_num(obs), "exp": fmt_about(exp),
+        "spread": f" ± {fmt_about(sd)}" if sd is not None and sd > 0 else "",
+        "pq": pq_text(entry),
+        "over": f"{fmt_num(n)} {spec.unit}" + (f" ({fmt_num(dec)} decisions)" if dec is not None else ""),
+        "z": f" (z = {z:.1f})" if z is not None else "",
+        "cell": _biggest_cell(detail),
+    }
+    fields.update({k: getattr(spec, k) for k in WORD_FIELDS})
+    return fields
+
+
+def result_sentence(entry: dict) -> str:
+    """'bob received the Jack of trumps in 301 of the 812 deals they dealt; an honest dealer would in about
+    255 ± 13; p = 0.0003, q = 0.02': the test's own template (`TestSpec.sentence`), or a plainer sentence when
+    the test has none, or fields are missing."""
+    spec = spec_of(entry.get("test", ""))
+    subject = str(entry.get("subject", "?"))
+    n, obs, exp = entry.get("n"), entry.get("observed"), entry.get("expected")
+    detail = as_dict(entry.get("detail"))
     pq = pq_text(entry)
-    if _finite(obs) is None or _finite(exp) is None:
-        return f"{subject}: {info['title'].lower()}; {pq}."
+    if finite(obs) is None or finite(exp) is None:
+        return f"{subject}: {spec.title.lower()}; {pq}."
+    has_n = finite(n) is not None
+    if spec.sentence and (has_n or not spec.sentence_needs_n):
+        return spec.sentence.format(**sentence_fields(entry, spec))
     sd = null_sd(entry)
     spread = f" ± {fmt_about(sd)}" if sd is not None and sd > 0 else ""
-    has_n = _finite(n) is not None
-    if test in ("dealer_jack", "turnup_jack") and has_n:
-        return (f"{subject} {info['event']} in {fmt_num(obs)} of the {fmt_num(n)} {info['unit']}; "
-                f"{info['honest']} would in about {fmt_about(exp)}{spread}; {pq}.")
-    if test == "shuffle_residue" and has_n:
-        return (f"{subject}'s deals kept {fmt_num(obs)} pairs of cards from the previous deal's tricks side by side "
-                f"over the {fmt_num(n)} deals they dealt; the other dealers of the same tables would keep about "
-                f"{fmt_about(exp)}; {pq}.")
-    if test == "trick_stack" and has_n:
-        return (f"{subject}'s own hand held {fmt_num(obs)} pairs of cards from one trick of the previous deal over "
-                f"the {fmt_num(n)} deals they dealt; the other dealers of the same tables would hold about "
-                f"{fmt_about(exp)}; {pq}.")
-    if test == "deal_uniformity" and has_n:
-        return (f"Over the {fmt_num(n)} deals {subject} dealt, the trump honours landed on the seats around the "
-                f"dealer with a misfit of {fmt_num(obs)} (Pearson X², about {fmt_about(exp)} for a fair deal); "
-                f"{pq}.{_biggest_cell(detail)}")
-    if test == "dealer_cutter" and has_n:
-        dealer, cutter = _pair(subject)
-        return (f"When {cutter} cut for {dealer}, {dealer} was dealt {fmt_num(obs)} trump honours in {fmt_num(n)} "
-                f"deals; a fair deal gives about {fmt_about(exp)}; {pq}.")
-    if test == "collusion" and has_n:
-        giver, taker = _pair(subject)
-        return (f"{giver} gave a counting card to a trick {taker} was winning in {fmt_num(obs)} of the "
-                f"{fmt_num(n)} chances they had; players in the same situations give about {fmt_about(exp)}; "
-                f"{pq}.")
-    if test == "revoke_pattern" and has_n:
-        return (f"{fmt_num(obs)} of {subject}'s {fmt_num(n)} revokes won a counting card; accidental revokes in "
-                f"the field would win about {fmt_about(exp)}; {pq}.")
-    if test == "marked_ten":
-        dec = _finite(detail.get("decisions"))
-        z = _finite(entry.get("statistic"))
-        over = f"{fmt_num(n)} {info['unit']}" + (f" ({fmt_num(dec)} decisions)" if dec is not None else "")
-        zt = f" (z = {z:.1f})" if z is not None else ""
-        return (f"{subject}'s play fitted the true place of the Ten of trumps with a score of {fmt_num(obs)} over "
-                f"{over}; for an honest player, whatever he could legally know, about {fmt_about(exp)}{zt}; {pq}.")
     unit = f" {detail['unit']}" if isinstance(detail.get("unit"), str) else ""
-    where = f" over {fmt_num(n)} {info['unit']}" if has_n else ""
+    where = f" over {fmt_num(n)} {spec.unit}" if has_n else ""
     return f"{subject}: {fmt_num(obs)}{unit} observed{where}, about {fmt_about(exp)}{spread} expected; {pq}."
 
 
@@ -337,15 +264,15 @@ def min_detectable(entry: dict) -> tuple[float | None, float]:
     """(smallest detectable cheat strength, power) from `detail.min_detectable` (a number, or a dict with
     `rate`/`strength` and `power`). A value of 1 or more, or an explicit null, means even a full-strength cheat
     could go unseen (`math.inf` is returned); a missing key means the detector did not compute it (None)."""
-    detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
+    detail = as_dict(entry.get("detail"))
     if "min_detectable" not in detail:
         return None, 0.8
     md = detail.get("min_detectable")
-    power = _finite(detail.get("min_detectable_power")) or 0.8
+    power = finite(detail.get("min_detectable_power")) or 0.8
     if isinstance(md, dict):
-        power = _finite(md.get("power")) or power
+        power = finite(md.get("power")) or power
         md = md.get("rate", md.get("strength", md.get("q")))
-    v = _finite(md)
+    v = finite(md)
     if v is None or v >= 1:
         return math.inf, power
     return max(v, 0.0), power
@@ -353,9 +280,9 @@ def min_detectable(entry: dict) -> tuple[float | None, float]:
 
 def sensitivity_sentence(entry: dict) -> str:
     """'With 212 deals dealt, a stacking rate above 0.19 would have been caught 4 times in 5.'"""
-    info = test_info(entry.get("test", ""))
-    n = _finite(entry.get("n"))
-    amount = f"With {fmt_num(n)} {info['unit_short']}" if n is not None else "With this amount of play"
+    spec = spec_of(entry.get("test", ""))
+    n = finite(entry.get("n"))
+    amount = f"With {fmt_num(n)} {spec.unit_short}" if n is not None else "With this amount of play"
     md, power = min_detectable(entry)
     if md is None:
         return (f"{amount}, the size of cheat this test could have revealed was not computed: not being flagged "
@@ -363,7 +290,7 @@ def sensitivity_sentence(entry: dict) -> str:
     if math.isinf(md):
         return (f"{amount}, even a cheat at full strength could have gone unflagged (caught less than "
                 f"{times_in(power)}): this test says little about this subject yet.")
-    return f"{amount}, {info['cheat']} above {fmt_rate(md)} would have been caught {times_in(power)}."
+    return f"{amount}, {spec.cheat} above {fmt_rate(md)} would have been caught {times_in(power)}."
 
 
 def _label(key: str) -> str:
@@ -372,24 +299,24 @@ def _label(key: str) -> str:
 
 def _pick(d: dict, *keys):
     for k in keys:
-        if k in d and _finite(d.get(k)) is not None:
-            return _finite(d.get(k))
+        if k in d and finite(d.get(k)) is not None:
+            return finite(d.get(k))
     return None
 
 
 def _field_text(val: dict) -> str:
     """The field comparison of a play test: where the player's score sits among similar players."""
     parts = []
-    pct, k = _finite(val.get("percentile")), _finite(val.get("neighbours"))
+    pct, k = finite(val.get("percentile")), finite(val.get("neighbours"))
     if pct is not None and k is not None:
-        med = _finite(val.get("neighbour_median_z"))
+        med = finite(val.get("neighbour_median_z"))
         parts.append(f"{_ordinal(pct)} percentile among his {fmt_num(k)} most similar players"
                      + (f" (their median score {med:.2g})" if med is not None else ""))
-    pall, m = _finite(val.get("percentile_all")), _finite(val.get("field_players"))
+    pall, m = finite(val.get("percentile_all")), finite(val.get("field_players"))
     if pall is not None:
         parts.append(f"{_ordinal(pall)} percentile of all {fmt_num(m)} players" if m is not None
                      else f"{_ordinal(pall)} percentile of the field")
-    pe = _finite(val.get("p_empirical"))
+    pe = finite(val.get("p_empirical"))
     if pe is not None:
         parts.append(f"p = {fmt_p(pe)} against the field's own null")
     return ", ".join(parts)
@@ -404,7 +331,7 @@ def _ordinal(pct: float) -> str:
 def _compact(v: Any) -> str:
     """A short plain rendering of a value inside a control: numbers formatted, dicts as 'key value' pairs (a
     naming field first), lists joined."""
-    if _finite(v) is not None:
+    if finite(v) is not None:
         return fmt_num(v)
     if isinstance(v, dict):
         name = next((str(v[k]) for k in ("stratum", "name", "table", "label") if isinstance(v.get(k), str)), None)
@@ -420,7 +347,7 @@ def _compact(v: Any) -> str:
 def _control_text(val: dict) -> tuple[str, float | None, float | None, float | None, float | None, float | None]:
     """(text, n, observed, expected, statistic, pvalue) of one control given as a small test."""
     n = _pick(val, "n", "deals", "decisions", "opportunities")
-    obs, exp = _pick(val, "observed", "revokes", "gifts"), _finite(val.get("expected"))
+    obs, exp = _pick(val, "observed", "revokes", "gifts"), finite(val.get("expected"))
     stat = _pick(val, "statistic", "z")
     pv = _pick(val, "pvalue", "p")
     parts = []
@@ -485,7 +412,7 @@ def control_items(entry: dict) -> list[dict]:
             more = f"; {len(val) - 12} more" if len(val) > 12 else ""
             row(key, _label(key), "; ".join(_compact(v) for v in val[:12]) + more)
         else:
-            row(key, _label(key), fmt_num(val) if _finite(val) is not None else str(val))
+            row(key, _label(key), fmt_num(val) if finite(val) is not None else str(val))
     return rows
 
 
@@ -500,13 +427,13 @@ def controls_sentence(entry: dict) -> str:
 def sensitivity_note(test: str, entries: list[dict]) -> str:
     """What the last column of a test's table means."""
     powers = sorted({round(min_detectable(e)[1], 6) for e in entries if min_detectable(e)[0] is not None})
-    info = test_info(test)
+    cheat = spec_of(test).cheat
     if not powers:
         return ("This test did not compute the size of cheat each subject's play could reveal; a subject who is "
                 "not flagged may still cheat.")
     power = times_in(powers[0]) if len(powers) == 1 else "with the stated probability"
     return (f"The last column is the smallest cheat each subject's amount of play would have revealed {power} "
-            f"({info['cheat']}): a subject who is not flagged may still cheat below that size.")
+            f"({cheat}): a subject who is not flagged may still cheat below that size.")
 
 
 STRONG_WORDS = ("'Strong' marks a flag so extreme that an honest club would show one like it less than once in a "
@@ -516,15 +443,15 @@ STRONG_WORDS = ("'Strong' marks a flag so extreme that an honest club would show
 def audit_sentence(doc: dict) -> str:
     """The audit-wide error level and the false flags it implies, in plain words ("" for a document without the
     audit block)."""
-    a = doc.get("audit") if isinstance(doc.get("audit"), dict) else None
-    if a is None:
+    a = doc.get("audit")
+    if not isinstance(a, dict):
         return ""
-    level = _finite(a.get("level"))
-    m = _finite(a.get("tests"))
+    level = finite(a.get("level"))
+    m = finite(a.get("tests"))
     if level is None or not m:
         return ""  # nothing was tested: no level to speak of
-    flags = int(_finite(a.get("flags")) or 0)
-    expect = _finite(a.get("expected_false_flags_if_all_honest"))
+    flags = int(finite(a.get("flags")) or 0)
+    expect = finite(a.get("expected_false_flags_if_all_honest"))
     text = (f"All {fmt_num(m)} tests of this audit were judged together at a level of {level:.0%}: if no one "
             f"here cheated, the chance that the audit would flag anyone at all is at most {level:.0%}")
     if expect is not None:
@@ -533,7 +460,7 @@ def audit_sentence(doc: dict) -> str:
     if flags:
         text += (f" Of its {flags} flag{'s' if flags != 1 else ''}, on average at most {flags * level:.2g} "
                  "would be false.")
-        strong = int(_finite(a.get("strong")) or 0)
+        strong = int(finite(a.get("strong")) or 0)
         if strong:
             text += f" {strong} of them {'are' if strong != 1 else 'is'} strong. " + STRONG_WORDS
     return text
@@ -541,13 +468,13 @@ def audit_sentence(doc: dict) -> str:
 
 def family_sentence(fam: dict, n_flagged: int, n_watch: int) -> str:
     """The test's size, its share of the audit's error budget and what it takes to be flagged on it."""
-    m = int(_finite(fam.get("tests")) or 0)
-    fdr = _finite(fam.get("fdr"))
+    m = int(finite(fam.get("tests")) or 0)
+    fdr = finite(fam.get("fdr"))
     noun = "subject" if m == 1 else "subjects"
     if fdr is None:
         return f"{m} {noun} tested."
-    share = _finite(fam.get("share"))
-    level = _finite(fam.get("per_test_level"))
+    share = finite(fam.get("share"))
+    level = finite(fam.get("per_test_level"))
     parts = [f"{m} {noun} tested."]
     if share is not None and level is not None and share < 1:
         parts.append(f"This test holds {share:.0%} of the audit's error budget: a subject is flagged on it alone "
@@ -584,7 +511,7 @@ FINDING_WORDS = {
 }
 
 
-def _where(f: dict) -> str:
+def finding_where(f: dict) -> str:
     parts = []
     if f.get("game_id") is not None:
         parts.append(f"game {f.get('game_id')}")
@@ -597,23 +524,10 @@ def _where(f: dict) -> str:
     return ", ".join(parts)
 
 
-# ------------------------------------------------------------------ the view
-
-
-MAX_FINDINGS_SHOWN = 500  # findings listed in the HTML (all are in the JSON)
-FINDINGS_SHOWN = 25  # of which shown before the fold
-
-
-def _entries(doc: dict, key: str) -> list[dict]:
-    val = doc.get(key)
-    return [e for e in val if isinstance(e, dict)] if isinstance(val, list) else []
-
-
 def entry_view(e: dict) -> dict:
-    info = test_info(e.get("test", ""))
     md, power = min_detectable(e)
     return {
-        "test": str(e.get("test", "")), "title": info["title"], "subject": str(e.get("subject", "?")),
+        "test": str(e.get("test", "")), "title": spec_of(e.get("test", "")).title, "subject": str(e.get("subject", "?")),
         "tier": str(e.get("tier") or ("report" if e.get("flagged") else "clear")),
         "tier_words": TIER_WORDS.get(str(e.get("tier")), str(e.get("tier"))),
         "n": fmt_num(e.get("n")), "observed": fmt_num(e.get("observed")),
@@ -623,7 +537,7 @@ def entry_view(e: dict) -> dict:
         "min_detectable": "n/a" if md is None else ("too little play" if math.isinf(md) else fmt_rate(md)),
         "power": power,
         "controls": control_items(e), "controls_sentence": controls_sentence(e),
-        "pvalue": _finite(e.get("pvalue")), "qvalue": _finite(e.get("qvalue")),
+        "pvalue": finite(e.get("pvalue")), "qvalue": finite(e.get("qvalue")),
         "strong": bool(e.get("strong")),
     }
 
@@ -633,123 +547,12 @@ def players_named(entries: Iterable[dict]) -> set[str]:
     out: set[str] = set()
     for e in entries:
         subject = str(e.get("subject", "?"))
-        if e.get("test") in PAIR_TESTS and "+" in subject:
+        if spec_of(e.get("test")).pair and "+" in subject:
             out.update(_pair(subject))
         else:
             out.add(subject)
     return out
 
-
-def _sort_key_p(e: dict) -> tuple:
-    p = _finite(e.get("pvalue"))
-    return (p if p is not None else 2.0, str(e.get("test", "")), str(e.get("subject", "")))
-
-
-def build_view(doc: dict, charts: bool = True) -> dict:
-    """Everything the report says, as plain data (charts as SVG strings when `charts`)."""
-    from . import svg
-
-    doc = doc if isinstance(doc, dict) else {}
-    tests = _entries(doc, "tests")
-    flags = _entries(doc, "flags") or [e for e in tests if e.get("flagged")]
-    families = _entries(doc, "families")
-    replay = doc.get("replay") if isinstance(doc.get("replay"), dict) else {}
-    findings = _entries(replay, "findings")
-    deals = doc.get("deals", replay.get("deals"))
-    games = doc.get("games", replay.get("games"))
-
-    watch = sorted((e for e in tests if e.get("tier") == "watch"), key=_sort_key_p)
-    by_test: dict[str, list[dict]] = {}
-    for e in tests:
-        by_test.setdefault(str(e.get("test", "")), []).append(e)
-    fam_of = {str(f.get("test", "")): f for f in families}
-    for t in by_test:  # a test without a declared family still gets a section
-        if t not in fam_of:
-            fam_of[t] = {"test": t, "tests": len(by_test[t])}
-    fdrs = sorted({_finite(f.get("fdr")) for f in fam_of.values() if _finite(f.get("fdr")) is not None})
-
-    # findings by code, most frequent first
-    counts: dict[str, int] = {}
-    for f in findings:
-        counts[str(f.get("code", "?"))] = counts.get(str(f.get("code", "?")), 0) + 1
-    by_code = [{"code": c, "count": k, "words": FINDING_WORDS.get(c, c.replace("_", " "))}
-               for c, k in sorted(counts.items(), key=lambda ck: (-ck[1], ck[0]))]
-    finding_rows = [{"code": str(f.get("code", "")), "source": str(f.get("source") or ""),
-                     "where": _where(f), "message": str(f.get("message") or "")}
-                    for f in findings[:MAX_FINDINGS_SHOWN]]
-
-    n_flags = len(flags)
-    flagged_players = sorted(players_named(flags))
-    from .verdict import Coverage  # issue 12: nothing to audit never reads as all clear
-    cover = Coverage.of_doc(doc)
-    if n_flags:
-        headline = (f"{n_flags} flag{'s' if n_flags != 1 else ''} naming {len(flagged_players)} "
-                    f"player{'s' if len(flagged_players) != 1 else ''}: " + ", ".join(flagged_players))
-    elif cover.audited:
-        headline = f"No one is flagged among {cover.audited:,} deal{'s' if cover.audited != 1 else ''} audited"
-    else:
-        headline = cover.nothing_headline()
-    headline += cover.unread_clause()
-    if findings:
-        headline += f"; {len(findings):,} irregularit{'ies' if len(findings) != 1 else 'y'} in the logs"
-    elif cover.audited:
-        headline += "; the logs replay without irregularities"
-
-    fam_views = []
-    for t in sorted(fam_of, key=lambda t: (ORDER.index(t) if t in ORDER else len(ORDER), t)):
-        fam = fam_of[t]
-        entries = sorted(by_test.get(t, []), key=lambda e: (_sort_key_p(e)))
-        info = test_info(t)
-        nf = sum(1 for e in entries if e.get("tier") == "report" or e.get("flagged"))
-        nw = sum(1 for e in entries if e.get("tier") == "watch")
-        fv = {
-            "test": t, "title": info["title"], "what": info["what"],
-            "size": int(_finite(fam.get("tests")) or len(entries)),
-            "fdr": _finite(fam.get("fdr")), "method": str(fam.get("method", "")), "share": _finite(fam.get("share")),
-            "sentence": family_sentence(fam, nf, nw), "n_flagged": nf, "n_watch": nw,
-            "rows": [entry_view(e) for e in entries], "charts": [],
-            "sensitivity_note": sensitivity_note(t, entries),
-        }
-        if charts and entries:
-            fv["charts"] = svg.charts_for_family(t, entries, fam)
-        fam_views.append(fv)
-
-    timelines = []
-    for e in flags:
-        ev = entry_view(e)
-        chart = svg.timeline(e) if charts else ""
-        timelines.append({"test": ev["test"], "title": ev["title"], "subject": ev["subject"],
-                          "sentence": ev["sentence"], "svg": chart})
-
-    subjects: dict[str, list[dict]] = {}
-    for e in tests:
-        subjects.setdefault(str(e.get("subject", "?")), []).append(entry_view(e))
-    subject_views = [{"subject": s, "tests": sorted(v, key=lambda x: x["test"])}
-                     for s, v in sorted(subjects.items())]
-
-    fdr_text = ", ".join(f"{f:.0%}" for f in fdrs) if fdrs else "n/a"
-    if isinstance(doc.get("audit"), dict) and _finite(doc["audit"].get("level")) is not None:
-        fdr_text = f"{_finite(doc['audit'].get('level')):.0%}"
-    return {
-        "title": "Fair-play audit",
-        "deals": fmt_num(deals), "games": fmt_num(games), "seed": "n/a" if doc.get("seed") is None
-        else str(doc.get("seed")), "fdr": fdr_text,
-        "headline": headline, "n_flags": n_flags,
-        "flags": [entry_view(e) for e in flags], "watch": [entry_view(e) for e in watch],
-        "n_findings": len(findings), "findings_by_code": by_code, "findings": finding_rows,
-        "findings_omitted": max(0, len(findings) - MAX_FINDINGS_SHOWN),
-        "families": fam_views, "timelines": timelines, "subjects": subject_views,
-        "how_to_read": HOW_TO_READ, "monthly_note": MONTHLY_NOTE, "not_clean_note": NOT_CLEAN_NOTE,
-        "n_tests": fmt_num(len(tests)), "n_families": len(fam_views), "rows_shown": ROWS_SHOWN,
-        "watch_shown": WATCH_SHOWN,
-        "findings_shown": FINDINGS_SHOWN,
-        "selection": selection_sentence(doc.get("selection")),
-        "audit_sentence": audit_sentence(doc),
-    }
-
-
-NOT_SELECTED_WORDS = {"table": "at another table", "game": "of another game", "time": "started outside the dates",
-                      "no_time": "with no time to place them"}
 
 
 def selection_sentence(sel) -> str:
@@ -767,17 +570,18 @@ def selection_sentence(sel) -> str:
     if sel.get("until"):
         parts.append(f"games started until {sel['until']}")
     text = "Selection: " + "; ".join(parts) if parts else "Selection: everything"
-    read = _finite(sel.get("records_read"))
-    chosen = _finite(sel.get("deals_selected"))
+    read = finite(sel.get("records_read"))
+    chosen = finite(sel.get("deals_selected"))
     if read is not None and chosen is not None:
         text += f" ({fmt_num(chosen)} of {fmt_num(read)} records"
-        ns = sel.get("not_selected") if isinstance(sel.get("not_selected"), dict) else {}
+        ns = as_dict(sel.get("not_selected"))
         left = [f"{fmt_num(k)} {NOT_SELECTED_WORDS.get(str(w), str(w))}" for w, k in sorted(ns.items())
-                if _finite(k)]
+                if finite(k)]
         if left:
             text += "; left out: " + ", ".join(left)
-        bad = _finite(sel.get("bad_records"))
+        bad = finite(sel.get("bad_records"))
         if bad:
             text += f"; {fmt_num(bad)} unreadable record{'s' if bad != 1 else ''} kept as findings"
         text += ")"
     return text
+

@@ -19,7 +19,8 @@ import html
 import math
 from typing import Any, Iterable, Sequence
 
-from .sentences import _finite as _fin  # one reading of "a finite number" for text and charts
+from .sentences import control_items, fmt_p, null_sd, spec_of
+from .values import finite as _fin  # one reading of "a finite number" for text and charts
 
 W, H = 680, 410
 ML, MR, MT, MB = 64, 24, 54, 52
@@ -32,12 +33,6 @@ AMBER = "#d98c00"
 BLUE = "#1565c0"
 GREEN = "#2e7d32"
 BAND = "#dbe7f5"
-
-COUNT_TESTS = ("dealer_jack", "turnup_jack")
-
-# the controls drawn beside a subject's mark (the others are in the tables): cards a cheat cannot use
-CHART_CONTROLS = {"marked_ten": ("queen", "plain_ten", "placebo"),
-                  "dealer_jack": ("not_dealing", "trump_ace_as_dealer", "trump_ten_as_dealer")}
 
 
 def esc(text: Any) -> str:
@@ -176,14 +171,15 @@ class Plot:
                    f'transform="rotate(-90 14 {_f((MT + H - MB) / 2)})">{esc(self.ylabel)}</text>')
         out.extend(self.body)
         # legend: one row under the title, wrapping when long
-        x, y = ML, 40
+        lx: float = ML
+        ly = 40
         for color, text in self.legend:
             width = 26 + 6.2 * len(text)
-            if x + width > W - MR and x > ML:
-                x, y = ML, y + 13
-            out.append(f'<rect x="{_f(x)}" y="{y - 6}" width="12" height="5" fill="{color}"/>')
-            out.append(f'<text x="{_f(x + 16)}" y="{y}" font-size="10.5" fill="{INK}">{esc(text)}</text>')
-            x += width
+            if lx + width > W - MR and lx > ML:
+                lx, ly = ML, ly + 13
+            out.append(f'<rect x="{_f(lx)}" y="{ly - 6}" width="12" height="5" fill="{color}"/>')
+            out.append(f'<text x="{_f(lx + 16)}" y="{ly}" font-size="10.5" fill="{INK}">{esc(text)}</text>')
+            lx += width
         out.append("</svg>")
         return "\n".join(out)
 
@@ -251,7 +247,7 @@ def exact_limits(detail: Any) -> dict[str, tuple[float, float]]:
 
 
 def _binom_limits(n: int, p: float, tail: float) -> tuple[float, float]:
-    from scipy.stats import binom
+    from scipy.stats import binom  # scipy.stats takes seconds to import: only when a chart is drawn
 
     return float(binom.ppf(tail, n, p)), float(binom.isf(tail, n, p))
 
@@ -318,8 +314,6 @@ def _num(x: float) -> str:
 
 
 def _p(p: Any) -> str:
-    from .sentences import fmt_p
-
     return fmt_p(p)
 
 
@@ -327,11 +321,11 @@ def _p(p: Any) -> str:
 
 
 def _controls_with(e: dict, key: str) -> list[tuple[str, float]]:
-    """(label, value) of each control that carries `key` ("statistic" also reads "z"; "pvalue" also "p")."""
-    from .sentences import control_items
-
+    """(label, value) of each control that carries `key` ("statistic" also reads "z"; "pvalue" also "p"): the
+    test's chart controls (`TestSpec.chart_controls`, cards a cheat cannot use) when it has any, else all."""
     items = control_items(e)
-    preferred = [c for c in items if c["key"] in CHART_CONTROLS.get(str(e.get("test")), ())]
+    chosen = spec_of(e.get("test")).chart_controls
+    preferred = [c for c in items if c["key"] in chosen]
     out = []
     for c in preferred or items:
         v = c.get(key)
@@ -342,8 +336,8 @@ def _controls_with(e: dict, key: str) -> list[tuple[str, float]]:
 
 def score_chart(test: str, entries: list[dict], unit: str) -> str:
     """The test's score (`statistic`) against exposure `n`, each subject's controls beside it (hollow marks)."""
-    pts = [(e, _fin(e.get("n")), _fin(e.get("statistic"))) for e in entries]
-    pts = [(e, n, s) for e, n, s in pts if n is not None and s is not None]
+    read = [(e, _fin(e.get("n")), _fin(e.get("statistic"))) for e in entries]
+    pts = [(e, n, s) for e, n, s in read if n is not None and s is not None]
     if not pts:
         return ""
     ys = [s for _, _, s in pts] + [v for e, _, _ in pts for _, v in _controls_with(e, "statistic")] + [0.0]
@@ -376,8 +370,8 @@ def _nlp(p: Any) -> float | None:
 
 def evidence_chart(test: str, entries: list[dict], unit: str, fam: dict | None = None) -> str:
     """Strength of evidence (−log10 p) against exposure `n`, controls beside each subject."""
-    pts = [(e, _fin(e.get("n")), _nlp(e.get("pvalue"))) for e in entries]
-    pts = [(e, n, y) for e, n, y in pts if n is not None and y is not None]
+    read = [(e, _fin(e.get("n")), _nlp(e.get("pvalue"))) for e in entries]
+    pts = [(e, n, y) for e, n, y in read if n is not None and y is not None]
     if not pts:
         return ""
     ctl = [(e, n, k, -math.log10(max(min(v, 1.0), 1e-16))) for e, n, _ in pts
@@ -411,13 +405,13 @@ def evidence_chart(test: str, entries: list[dict], unit: str, fam: dict | None =
 
 
 def qq_plot(entries: list[dict], title: str = "p-values of the whole family against honest chance") -> str:
-    pts = [(e, _fin(e.get("pvalue"))) for e in entries]
-    pts = sorted(((e, p) for e, p in pts if p is not None and 0 <= p <= 1), key=lambda t: (t[1], str(
+    read = [(e, _fin(e.get("pvalue"))) for e in entries]
+    pts = sorted(((e, p) for e, p in read if p is not None and 0 <= p <= 1), key=lambda t: (t[1], str(
         t[0].get("subject"))))
     m = len(pts)
     if m == 0:
         return ""
-    from scipy.stats import beta
+    from scipy.stats import beta  # scipy.stats takes seconds to import: only when a chart is drawn
 
     xs = [-math.log10((i + 1) / (m + 1)) for i in range(m)]
     ys = [-math.log10(max(p, 1e-16)) for _, p in pts]
@@ -429,12 +423,12 @@ def qq_plot(entries: list[dict], title: str = "p-values of the whole family agai
                 desc="If everyone were honest the dots would follow the diagonal inside the band. Exact "
                      "p-values of counts are conservative, so honest dots often sit a little below it. Dots "
                      "far above it at the right end are the strange ones.")
-    pairs = sorted(zip(xs, up, lo))
-    plot.band([(x, u) for x, u, _ in pairs], [(x, l) for x, _, l in pairs])
+    pairs = sorted(zip(xs, up, lo, strict=True))
+    plot.band([(x, u) for x, u, _ in pairs], [(x, low) for x, _, low in pairs])
     plot.polyline([(0, 0), (max(xs) * 1.05 + 0.05, max(xs) * 1.05 + 0.05)], GREEN, 1.2)
     plot.add_legend(BAND, "95% band for honest subjects")
     plot.add_legend(GREEN, "honest expectation")
-    for (e, p), x, y in sorted(zip(pts, xs, ys), key=lambda t: (t[0][0].get("tier") == "report", t[1])):
+    for (e, p), x, y in sorted(zip(pts, xs, ys, strict=True), key=lambda t: (t[0][0].get("tier") == "report", t[1])):
         plot.point(x, y, _tier_color(e), f"{e.get('subject')}: p = {_p(p)}, q = {_p(e.get('qvalue'))}", r=3.5)
         if e.get("tier") == "report" or e.get("flagged"):
             plot.label(x, y, str(e.get("subject")), RED)
@@ -480,19 +474,18 @@ def timeline(entry: dict) -> str:
     The range is ±2 sd of the null so far: from each point's own null variance when the detector gives it (the
     fourth element: `marked_ten`, `collusion`, `revoke_pattern`), else the subject's final null sd scaled by the
     share of the final expected count reached (variance proportional to expected, as for Bernoulli counts)."""
-    from .sentences import null_sd, test_info
-
     pts = _timeline_points(entry.get("detail"))
     if not pts:
         return ""
     pts = _thin(pts)
     subject = str(entry.get("subject"))
-    info = test_info(entry.get("test", ""))
+    spec = spec_of(entry.get("test", ""))
     xs = [p[0] for p in pts]
     ex = [p[1] - p[2] for p in pts]
     band_u, band_l = [], []
-    if all(p[3] is not None for p in pts):
-        for i, _, _, v in pts:
+    own = [(p[0], p[3]) for p in pts if p[3] is not None]  # each point's own null variance, when all have one
+    if len(own) == len(pts):
+        for i, v in own:
             s = 2 * math.sqrt(v)
             band_u.append((i, s))
             band_l.append((i, -s))
@@ -507,7 +500,7 @@ def timeline(entry: dict) -> str:
                 band_l.append((i, -s))
     ys = ex + [b[1] for b in band_u] + [b[1] for b in band_l] + [0.0]
     plot = Plot(f"{_short(subject)}: cumulative excess, {_test_label(entry.get('test', ''))}",
-                f"the subject's {info['unit_short']}, in order",
+                f"the subject's {spec.unit_short}, in order",
                 "observed − expected so far", (min(xs + [0.0]), max(xs) * 1.02 + 1e-9), _pad(min(ys), max(ys)),
                 desc="The line climbs when the event happens more often than honest chance gives. A line that "
                      "climbs steadily through the band means a steady excess; a jump means a cluster.")
@@ -515,7 +508,7 @@ def timeline(entry: dict) -> str:
         plot.band(band_u, band_l)
         plot.add_legend(BAND, "honest range (about ±2 sd)")
     plot.hline(0.0, GREEN, None, "honest expectation")
-    plot.polyline(list(zip(xs, ex)), RED if entry.get("tier") == "report" else BLUE, 2.0)
+    plot.polyline(list(zip(xs, ex, strict=True)), RED if entry.get("tier") == "report" else BLUE, 2.0)
     plot.add_legend(RED if entry.get("tier") == "report" else BLUE, "observed − expected")
     last = pts[-1]
     plot.label(last[0], last[1] - last[2], f"{last[1] - last[2]:+.1f}", RED if entry.get("tier") == "report"
@@ -527,25 +520,24 @@ def timeline(entry: dict) -> str:
 
 
 def charts_for_family(test: str, entries: list[dict], fam: dict | None = None) -> list[dict]:
-    """The charts of one test section: its main chart and the family's QQ plot, as {caption, svg}."""
-    from .sentences import test_info
-
-    info = test_info(test)
+    """The charts of one test section: its main chart (the spec's kind: `funnel`, `score` or `evidence`; the
+    evidence chart when the main one has nothing to draw) and the family's QQ plot, as {caption, svg}."""
+    spec = spec_of(test)
     out = []
     main = ""
-    if test in COUNT_TESTS:
-        main = funnel(test, entries, info["unit_short"], info["event"].replace("received ", "receiving ")
+    if spec.chart == "funnel":
+        main = funnel(test, entries, spec.unit_short, spec.event.replace("received ", "receiving ")
                       .replace("turned up", "turning up"))
         caption = ("Funnel plot: each dot is a dealer, placed by deals dealt and by how often the event "
                    "happened relative to honest chance. Honest dealers scatter inside the funnel, which narrows "
                    "as deals add up; a dealer far above it is lucky beyond belief.")
-    elif test == "marked_ten":
-        main = score_chart(test, entries, info["unit_short"])
+    elif spec.chart == "score":
+        main = score_chart(test, entries, spec.unit_short)
         caption = ("Scores against exposure: each filled dot is a player's score, hollow diamonds the same score "
                    "on controls. A cheat's score stands out while his controls stay near zero; a strong honest "
                    "reader is high on both.")
     if not main:
-        main = evidence_chart(test, entries, info["unit_short"], fam)
+        main = evidence_chart(test, entries, spec.unit_short, fam)
         caption = ("Evidence against exposure: each dot is a subject, higher is stranger; hollow diamonds are "
                    "controls.")
     if main:

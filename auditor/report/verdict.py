@@ -2,7 +2,7 @@
 
 Nothing to audit must never read as all clear. `Coverage` is counted from the replay's findings (every record
 read is a replayed deal or a `bad_record`) and the selection summary; the report's verdict
-(`sentences.build_view`), the terminal summaries and the CLI's exit-3 line all say it in these words:
+(`view.build_view`), the terminal summaries and the CLI's exit-3 line all say it in these words:
 
 - "No one is flagged among 8,001 deals audited" only when deals were audited;
 - "; 3 records not read (2 not valid JSON, 1 unreadable file)" when some were not;
@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .values import as_dict, as_list
+
 _LINE = re.compile(r":\d+$")
 
 # why a record was not read, in the order the words are listed when counts tie
@@ -25,6 +27,10 @@ REASONS = {
     "file": "unreadable file",
     "cut": "file broken off (the rest of it unread)",
 }
+
+# why a deal was left out by the selection (`select.Selection.summary`'s `not_selected`), in words
+NOT_SELECTED_WORDS = {"table": "at another table", "game": "of another game", "time": "started outside the dates",
+                      "no_time": "with no time to place them"}
 
 
 def _get(f, key: str):
@@ -75,8 +81,9 @@ class Coverage:
     @classmethod
     def of_doc(cls, doc: dict) -> "Coverage":
         doc = doc if isinstance(doc, dict) else {}
-        replay = doc.get("replay") if isinstance(doc.get("replay"), dict) else doc
-        findings = replay.get("findings") if isinstance(replay.get("findings"), list) else []
+        block = doc.get("replay")
+        replay = block if isinstance(block, dict) else doc
+        findings = as_list(replay.get("findings"))
         return cls.of(doc.get("deals", replay.get("deals")), findings, doc.get("selection"))
 
     @property
@@ -110,8 +117,8 @@ class Coverage:
 
     def nothing_reason(self) -> str:
         """Why no deal was replayed: '2 records read, 2 not readable (bad_record: 2 not valid JSON)'."""
-        if self.selection_matched_nothing():
-            sel = self.selection
+        sel = self.selection
+        if sel and self.selection_matched_nothing():
             what = []
             for key, word in (("tables", "table"), ("games", "game")):
                 if sel.get(key):
@@ -120,9 +127,7 @@ class Coverage:
                 what.append(f"since {sel['since']}")
             if sel.get("until"):
                 what.append(f"until {sel['until']}")
-            from .sentences import NOT_SELECTED_WORDS
-
-            ns = sel.get("not_selected") if isinstance(sel.get("not_selected"), dict) else {}
+            ns = as_dict(sel.get("not_selected"))
             left = ", ".join(f"{k:,} {NOT_SELECTED_WORDS.get(str(w), str(w))}" for w, k in sorted(ns.items())
                              if isinstance(k, int) and k)
             text = (f"the selection ({'; '.join(what) or 'everything'}) matches none of the "

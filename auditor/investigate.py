@@ -10,29 +10,40 @@ Where the deals come from: a detector may list them itself in its entry's `detai
 score is a count of deal events (`dealer_jack`, `turnup_jack`, `revoke_pattern`), each deal's contribution being
 its event minus its honest probability; other tests say that they do not attribute their score to single deals.
 
-The view is built by `build_investigation(doc, player, results)` from the audit document and the replayed deals,
-so the terminal and the HTML say the same thing.
+The view is built by `build_investigation(doc, player, table)` from the audit document and the table of replayed
+deals (`auditor.columns.AuditColumns`: the audit's own, kept by `audit(replay, keep_table=True)`), so the terminal
+and the HTML say the same thing.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+import numpy as np
 from markupsafe import Markup
 from rich.markup import escape as _markup
 from rich.table import Table
 
 from .atomic import write_text
+from .audit import audit
 from .cards import CARD_STR, RJ, parse_card, rank_of
-from .errors import RulesError, UsageError
-from .facts import config, held_prob
+from .columns import AuditColumns, from_results
+from .dealog import Record
+from .errors import UsageError
+from .facts import DealingFacts, facts_from_columns, held_prob
 from .report import sentences, svg
 from .report.html import environment, html_safe
-from .report.terminal import SafeConsole
+from .report.console import SafeConsole
+from .report.values import as_dict, as_list, finite
 from .report.verdict import Coverage
+from .replay.reference import DealResult
+from .replay.run import replay_paths, replay_records
+from .select import records_chunks
 from .textsafe import visible
 
 TOP_DEALS = 10
@@ -49,16 +60,18 @@ def concerns(subject: str, player: str) -> bool:
 
 
 def player_entries(doc: dict, player: str) -> list[dict]:
-    tests = doc.get("tests") if isinstance(doc.get("tests"), list) else []
+    tests = as_list(doc.get("tests"))
     out = [e for e in tests if isinstance(e, dict) and concerns(e.get("subject", ""), player)]
     return sorted(out, key=lambda e: (*sentences.section_key(e.get("test")), str(e.get("subject"))))
 
 
-def known_players(doc: dict, results: Sequence | None = None) -> list[str]:
+def known_players(doc: dict, table: AuditColumns | None = None) -> list[str]:
+    """Every player of the replayed deals and every one-player subject of the document."""
     names: set[str] = set()
-    for r in results or ():
-        names.update(r.deal.players)
-    for e in doc.get("tests", []) if isinstance(doc.get("tests"), list) else []:
+    if table is not None and len(table):
+        seated = table.seat_player[table.seat_player >= 0]
+        names.update(table.players[int(j)] for j in np.unique(seated))
+    for e in as_list(doc.get("tests")):
         if isinstance(e, dict) and isinstance(e.get("subject"), str) and "+" not in e["subject"]:
             names.add(e["subject"])
     return sorted(names)
@@ -71,59 +84,116 @@ def suggest(player: str, names: Iterable[str]) -> list[str]:
 # ------------------------------------------------------------------ the deals behind a score
 
 
-def _dealer_jack_deals(results: Sequence, player: str) -> list[dict]:
+@dataclass
+class Deals:
+    """What the per-deal views read: the table of replayed deals (`auditor.columns.AuditColumns`), its dealing
+    facts (the exact nulls, computed when first asked for) and the replay's revoke findings, by deal and seat."""
+
+    table: AuditColumns
+    findings: Sequence[Any] = ()  # the document's replay findings (dicts, as outputs.md writes them)
+
+    @classmethod
+    def of(cls, deals: AuditColumns | Sequence[DealResult] | None, findings: Sequence[Any] = ()) -> Deals | None:
+        """The table as given, or the table of per-deal results (`columns.from_results`); None for no deals."""
+        if deals is None:
+            return None
+        table = deals if isinstance(deals, AuditColumns) else from_results(list(deals))
+        return cls(table, findings)
+
+    @cached_property
+    def facts(self) -> DealingFacts:
+        return facts_from_columns(self.table)
+
+    @cached_property
+    def revoke_messages(self) -> dict[tuple[str, str, Any, Any], str]:
+        """(source, game, trick, seat) -> the message of the deal's first revoke finding there."""
+        out: dict[tuple[str, str, Any, Any], str] = {}
+        for f in self.findings:
+            if isinstance(f, dict) and f.get("code") == "revoke":
+                key = (str(f.get("source")), str(f.get("game_id")), f.get("trick"), f.get("seat"))
+                out.setdefault(key, str(f.get("message")))
+        return out
+
+    def player_index(self, player: str) -> int | None:
+        return self.table.players.index(player) if player in self.table.players else None
+
+    def dealt_by(self, player: str) -> np.ndarray:
+        """The rows the player dealt, in table order."""
+        t, pid = self.table, self.player_index(player)
+        if pid is None or not len(t):
+            return np.zeros(0, np.int64)
+        dealer = t.seat_player[np.arange(len(t)), t.dealer.astype(np.int64)]
+        return np.flatnonzero(dealer == pid)
+
+    def row(self, i: int) -> dict[str, Any]:
+        """The columns every listed deal shows: game, deal number, where in the logs, and its input order."""
+        t = self.table
+        return {"game_id": t.game_ids[int(t.game[i])], "deal_no": int(t.deal_no[i]), "source": t.source(i),
+                "_order": (int(t.file_index[i]), int(t.line[i]))}
+
+    def seats(self, i: int) -> list[str]:
+        t = self.table
+        return [t.players[int(j)] for j in t.seat_player[i, : int(t.n[i])]]
+
+
+def _dealer_jack_deals(deals: Deals, player: str) -> list[dict]:
+    """The Scotch Whist deals he dealt and held the Jack of trumps, each adding 1 minus the exact chance that the
+    dealer holds it (the deals of the test's count: those whose dealing the facts could audit)."""
+    t, facts = deals.table, deals.facts
+    p_of = {int(r): float(held_prob(facts.configs[int(c)], 0, RJ))  # exact, relative seat 0 = the dealer
+            for r, c in zip(facts.result_index, facts.cfg, strict=True)}
     out = []
-    for r in results:
-        d = r.deal
-        if d.game != "scotch_whist" or r.hands is None or r.trump is None or d.players[d.dealer] != player:
+    for i in deals.dealt_by(player).tolist():
+        if t.rules(i).game != "scotch_whist" or not t.has_hands[i] or t.trump[i] < 0 or i not in p_of:
             continue
-        jack = r.trump * 13 + RJ
-        if not (r.hands[d.dealer] >> jack) & 1:
+        jack = int(t.trump[i]) * 13 + RJ
+        if not (int(t.hands[i, int(t.dealer[i])]) >> jack) & 1:
             continue
-        try:
-            p0 = float(held_prob(config(d.ruleset, d.n), 0, RJ))  # exact, relative seat 0 = the dealer
-        except (RulesError, LookupError, ValueError, ArithmeticError):  # a layout the rules cannot give: the
-            # replay has already reported the record
-            continue
-        turned = parse_card(d.turn_up) == jack
+        turn_up = int(t.turn_up[i])
         what = (f"{player} dealt and held the Jack of trumps ({CARD_STR[jack]})"
-                + (", the turn-up itself" if turned else f"; the turn-up was {d.turn_up}"))
-        out.append({"game_id": d.game_id, "deal_no": d.deal_no, "source": d.source,
-                    "contribution": 1.0 - p0, "what": what, "_order": (d.file_index, d.line)})
+                + (", the turn-up itself" if turn_up == jack else f"; the turn-up was {CARD_STR[turn_up]}"))
+        out.append({**deals.row(i), "contribution": 1.0 - p_of[i], "what": what})
     return out
 
 
-def _turnup_jack_deals(results: Sequence, player: str) -> list[dict]:
+def _turnup_jack_deals(deals: Deals, player: str) -> list[dict]:
+    """Each Jack he turned up in All Fours (the first turn-up or a run's), adding 1 minus the Jacks' share of the
+    cards not yet seen."""
+    t = deals.table
     out = []
-    for r in results:
-        d = r.deal
-        if d.game != "all_fours" or d.players[d.dealer] != player:
+    for i in deals.dealt_by(player).tolist():
+        if t.rules(i).game != "all_fours":
             continue
-        turnups = [d.turn_up] + [run.get("turn_up") for run in (d.runs or []) if isinstance(run, dict)]
-        for k, t in enumerate(turnups):
-            c = parse_card(t)
+        n = int(t.n[i])
+        first = int(t.turn_up[i])
+        turnups = [first if first >= 0 else None] + [parse_card(run.get("turn_up")) for run in t.runs.get(i) or []
+                                                     if isinstance(run, dict)]
+        for k, c in enumerate(turnups):
             if c is None or rank_of(c) != RJ:
                 continue
-            out_before = 6 * d.n + k * (3 * d.n + 1)  # cards dealt and turned before this turn-up
+            out_before = 6 * n + k * (3 * n + 1)  # cards dealt and turned before this turn-up
             p0 = 4 / max(1, 52 - out_before)  # the Jacks' share of the unseen cards, on average
             what = (f"{player} turned up {CARD_STR[c]}" + (" on the first turn-up" if k == 0 else
                                                              f" when running the cards (run {k})"))
-            out.append({"game_id": d.game_id, "deal_no": d.deal_no, "source": d.source,
-                        "contribution": 1.0 - p0, "what": what, "_order": (d.file_index, d.line, k)})
+            row = deals.row(i)
+            out.append({**row, "contribution": 1.0 - p0, "what": what, "_order": (*row["_order"], k)})
     return out
 
 
-def _revoke_deals(results: Sequence, player: str) -> list[dict]:
+def _revoke_deals(deals: Deals, player: str) -> list[dict]:
+    """Each revoke he made, adding 1, with the replay's message about it."""
+    t, pid = deals.table, deals.player_index(player)
+    if pid is None:
+        return []
     out = []
-    for r in results:
-        d = r.deal
-        for trick, seat in r.revokes:
-            if d.players[seat] != player:
-                continue
-            msg = next((f.message for f in r.findings if f.code == "revoke" and f.trick == trick and f.seat == seat),
-                       f"{player} revoked in trick {trick}")
-            out.append({"game_id": d.game_id, "deal_no": d.deal_no, "source": d.source, "contribution": 1.0,
-                        "what": f"trick {trick}: {msg}", "_order": (d.file_index, d.line, trick)})
+    for j in range(len(t.rev_row)):
+        i, trick, seat = int(t.rev_row[j]), int(t.rev_trick[j]), int(t.rev_seat[j])
+        if int(t.seat_player[i, seat]) != pid:
+            continue
+        row = deals.row(i)
+        msg = deals.revoke_messages.get((row["source"], row["game_id"], trick, seat),
+                                        f"{player} revoked in trick {trick}")
+        out.append({**row, "contribution": 1.0, "what": f"trick {trick}: {msg}", "_order": (*row["_order"], trick)})
     return out
 
 
@@ -131,22 +201,22 @@ REPLAY_ATTRIBUTION = {"dealer_jack": _dealer_jack_deals, "turnup_jack": _turnup_
                       "revoke_pattern": _revoke_deals}
 
 
-def top_deals(entry: dict, results: Sequence | None, player: str, k: int = TOP_DEALS) -> tuple[list[dict], int, str]:
+def top_deals(entry: dict, deals: Deals | None, player: str, k: int = TOP_DEALS) -> tuple[list[dict], int, str]:
     """(the k deals that contribute most, how many contribute, where they come from)."""
-    detail = entry.get("detail") if isinstance(entry.get("detail"), dict) else {}
+    detail = as_dict(entry.get("detail"))
     listed = detail.get("top_deals", detail.get("deals"))
     if isinstance(listed, list) and listed and all(isinstance(x, dict) for x in listed):
         rows = []
         for x in listed:
-            contrib = sentences.finite(x.get("contribution", x.get("score")))
+            contrib = finite(x.get("contribution", x.get("score")))
             rows.append({"game_id": x.get("game_id"), "deal_no": x.get("deal_no"), "source": x.get("source"),
                          "contribution": contrib, "what": str(x.get("what") or x.get("message") or "")})
         rows.sort(key=lambda x: -(x["contribution"] if x["contribution"] is not None else -math.inf))
         return rows[:k], len(rows), "detector"
     fn = REPLAY_ATTRIBUTION.get(str(entry.get("test")))
-    if fn is None or results is None or str(entry.get("subject")) != player:
+    if fn is None or deals is None or str(entry.get("subject")) != player:
         return [], 0, "none"
-    rows = fn(results, player)
+    rows = fn(deals, player)
     rows.sort(key=lambda x: (-x["contribution"], x["_order"]))
     for x in rows:
         x.pop("_order", None)
@@ -157,48 +227,49 @@ def top_deals(entry: dict, results: Sequence | None, player: str, k: int = TOP_D
 
 
 def _fmt_contrib(x: Any) -> str:
-    v = sentences.finite(x)
+    v = finite(x)
     return "n/a" if v is None else f"{v:+.2f}"
 
 
-def player_summary(results: Sequence | None, player: str) -> dict:
-    if not results:
+def player_summary(deals: Deals | None, player: str) -> dict:
+    """How much he played: deals, deals dealt, games, tables, and the partners he sat with most."""
+    if deals is None or not len(deals.table):
         return {}
-    deals = dealt = 0
+    t, pid = deals.table, deals.player_index(player)
+    rows = np.zeros(0, np.int64) if pid is None else np.flatnonzero((t.seat_player == pid).any(axis=1))
     games: set[str] = set()
     tables: set[str] = set()
     partners: dict[str, int] = {}
-    for r in results:
-        d = r.deal
-        if player not in d.players:
-            continue
-        deals += 1
-        games.add(d.game_id)
-        tables.add(d.table)
-        seat = d.players.index(player)
-        if d.dealer == seat:
+    dealt = 0
+    for i in rows.tolist():
+        games.add(t.game_ids[int(t.game[i])])
+        tables.add(t.tables[int(t.table[i])])
+        names = deals.seats(i)
+        seat = names.index(player)
+        if int(t.dealer[i]) == seat:
             dealt += 1
-        if d.sides:
-            side = d.side_of
-            for s, name in enumerate(d.players):
-                if s != seat and side[s] == side[seat]:
-                    partners[name] = partners.get(name, 0) + 1
+        side = t.side_of[i]  # each seat its own side when the deal has none: no partner then
+        for s, name in enumerate(names):
+            if s != seat and side[s] == side[seat]:
+                partners[name] = partners.get(name, 0) + 1
     top_partners = sorted(partners.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
-    return {"deals": deals, "dealt": dealt, "games": len(games), "tables": sorted(tables),
+    return {"deals": len(rows), "dealt": dealt, "games": len(games), "tables": sorted(tables),
             "partners": [{"name": n, "deals": c} for n, c in top_partners]}
 
 
-def build_investigation(doc: dict, player: str, results: Sequence | None = None, charts: bool = True,
-                        k: int = TOP_DEALS) -> dict:
-    """Everything the audit says about `player`, as plain data (charts as SVG strings when `charts`)."""
+def build_investigation(doc: dict, player: str, table: AuditColumns | Sequence[DealResult] | None = None,
+                        charts: bool = True, k: int = TOP_DEALS) -> dict:
+    """Everything the audit says about `player`, as plain data (charts as SVG strings when `charts`). `table`:
+    the replayed deals, for the deals behind his scores and the summary of his play (the audit's table; per-deal
+    results are read through their table, `columns.from_results`)."""
     doc = doc if isinstance(doc, dict) else {}
+    deals = Deals.of(table, as_list(as_dict(doc.get("replay")).get("findings")))
     entries = player_entries(doc, player)
-    fams = {str(f.get("test")): f for f in doc.get("families", []) if isinstance(f, dict)} \
-        if isinstance(doc.get("families"), list) else {}
+    fams = {str(f.get("test")): f for f in as_list(doc.get("families")) if isinstance(f, dict)}
     tests = []
     for e in entries:
         ev = sentences.entry_view(e)
-        rows, total, origin = top_deals(e, results, player, k)
+        rows, total, origin = top_deals(e, deals, player, k)
         fam = fams.get(ev["test"], {})
         tests.append({
             **ev,
@@ -211,9 +282,8 @@ def build_investigation(doc: dict, player: str, results: Sequence | None = None,
             "deals_note": _deals_note(ev["test"], total, len(rows), origin),
             "timeline": svg.timeline(e) if charts else "",
         })
-    replay = doc.get("replay") if isinstance(doc.get("replay"), dict) else {}
-    findings = [f for f in replay.get("findings", []) if isinstance(f, dict) and f.get("player") == player] \
-        if isinstance(replay.get("findings"), list) else []
+    replay = as_dict(doc.get("replay"))
+    findings = [f for f in as_list(replay.get("findings")) if isinstance(f, dict) and f.get("player") == player]
     flagged = [t for t in tests if t["tier"] == "report"]
     watch = [t for t in tests if t["tier"] == "watch"]
     if flagged:
@@ -230,7 +300,7 @@ def build_investigation(doc: dict, player: str, results: Sequence | None = None,
         "player": player, "headline": headline, "n_flagged": len(flagged), "tests": tests,
         "findings": [{"code": str(f.get("code", "")), "source": str(f.get("source") or ""),
                       "where": sentences.finding_where(f), "message": str(f.get("message") or "")} for f in findings],
-        "summary": player_summary(results, player), "seed": "n/a" if doc.get("seed") is None else str(doc["seed"]),
+        "summary": player_summary(deals, player), "seed": "n/a" if doc.get("seed") is None else str(doc["seed"]),
         "not_clean_note": sentences.NOT_CLEAN_NOTE, "monthly_note": sentences.MONTHLY_NOTE,
         "how_to_read": sentences.HOW_TO_READ,
     }
@@ -311,32 +381,21 @@ def write_investigation(view: dict, path) -> None:
         raise UsageError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
 
 
-def investigate_records(records, player: str, fdr: float = 0.05, seed: int = 0, engine: str = "reference",
-                        k: int = TOP_DEALS) -> tuple[dict, dict]:
+def investigate_records(records: Iterable[Record], player: str, fdr: float = 0.05, seed: int = 0,
+                        engine: str = "reference", k: int = TOP_DEALS) -> tuple[dict, dict]:
     """Audit the records (every player, so that the families and q-values are the audit's own) and build the
-    investigation of `player`. Returns (view, audit document). An unknown player is a `UsageError` (with the
-    nearest names), found before the audit runs."""
-    from .audit import audit_records
-    from .errors import UsageError
-
+    investigation of `player` from the same replay: its table gives the deals behind his scores. Returns (view,
+    audit document). An unknown player is a `UsageError` (with the nearest names), found before the audit runs."""
     records = list(records)
     names = sorted({name for rec in records if rec.deal is not None for name in rec.deal.players})
     if player not in names:
         near = suggest(player, names)
         hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
         raise UsageError(f"no player {player!r} in these logs{hint}")
-    if engine == "batch":
-        # the audit through the table (as `auditor audit`); the deals behind the scores are his deals only, so
-        # only those are replayed into per-deal results
-        from .audit import audit
-        from .replay.run import replay_paths, replay_records
-        from .select import records_chunks
-
-        report = audit(replay_paths([], table=True, chunks=records_chunks(records)), fdr=fdr, seed=seed)
-        results = replay_records([r for r in records if r.deal is not None and player in r.deal.players],
-                                 engine="batch").results
+    if engine == "batch":  # through the batch pipeline, as `auditor audit` replays
+        replay = replay_paths([], table=True, chunks=records_chunks(records))
     else:
-        report = audit_records(records, fdr=fdr, seed=seed, engine=engine)
-        results = report.replay.results
+        replay = replay_records(records, engine=engine, table=True)
+    report = audit(replay, fdr=fdr, seed=seed, keep_table=True)
     doc = report.to_json()
-    return build_investigation(doc, player, results, k=k), doc
+    return build_investigation(doc, player, replay.table, k=k), doc

@@ -14,10 +14,14 @@ from rich.console import Console
 from auditor.cards import RJ, parse_card
 from auditor.dealgen import Cheat, season
 from auditor.dealog import read_records
-from auditor.investigate import (build_investigation, concerns, player_entries, print_investigation,
-                                 render_investigation_html, top_deals, write_investigation)
+from auditor.cards import CARD_STR, rank_of
 from auditor.errors import UsageError
-from auditor.replay.run import replay_records
+from auditor.facts import facts_from_results, held_prob
+from auditor.investigate import (Deals, build_investigation, concerns, known_players, player_entries,
+                                 player_summary, print_investigation, render_investigation_html, top_deals,
+                                 write_investigation)
+from auditor.replay.run import replay_paths, replay_records
+from auditor.select import records_chunks
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_report import HTML_ELEMENTS, _assert_inert, _parse  # noqa: E402
@@ -35,14 +39,15 @@ def club(tmp_path_factory):
     with open(path, "w", encoding="utf-8") as fh:
         for rec in s.records():
             fh.write(json.dumps(rec) + "\n")
-    rep = replay_records(read_records([str(path)]))
+    rep = replay_records(read_records([str(path)]), table=True)
     assert rep.findings == []
     return s, rep, path
 
 
 def test_the_deals_behind_a_dealer_jack_score_are_the_ones_he_held_the_jack(club):
     s, rep, _ = club
-    rows, total, origin = top_deals({"test": "dealer_jack", "subject": STACKER}, rep.results, STACKER, k=1000)
+    rows, total, origin = top_deals({"test": "dealer_jack", "subject": STACKER}, Deals.of(rep.table), STACKER,
+                                    k=1000)
     assert origin == "replay"
     # independently from the records: deals he dealt holding the Jack of the turn-up's suit
     expect = set()
@@ -97,7 +102,8 @@ def _club_doc(s, rep, player):
 def test_investigation_view_terminal_and_html(club, tmp_path):
     s, rep, _ = club
     doc = _club_doc(s, rep, STACKER)
-    view = build_investigation(doc, STACKER, rep.results)
+    view = build_investigation(doc, STACKER, rep.table)
+    assert view == build_investigation(doc, STACKER, rep.results)  # per-deal results are read through their table
     assert [t["test"] for t in view["tests"]][:2] == ["dealer_jack", "marked_ten"]
     dj = view["tests"][0]
     assert dj["deals"] and dj["deals_origin"] == "replay" and "held the Jack of trumps" in dj["deals"][0]["what"]
@@ -109,11 +115,11 @@ def test_investigation_view_terminal_and_html(club, tmp_path):
     print_investigation(view, Console(file=buf, width=160, color_system=None))
     out = buf.getvalue()
     assert "deals that weigh most" in out and "held the Jack of trumps" in out
-    html = render_investigation_html(build_investigation(doc, STACKER, rep.results))
+    html = render_investigation_html(build_investigation(doc, STACKER, rep.table))
     _assert_inert(_parse(html), HTML_ELEMENTS)
-    assert html == render_investigation_html(build_investigation(doc, STACKER, rep.results))
+    assert html == render_investigation_html(build_investigation(doc, STACKER, rep.table))
     out_path = tmp_path / "inv.html"
-    write_investigation(build_investigation(doc, STACKER, rep.results), out_path)
+    write_investigation(build_investigation(doc, STACKER, rep.table), out_path)
     assert out_path.read_text(encoding="utf-8") == html
     with pytest.raises(UsageError):
         write_investigation(view, tmp_path / "inv.md")
@@ -168,3 +174,127 @@ def test_batch_investigation_equals_the_reference_one():
     assert d1 == d2
     assert v1 == v2
     assert v1["n_flagged"] >= 1  # the demo's marked-Ten cheater
+
+
+# ------------------------------------------------------------------ the per-deal views: the table = the oracle
+
+# The views as they were written over the reference engine's per-deal results (`DealResult`): the executable
+# spec of what the table-based views (`auditor.investigate`) must list. The deals behind a dealer_jack score are
+# the deals the test counts: those whose dealing the facts can audit (`facts_from_results`, the facts' own oracle).
+
+
+def _oracle_dealer_jack(results, player):
+    facts = facts_from_results(results)
+    p_of = {int(r): float(held_prob(facts.configs[int(c)], 0, RJ))
+            for r, c in zip(facts.result_index, facts.cfg, strict=True)}
+    out = []
+    for i, r in enumerate(results):
+        d = r.deal
+        if d.game != "scotch_whist" or r.hands is None or r.trump is None or d.players[d.dealer] != player:
+            continue
+        jack = r.trump * 13 + RJ
+        if not (r.hands[d.dealer] >> jack) & 1 or i not in p_of:
+            continue
+        turned = parse_card(d.turn_up) == jack
+        what = (f"{player} dealt and held the Jack of trumps ({CARD_STR[jack]})"
+                + (", the turn-up itself" if turned else f"; the turn-up was {d.turn_up}"))
+        out.append({"game_id": d.game_id, "deal_no": d.deal_no, "source": d.source,
+                    "contribution": 1.0 - p_of[i], "what": what, "_order": (d.file_index, d.line)})
+    return out
+
+
+def _oracle_turnup_jack(results, player):
+    out = []
+    for r in results:
+        d = r.deal
+        if d.game != "all_fours" or d.players[d.dealer] != player:
+            continue
+        turnups = [d.turn_up] + [run.get("turn_up") for run in (d.runs or []) if isinstance(run, dict)]
+        for k, t in enumerate(turnups):
+            c = parse_card(t)
+            if c is None or rank_of(c) != RJ:
+                continue
+            p0 = 4 / max(1, 52 - (6 * d.n + k * (3 * d.n + 1)))
+            what = (f"{player} turned up {CARD_STR[c]}" + (" on the first turn-up" if k == 0 else
+                                                             f" when running the cards (run {k})"))
+            out.append({"game_id": d.game_id, "deal_no": d.deal_no, "source": d.source,
+                        "contribution": 1.0 - p0, "what": what, "_order": (d.file_index, d.line, k)})
+    return out
+
+
+def _oracle_revoke(results, player):
+    out = []
+    for r in results:
+        d = r.deal
+        for trick, seat in r.revokes:
+            if d.players[seat] != player:
+                continue
+            msg = next((f.message for f in r.findings if f.code == "revoke" and f.trick == trick and f.seat == seat),
+                       f"{player} revoked in trick {trick}")
+            out.append({"game_id": d.game_id, "deal_no": d.deal_no, "source": d.source, "contribution": 1.0,
+                        "what": f"trick {trick}: {msg}", "_order": (d.file_index, d.line, trick)})
+    return out
+
+
+def _oracle_summary(results, player):
+    if not results:
+        return {}
+    deals = dealt = 0
+    games, tables, partners = set(), set(), {}
+    for r in results:
+        d = r.deal
+        if player not in d.players:
+            continue
+        deals += 1
+        games.add(d.game_id)
+        tables.add(d.table)
+        seat = d.players.index(player)
+        dealt += d.dealer == seat
+        if d.sides:
+            for s, name in enumerate(d.players):
+                if s != seat and d.side_of[s] == d.side_of[seat]:
+                    partners[name] = partners.get(name, 0) + 1
+    top = sorted(partners.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+    return {"deals": deals, "dealt": dealt, "games": len(games), "tables": sorted(tables),
+            "partners": [{"name": n, "deals": c} for n, c in top]}
+
+
+ORACLES = {"dealer_jack": _oracle_dealer_jack, "turnup_jack": _oracle_turnup_jack, "revoke_pattern": _oracle_revoke}
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "fixtures" / "replay").glob("*.jsonl")) + [
+    "fixtures/examples.jsonl"]
+
+
+@pytest.mark.parametrize("path", FIXTURES)
+def test_the_tables_deals_are_the_per_deal_oracles(path):
+    """On every replay fixture (both games, every preset and player count, findings of every kind), with the
+    table of either engine: the deals behind each player's dealer_jack, turnup_jack and revoke_pattern scores,
+    his summary and the players known are what the per-deal results give."""
+    recs = list(read_records([str(ROOT / path)]))
+    ref = replay_records(recs, engine="reference", table=True)
+    batch = replay_paths([], table=True, chunks=records_chunks(recs))
+    findings = [f.to_json() for f in ref.findings]
+    players = sorted({p for r in recs if r.deal is not None for p in r.deal.players})
+    assert known_players({}, ref.table) == known_players({}, batch.table) == players
+    for table in (ref.table, batch.table):
+        deals = Deals(table, findings)
+        for p in players:
+            for test, oracle in ORACLES.items():
+                want = sorted(oracle(ref.results, p), key=lambda x: (-x["contribution"], x["_order"]))
+                for x in want:
+                    x.pop("_order")
+                assert top_deals({"test": test, "subject": p}, deals, p, k=10**6) == (want, len(want), "replay"), \
+                    (test, p)
+            assert player_summary(deals, p) == _oracle_summary(ref.results, p), p
+
+
+def test_the_deals_behind_a_dealer_jack_score_are_its_count():
+    """The deals listed behind a dealer_jack score are the deals the test counted (`observed`), on a fixture
+    with cards outside the pack (deals the dealing facts cannot audit and the test does not count)."""
+    from auditor.investigate import investigate_records
+
+    recs = list(read_records([str(ROOT / "fixtures/replay/find_cards.jsonl")]))
+    view, doc = investigate_records(recs, "eve", engine="batch")
+    entry = next(e for e in doc["tests"] if e["test"] == "dealer_jack" and e["subject"] == "eve")
+    shown = next(t for t in view["tests"] if t["test"] == "dealer_jack")
+    assert shown["deals_total"] == entry["observed"] == 1

@@ -175,15 +175,13 @@ class ColumnsBuilder:
             a["n_plays"][p] = j
             a["winners"][p, :len(sizes)] = ((winners.T.astype(np.int64) + el[:, None]) % gn)
             a["n_winners"][p] = len(sizes)
-        # revokes, findings
+        # revokes
         rv = [(int(pos[r]), k, s) for r in sorted(out.revokes) if pos[r] >= 0 for k, s in out.revokes[r]]
         if rv:
             c.rev_row = np.array([x[0] for x in rv], np.int64)
             c.rev_trick = np.array([x[1] for x in rv], np.int16)
             c.rev_seat = np.array([x[2] for x in rv], np.int8)
-        nih = [int(pos[r]) for r, _, _, f in out.findings if f.code == "card_not_in_hand" and pos[r] >= 0]
-        if nih:
-            a["not_in_hand"][nih] = True
+        # not_in_hand stays False: a deal with a card not in hand is the reference engine's (fallback not_in_hand)
         # points as DealResult.points: Scotch Whist the sum of the steps, All Fours one per event
         sc = out.scored[kr]
         a["scored"][:] = sc

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from auditor.cards import parse_card
+from auditor.cards import CARD_STR
 from auditor.dealog import validate
 from auditor.detectors.collusion import Collusion, CollusionCounts, count_deal, count_results, individual
 from auditor.detectors.play_facts import counting
@@ -15,23 +15,27 @@ from auditor.stats.family import apply_families
 from auditor.testing.generate import random_game
 
 
+def card(text: str) -> int:
+    return CARD_STR.index(text)
+
+
 def test_counting_cards_by_game():
     # Scotch Whist: trump honours that can be given (the Jack always wins, plain cards never count)
-    assert counting("scotch_whist", 0, parse_card("Ts"))
-    assert counting("scotch_whist", 0, parse_card("Qs"))
-    assert not counting("scotch_whist", 0, parse_card("Js"))
-    assert not counting("scotch_whist", 0, parse_card("Th"))
+    assert counting("scotch_whist", 0, card("Ts"))
+    assert counting("scotch_whist", 0, card("Qs"))
+    assert not counting("scotch_whist", 0, card("Js"))
+    assert not counting("scotch_whist", 0, card("Th"))
     # All Fours: Game pips of every suit, and the trump Jack
-    assert counting("all_fours", 0, parse_card("Th"))
-    assert counting("all_fours", 0, parse_card("Jh"))
-    assert not counting("all_fours", 0, parse_card("9s"))
+    assert counting("all_fours", 0, card("Th"))
+    assert counting("all_fours", 0, card("Jh"))
+    assert not counting("all_fours", 0, card("9s"))
 
 
 def _random_tables(seed: int, tables: int = 8, games: int = 15):
     """Each deal with its own line of one log file, table after table (so that a merge by table must restore the
     input order of the timelines)."""
     rng = np.random.default_rng(seed)
-    out = []
+    out: list = []
 
     def add(recs):
         for r in recs:
@@ -135,7 +139,8 @@ def test_timeline_follows_each_pair_over_its_chances_in_input_order(random_table
             per_deal.append(c.pairs)
     checked = 0
     for t in tests:
-        pair = tuple(t.subject.split("+"))
+        first, second = t.subject.split("+")
+        pair = (first, second)
         cells = counts.pairs[pair]
         tl = t.detail["timeline"]
         _check_points(tl, t.n)

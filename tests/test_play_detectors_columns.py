@@ -11,6 +11,7 @@ import zlib
 from fractions import Fraction
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 
@@ -18,7 +19,30 @@ from auditor.columns import AuditColumns, from_results
 from auditor.dealog import read_records, validate
 from auditor.detectors import collusion, revoke_pattern
 from auditor.detectors.collusion import Collusion
-from auditor.detectors.play_columns import walk_setup
+from auditor.detectors.play_columns import (
+    P_CARD,
+    P_HOLD,
+    P_LEAD,
+    P_LEGAL,
+    P_PLAYED,
+    P_POS,
+    P_REVOKE,
+    P_SEAT,
+    P_TRICK,
+    P_TWO,
+    P_VOIDS,
+    P_WIN_CARD,
+    P_WIN_SEAT,
+    T_COUNT,
+    T_FIRST,
+    WALK_LEGAL,
+    WALK_VOIDS,
+    WALK_WINNER,
+    walk_buffers,
+    walk_deal,
+    walk_setup,
+)
+from auditor.detectors.play_facts import deal_exclusion, walk
 from auditor.detectors.revoke_pattern import RevokePattern, sum_fractions
 from auditor.replay.reference import replay_deal
 from auditor.replay.run import replay_records
@@ -173,6 +197,43 @@ def test_simulated_season_every_kind_of_table(season):
     ada = [v for (pl, _), v in r.cells.items() if pl == "ada"]
     assert sum(v[1] for v in ada) >= 5 and len(r.trail["ada"]) == sum(v[1] for v in ada)
     assert any(v[3] != 0 and v[3].denominator > 1 for v in r.cells.values())  # fractional gains summed exactly
+
+
+@numba.njit
+def _walked(row, arrays):
+    """One deal's walk: its plays' rows and each play's (first play, size) of its trick."""
+    buf = walk_buffers(arrays)
+    d = walk_deal(row, arrays, buf, WALK_WINNER | WALK_LEGAL | WALK_VOIDS)
+    W = buf.plays[:d.n_plays].copy()
+    trick = np.zeros((d.n_plays, 2), np.int64)
+    for i in range(d.n_plays):
+        trick[i, 0] = buf.tricks[W[i, P_TRICK], T_FIRST]
+        trick[i, 1] = buf.tricks[W[i, P_TRICK], T_COUNT]
+    return W, trick
+
+
+def test_the_table_walk_is_the_python_walk(season):
+    """`play_columns.walk_deal` (what every play count reads) == `play_facts.walk`, play by play and field by field,
+    on every walkable deal of the season (every kind of table)."""
+    cols = from_results(season)
+    su = walk_setup(cols)
+    arrays = su.arrays(cols)
+    walked = 0
+    for row, res in enumerate(season):
+        assert (su.why[row] == 0) == (deal_exclusion(res) is None)
+        if su.why[row]:
+            continue
+        W, trick = _walked(row, arrays)
+        states = [(st.seat, st.card, st.k, st.pos, len(st.trick_seats), -1 if st.lead_suit is None else st.lead_suit,
+                   *(st.win or (-1, -1)), st.played, st.hold[st.seat], st.legal, int(st.two_card_turn),
+                   int(st.revoke), sum(v << (4 * j) for j, v in enumerate(st.void))) for st in walk(res)]
+        got = [(*(int(W[i, f]) for f in (P_SEAT, P_CARD, P_TRICK, P_POS)), int(trick[i, 1]),
+                *(int(W[i, f]) for f in (P_LEAD, P_WIN_SEAT, P_WIN_CARD, P_PLAYED, P_HOLD, P_LEGAL, P_TWO, P_REVOKE,
+                                         P_VOIDS))) for i in range(len(W))]
+        assert got == states, res.deal.source
+        assert all(trick[i, 0] == i - W[i, P_POS] for i in range(len(W)))
+        walked += 1
+    assert walked > 1000
 
 
 def test_simulated_season_whole_equals_merged_tables(season):

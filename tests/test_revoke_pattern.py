@@ -49,20 +49,24 @@ def test_gain_of_a_revoke_that_takes_the_trick():
 def _complete_tricks(rec, first, rng):
     """Legal (random) play after a fixed first trick."""
     from auditor.cards import CARD_STR, cards_of, mask_of, parse_card, suit_of
-    from auditor.legal import legal_mask
-    from auditor.replay.reference import _trick_winner_pos
+    from auditor.legal import legal_mask, trick_winner
 
-    trump = suit_of(parse_card(rec["turn_up"]))
-    hold = [mask_of(parse_card(x) for x in h) for h in rec["hands"]]
+    def card(text: str) -> int:
+        c = parse_card(text)
+        assert c is not None, text
+        return c
+
+    trump = suit_of(card(rec["turn_up"]))
+    hold = [mask_of(card(x) for x in h) for h in rec["hands"]]
     seats = [0, 1, 2, 3]
-    t1 = [parse_card(x) for x in first]
+    t1 = [card(x) for x in first]
     for s, c in zip(seats, t1, strict=True):
         hold[s] &= ~(1 << c)
     tricks = [t1]
-    leader = seats[_trick_winner_pos("scotch_whist", t1, trump)]
+    leader = seats[trick_winner("scotch_whist", t1, trump)]
     for _ in range(8):
         order = [(leader + i) % 4 for i in range(4)]
-        trick = []
+        trick: list[int] = []
         lead = None
         for s in order:
             ok = legal_mask("scotch_whist", hold[s], lead, trump)
@@ -72,13 +76,13 @@ def _complete_tricks(rec, first, rng):
             trick.append(c)
             lead = suit_of(trick[0])
         tricks.append(trick)
-        leader = order[_trick_winner_pos("scotch_whist", trick, trump)]
+        leader = order[trick_winner("scotch_whist", trick, trump)]
     return [[CARD_STR[c] for c in t] for t in tricks]
 
 
 def _random_club(seed: int, rate: float, tables: int = 12, games: int = 12):
     rng = np.random.default_rng(seed)
-    out = []
+    out: list = []
     for tb in range(tables):
         players = [f"t{tb}p{i}" for i in range(4)]
         for g in range(games):

@@ -18,13 +18,14 @@ Counting. `Collusion.count(table)` counts over the table (`auditor.columns.Audit
 every deal's plays (`_gifts`); `count_results(results)`, over `DealResult`s with `play_facts.walk`, is its
 executable spec (the tests' oracle: the two give equal counts, field for field).
 
-The kernel transcribes `count_deal`: at every play that is not a lead, not the Russian two-card turn and not a
-revoke, when another seat is winning the trick, it classifies the giver's legal cards and, for an opportunity,
-emits one int64 key, (giver player, receiver player, cell), and its `base.trail_code` (deal order, play index,
-event). Sorted by key, the runs of equal keys are the pairs' cells: their lengths the opportunities, their codes'
-low bits the events, their codes the trails; they become the same `CollusionCounts` dicts the Python counter
-builds (cells as the same tuples, values as Python ints). Key layout: (giver * n_players + receiver) << 11 | cell,
-cell = af << 10 | n << 6 | following << 5 | trump_led << 4 | last << 3 | sure << 2 | min(counting legal cards, 3).
+The kernel transcribes `count_deal` over the walk of `play_columns.walk_deal`: at every play that is not a lead, not
+the Russian two-card turn and not a revoke, when another seat is winning the trick, it classifies the giver's legal
+cards and, for an opportunity, emits one int64 key, (giver player, receiver player, cell), and its `base.trail_code`
+(deal order, play index, event). Sorted by key, the runs of equal keys are the pairs' cells: their lengths the
+opportunities, their codes' low bits the events, their codes the trails; they become the same `CollusionCounts`
+dicts the Python counter builds (cells as the same tuples, values as Python ints). Key layout: (giver * n_players +
+receiver) << 11 | cell, cell = af << 10 | n << 6 | following << 5 | trump_led << 4 | last << 3 | sure << 2 |
+min(counting legal cards, 3).
 """
 
 from __future__ import annotations
@@ -43,16 +44,28 @@ from ..stats import exact
 from ..stats.family import TestResult
 from .base import deal_order, timeline, trail_code
 from .play_columns import (
-    MAX_SETS,
+    P_CARD,
+    P_LEAD,
+    P_LEGAL,
+    P_PLAYED,
+    P_POS,
+    P_REVOKE,
+    P_SEAT,
+    P_TRICK,
+    P_TWO,
+    P_WIN_CARD,
+    P_WIN_SEAT,
+    T_COUNT,
+    WALK_LEGAL,
+    WALK_WINNER,
     beats,
     counting_table,
-    hands_by_set,
-    is_revoke,
-    legal,
     low_bit,
+    setup_of,
     strength,
     suit_mask,
-    walk_setup,
+    walk_buffers,
+    walk_deal,
 )
 from .play_facts import counting, deal_exclusion, walk
 from .spec import TestSpec
@@ -158,96 +171,60 @@ def count_deal(res: Any, c: CollusionCounts) -> None:
 
 
 @numba.njit(cache=True)
-def _gifts(use, af_a, must_a, n_a, trump_a, seat_player, play_card, play_seat, play_trick, n_plays, n_sets_a,
-           per_set, extra_a, out_public_a, rev_start, rev_trick, rev_seat, count_tab, n_players, order, keys,
-           codes):
+def _gifts(use, arrays, count_tab, seat_player, n_players, order, keys, codes):
+    """`count_deal` over the rows `use` (`play_columns.walk_deal`): each opportunity's key and trail code into
+    keys[m] / codes[m]; returns m."""
+    buf = walk_buffers(arrays)
+    W = buf.plays
+    T = buf.tricks
     m = 0
-    set_of_trick = np.zeros(128, np.int64)
-    by_set = np.zeros((8, MAX_SETS), np.int64)
-    hold = np.zeros(8, np.int64)
-    t_seat = np.zeros(128, np.int64)
-    t_card = np.zeros(128, np.int64)
     for row in range(len(use)):
         if not use[row]:
             continue
-        af = af_a[row]
-        n = np.int64(n_a[row])
-        trump = np.int64(trump_a[row])
-        must = must_a[row]
-        n_sets = np.int64(n_sets_a[row])
-        extra = np.int64(extra_a[row])
-        out_public = out_public_a[row]
-        ra = rev_start[row]
-        rb = rev_start[row + 1]
-        n_tricks = hands_by_set(row, n, n_sets, per_set, set_of_trick, play_card, play_seat, play_trick, n_plays,
-                                by_set)
+        d = walk_deal(row, arrays, buf, WALK_WINNER | WALK_LEGAL)
+        af, trump, n = d.af, d.trump, d.n
         trumps = suit_mask(trump)
-        played = np.int64(0)
-        i = 0
-        np_ = n_plays[row]
-        for k in range(n_tricks):
-            j = set_of_trick[k]
-            if k == 0 or set_of_trick[k - 1] != j:
-                for s in range(n):
-                    hold[s] = by_set[s, j]
-            first = i  # index of the trick's first play in the deal's plays
-            cnt = 0
-            while i < np_ and play_trick[row, i] == k:
-                t_seat[cnt] = play_seat[row, i]
-                t_card[cnt] = play_card[row, i]
-                cnt += 1
-                i += 1
-            lead = -1
-            ws = -1
-            wc = -1
-            for p in range(cnt):
-                s = t_seat[p]
-                c = t_card[p]
-                two = extra >= 0 and s == extra and cnt == n + 1 and k == n_tricks - 1
-                rev = p > 0 and c // 13 != lead and is_revoke(rev_trick, rev_seat, ra, rb, k + 1, s)
-                if p > 0 and not two and not rev and ws != s:
-                    lg = legal(af, hold[s], lead, trump, must)
-                    give = False
-                    plain = False
-                    n_count = 0
-                    mm = lg
-                    while mm != 0:
-                        card = low_bit(mm)
-                        mm &= mm - 1
-                        if count_tab[np.int64(af), np.int64(card // 13 == trump), card % 13]:
-                            n_count += 1
-                            if not beats(af, trump, card, wc):
-                                give = True
-                        else:
-                            plain = True
-                    if give and plain:
-                        ev = (count_tab[np.int64(af), np.int64(c // 13 == trump), c % 13]
-                              and not beats(af, trump, c, wc))
-                        following = c // 13 == lead
+        for i in range(d.n_plays):
+            s = W[i, P_SEAT]
+            ws = W[i, P_WIN_SEAT]
+            if W[i, P_POS] == 0 or W[i, P_TWO] or W[i, P_REVOKE] or ws == s:
+                continue
+            wc = W[i, P_WIN_CARD]
+            give = False
+            plain = False
+            n_count = 0
+            mm = W[i, P_LEGAL]
+            while mm != 0:
+                card = low_bit(mm)
+                mm &= mm - 1
+                if count_tab[np.int64(af), np.int64(card // 13 == trump), card % 13]:
+                    n_count += 1
+                    if not beats(af, trump, card, wc):
+                        give = True
+                else:
+                    plain = True
+            if not (give and plain):
+                continue
+            c = W[i, P_CARD]
+            lead = W[i, P_LEAD]
+            ev = count_tab[np.int64(af), np.int64(c // 13 == trump), c % 13] and not beats(af, trump, c, wc)
+            sure = False  # `winner_is_sure`: no trump still out beats the winning trump
+            if wc // 13 == trump:
+                sure = True
+                out = ~W[i, P_PLAYED] & ~d.out_public & trumps
+                sw = strength(af, wc % 13)
+                for r in range(13):
+                    if (out >> np.int64(trump * 13 + r)) & 1 and strength(af, r) > sw:
                         sure = False
-                        if wc // 13 == trump:
-                            sure = True
-                            out = ~played & ~out_public & trumps
-                            sw = strength(af, wc % 13)
-                            for r in range(13):
-                                if (out >> np.int64(trump * 13 + r)) & 1 and strength(af, r) > sw:
-                                    sure = False
-                                    break
-                        cell = ((np.int64(af) << 10) | (n << 6) | (np.int64(following) << 5)
-                                | (np.int64(lead == trump) << 4) | (np.int64(p == cnt - 1) << 3)
-                                | (np.int64(sure) << 2) | min(n_count, 3))
-                        g = np.int64(seat_player[row, s])
-                        b = np.int64(seat_player[row, ws])
-                        keys[m] = ((g * n_players + b) << 11) | cell
-                        codes[m] = (((order[row] << 6) | (first + p)) << 1) | np.int64(ev)
-                        m += 1
-                hold[s] &= ~(np.int64(1) << c)
-                played |= np.int64(1) << c
-                if ws < 0 or beats(af, trump, c, wc):
-                    ws = s
-                    wc = c
-                if lead < 0:
-                    lead = c // 13
+                        break
+            last = W[i, P_POS] == T[W[i, P_TRICK], T_COUNT] - 1
+            cell = ((np.int64(af) << 10) | (n << 6) | (np.int64(c // 13 == lead) << 5)
+                    | (np.int64(lead == trump) << 4) | (np.int64(last) << 3) | (np.int64(sure) << 2) | min(n_count, 3))
+            g = np.int64(seat_player[row, s])
+            b = np.int64(seat_player[row, ws])
+            keys[m] = ((g * n_players + b) << 11) | cell
+            codes[m] = (((order[row] << 6) | i) << 1) | np.int64(ev)
+            m += 1
     return m
 
 
@@ -288,7 +265,7 @@ class Collusion:
         D = len(table)
         if D == 0:
             return c
-        su = walk_setup(table)
+        su = setup_of(table)
         indiv = (table.n >= 3) & (table.n_sides == table.n)  # `individual`: sides partition the seats
         c.excluded_deals = su.excluded(indiv)
         use = indiv & (su.why == 0)
@@ -299,9 +276,7 @@ class Collusion:
         cap = int(table.n_plays[use].astype(np.int64).sum())
         keys = np.empty(max(cap, 1), np.int64)
         codes = np.empty(max(cap, 1), np.int64)
-        m = _gifts(use, su.af, su.must_trump, table.n, table.trump, table.seat_player, table.play_card, table.play_seat,
-                   table.play_trick, table.n_plays, su.n_sets, su.per_set, su.extra, su.out_public, su.rev_start,
-                   table.rev_trick, table.rev_seat, counting_table(), n_players, table.order, keys, codes)
+        m = _gifts(use, su.arrays(table), counting_table(), table.seat_player, n_players, table.order, keys, codes)
         keys, codes = keys[:m], codes[:m]
         # group by (pair, cell), each group's trail ascending: rows in input order emit ascending codes already, so a
         # stable sort by key suffices; otherwise sort by (key, code)

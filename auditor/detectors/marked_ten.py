@@ -54,13 +54,14 @@ the next suit), a placebo on deals where the Ten is his own (the trump Ace stand
 Counting. `MarkedTen.count(table)` (`count_table`) counts over the table (`auditor.columns.AuditColumns`) and
 returns exactly what `count_results(results)` returns when `table = from_results(results)`, array for array.
 `count_results` (the executable spec, the tests' oracle) walks every play of every deal in Python with
-`play_facts.walk`, about 0.5 ms per deal it keeps; `count_table` walks them in one numba loop per deal (`_extract`,
-a few us) over small ints (each seat's unplayed cards, the cards played, the voids shown, the trick's winner:
-bitmasks and bytes), transcribing `walk`, `play_cell`, `decision_x` and `_candidates` for the deals the detector
-keeps (Scotch Whist played in one set and without a revoke). Rows go into preallocated arrays; when a deal's worst
-case no longer fits, the kernel stops, the arrays grow and it resumes at that deal, so the walk runs once. Which
-deals are excluded and why, the layouts, the ids of players, packs and games (in the order the Python builder first
-meets them), the points shares and the deal key's per-string hashes (`_str_hash`) stay in numpy and Python.
+`play_facts.walk`, about 0.5 ms per deal it keeps; `count_table` reads the play tests' one numba walk
+(`play_columns.walk_deal`: each seat's unplayed cards, the cards played, the voids shown, the trick's winner, as
+bitmasks) in one loop per deal (`_extract`, a few us), transcribing `play_cell`, `decision_x` and `_candidates` for
+the deals the detector keeps (Scotch Whist played in one set and without a revoke). Rows go into preallocated
+arrays; when a deal's worst case no longer fits, the kernel stops, the arrays grow and it resumes at that deal, so
+the walk runs once. Which deals are excluded and why (`play_columns.walk_setup`), the ids of players, packs and
+games (in the order the Python builder first meets them), the points shares and the deal key's per-string hashes
+(`_str_hash`) stay in numpy and Python.
 """
 
 from __future__ import annotations
@@ -97,7 +98,32 @@ from .marked_ten_fit import (
     seat_llr_sums,
     segment_rows,
 )
-from .play_columns import beats, strength
+from .play_columns import (
+    P_CARD,
+    P_HOLD,
+    P_LEAD,
+    P_LEGAL,
+    P_PLAYED,
+    P_POS,
+    P_SEAT,
+    P_TRICK,
+    P_TWO,
+    P_VOIDS,
+    P_WIN_CARD,
+    P_WIN_SEAT,
+    T_COUNT,
+    T_FIRST,
+    WALK_LEGAL,
+    WALK_VOIDS,
+    WALK_WINNER,
+    beats,
+    count_bits,
+    setup_of,
+    strength,
+    suit_mask,
+    walk_buffers,
+    walk_deal,
+)
 from .play_facts import (
     ACE,
     QUEEN,
@@ -509,9 +535,6 @@ def count_results(results: Sequence[Any]) -> MarkedTenCounts:
 PLAY_REASONS = ("ten_own", "ten_played", "ten_public", "forced", "no_trump_choice", "scored", "no_candidate")
 R_OWN, R_PLAYED, R_PUBLIC, R_FORCED, R_NO_CHOICE, R_SCORED, R_NO_CAND = range(7)
 
-_U0 = np.uint64(0)
-_U1 = np.uint64(1)
-_SUIT_MASK = np.array([((1 << 13) - 1) << (13 * s) for s in range(4)], np.uint64)
 # Scotch Whist trumps from the strongest down: the Jack, then Ace, King, Queen, Ten, 9 ... 2
 _TRUMP_ORDER = np.array(sorted(range(13), key=lambda r: -trump_strength("scotch_whist", r)), np.int64)
 _U_FNV_OFFSET = np.uint64(_FNV_OFFSET)
@@ -522,40 +545,16 @@ _S33 = np.uint64(33)
 
 
 @numba.njit(cache=True, inline="always")
-def _bit(c):
-    return _U1 << np.uint64(c)
-
-
-@numba.njit(cache=True, inline="always")
 def _has(m, c):
-    return (m >> np.uint64(c)) & _U1 != _U0
-
-
-@numba.njit(cache=True)
-def _popcount(x):
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
-
-
-@numba.njit(cache=True, inline="always")
-def _strength(rank):
-    """`trump_strength` of Scotch Whist (`play_columns.strength`, the game fixed)."""
-    return strength(False, rank)
-
-
-@numba.njit(cache=True, inline="always")
-def _beats(a, b, trump):
-    """`PlayState.beats` for Scotch Whist (`play_columns.beats`, the game fixed)."""
-    return beats(False, trump, a, b)
+    """Card c (>= 0) is in the int64 bitmask m."""
+    return (m >> c) & 1 != 0
 
 
 @numba.njit(cache=True, inline="always")
 def _above_sw(a, b, trump):
     """`_above` (Scotch Whist): card a ranks above card b of the same suit."""
     if a // 13 == trump:
-        return _strength(a % 13) > _strength(b % 13)
+        return strength(False, a % 13) > strength(False, b % 13)
     return a % 13 > b % 13
 
 
@@ -594,20 +593,22 @@ def _deal_keys(rows, table, game, deal_no, n_arr, seat_player, dealer, turn_up, 
 
 
 @numba.njit(cache=True)
-def _extract(start, rows, n_arr, side_of, seat_player, turn_up, shown, trump_arr, play_card, play_seat, play_trick,
-          n_plays, n_tricks_arr, owner_arr, pack_arr, extra_arr, must_arr,
-          p_deal, p_order, p_seat, p_cell, p_holds,
-          d_deal, d_order, d_seat, d_kind, d_x, d_xctx, d_early, d_opening,
-          c_dec, c_seat, c_u, c_nv, c_g, c_true,
-          n_p, n_d, n_c, exc):
-    """Walk the deals rows[start:] (deal index = position in `rows`), appending each target's plays, decisions and
-    candidate rows at n_p / n_d / n_c (per target, updated; each output column is a tuple of one array per target).
-    Returns the position of the first deal not walked: len(rows), or a deal whose worst case does not fit the arrays
-    (the caller grows them and calls again). `exc[player, reason]` counts every play's reason (`PLAY_REASONS`)."""
-    hold = np.zeros(8, np.uint64)
-    void = np.zeros(8, np.int64)
+def _extract(start, rows, arrays, owner_a, pack_a, turn_up, side_of, seat_player, out, n_p, n_d, n_c, exc):
+    """Walk the deals rows[start:] (`play_columns.walk_deal`; deal index = position in `rows`), appending each
+    target's plays, decisions and candidate rows at n_p / n_d / n_c (per target, updated; `out` holds the output
+    columns in `_Rows.args` order, each a tuple of one array per target). Returns the position of the first deal
+    not walked: len(rows), or a deal whose worst case does not fit the arrays (the caller grows them and calls
+    again). `exc[player, reason]` counts every play's reason (`PLAY_REASONS`)."""
+    (p_deal, p_order, p_seat, p_cell, p_holds,
+     d_deal, d_order, d_seat, d_kind, d_x, d_xctx, d_early, d_opening,
+     c_dec, c_seat, c_u, c_nv, c_g, c_true) = out
+    buf = walk_buffers(arrays)
+    W = buf.plays
+    T = buf.tricks
+    n_arr = arrays[2]
+    n_plays = arrays[14]
     side = np.zeros(8, np.int64)
-    tseats = np.zeros(max(play_card.shape[1], 1), np.int64)
+    dealt = np.zeros(8, np.int64)  # each seat's cards (the deal is played in one set)
     tcard = np.zeros(4, np.int64)
     for j in range(start, len(rows)):
         r = rows[j]
@@ -617,270 +618,237 @@ def _extract(start, rows, n_arr, side_of, seat_player, turn_up, shown, trump_arr
         for t in range(4):
             if n_p[t] + np_ > len(p_deal[t]) or n_d[t] + np_ > len(d_deal[t]) or n_c[t] + np_ * n > len(c_dec[t]):
                 return j
-        trump = np.int64(trump_arr[r])
+        d = walk_deal(r, arrays, buf, WALK_WINNER | WALK_LEGAL | WALK_VOIDS)
+        trump = d.trump
+        n_tricks = d.n_tricks
+        out_public = d.out_public
         tu = np.int64(turn_up[r])
-        owner = np.int64(owner_arr[r])
-        extra = np.int64(extra_arr[r])
-        must = must_arr[r]
-        n_tricks = np.int64(n_tricks_arr[r])
-        tmask = _SUIT_MASK[trump]
+        owner = np.int64(owner_a[r])
+        tmask = suit_mask(trump)
         partnership = 0
+        in_hands = np.int64(0)
         for o in range(n):
             side[o] = side_of[r, o]
-            void[o] = 0
-            hold[o] = _U0
+            dealt[o] = buf.by_set[o, 0]
+            in_hands |= dealt[o]
         for o in range(n):
             for o2 in range(o + 1, n):
                 if side[o] == side[o2]:
                     partnership = 1
-        in_hands = _U0
-        for p in range(np_):
-            b = _bit(play_card[r, p])
-            hold[play_seat[r, p]] |= b
-            in_hands |= b
-        out_public = _U0
-        if shown[r] >= 0:
-            out_public = _bit(shown[r])
-        aside = pack_arr[r] & ~in_hands & ~out_public
-        tu_bit = _U0
+        tu_bit = np.int64(0)
         if tu >= 0:
-            tu_bit = _bit(tu)
-        aside &= ~tu_bit
-        n_aside = _popcount(aside)
+            tu_bit = np.int64(1) << tu
+        aside = pack_a[r] & ~in_hands & ~out_public & ~tu_bit
+        n_aside = count_bits(aside)
         tcard[0] = trump * 13 + TEN
         tcard[1] = trump * 13 + QUEEN
         tcard[2] = ((trump + 1) % 4) * 13 + TEN
         tcard[3] = trump * 13 + ACE
         ten = tcard[0]
-        played = _U0
-        order = 0
-        i = 0
-        for k in range(n_tricks):
-            i0 = i
-            while i < np_ and play_trick[r, i] == k:
-                i += 1
-            m = i - i0
-            for p in range(m):
-                tseats[p] = play_seat[r, i0 + p]
-            lead = np.int64(-1)
-            win_seat = np.int64(-1)
-            win_card = np.int64(-1)
-            trick_mask = _U0
+        for i in range(np_):
+            if W[i, P_TWO]:
+                continue
+            s = W[i, P_SEAT]
+            c = W[i, P_CARD]
+            cs = c // 13
+            k = W[i, P_TRICK]
+            pos = W[i, P_POS]
+            first = T[W[i, P_TRICK], T_FIRST]
+            m = T[W[i, P_TRICK], T_COUNT]
+            lead = W[i, P_LEAD]
+            win_seat = W[i, P_WIN_SEAT]
+            win_card = W[i, P_WIN_CARD]
+            played = W[i, P_PLAYED]
+            h = W[i, P_HOLD]
+            legal = W[i, P_LEGAL]
+            voids = W[i, P_VOIDS]
+            order = i + 1
             stage = 0 if k == 0 else (1 if 2 * k < n_tricks else 2)
-            for pos in range(m):
-                s = np.int64(play_seat[r, i0 + pos])
-                c = np.int64(play_card[r, i0 + pos])
-                cs = c // 13
-                order += 1
-                two = extra >= 0 and s == extra and m == n + 1 and k == n_tricks - 1
-                if not two:
-                    h = hold[s]
-                    # legal_mask (Scotch Whist)
-                    legal = h
-                    if lead >= 0 and h != _U0:
-                        follow = h & _SUIT_MASK[lead]
-                        if follow != _U0:
-                            legal = follow
-                        elif must and (h & tmask) != _U0:
-                            legal = h & tmask
-                    last = 1 if pos == m - 1 else 0
-                    gone = played | out_public
-                    # sure_for_side(s): the partner's winner no card still out can beat
-                    sure = False
-                    if pos > 0 and win_seat != s and side[win_seat] == side[s]:
-                        sure = True
-                        for q in range(pos + 1, m):
-                            if side[tseats[q]] != side[s]:
-                                sure = False
-                        if not sure and win_card // 13 == trump:  # winner_is_sure
-                            sure = True
-                            outm = ~played & ~trick_mask & ~out_public & tmask
-                            ws = _strength(win_card % 13)
-                            for rk in range(13):
-                                if _has(outm, trump * 13 + rk) and _strength(rk) > ws:
-                                    sure = False
-                    # the holder model's plays
-                    for t in range(4):
-                        tc = tcard[t]
-                        if _has(gone, tc) or (owner >= 0 and tc == tu):
-                            continue
-                        ts = tc // 13
-                        kind = -1
+            last = 1 if pos == m - 1 else 0
+            gone = played | out_public
+            # sure_for_side(s): the partner's winner no card still out can beat
+            sure = False
+            if pos > 0 and win_seat != s and side[win_seat] == side[s]:
+                sure = True
+                for q in range(pos + 1, m):
+                    if side[W[first + q, P_SEAT]] != side[s]:
+                        sure = False
+                if not sure and win_card // 13 == trump:  # winner_is_sure
+                    sure = True
+                    outm = ~played & ~out_public & tmask
+                    ws = strength(False, win_card % 13)
+                    for rk in range(13):
+                        if _has(outm, trump * 13 + rk) and strength(False, rk) > ws:
+                            sure = False
+            # the holder model's plays
+            for t in range(4):
+                tc = tcard[t]
+                if _has(gone, tc) or (owner >= 0 and tc == tu):
+                    continue
+                ts = tc // 13
+                kind = -1
+                situation = 0
+                if pos == 0:
+                    kind = 0
+                elif lead == ts and (h & suit_mask(ts)) != 0:
+                    kind = 1
+                    if sure:
                         situation = 0
-                        if pos == 0:
-                            kind = 0
-                        elif lead == ts and (h & _SUIT_MASK[ts]) != _U0:
-                            kind = 1
-                            if sure:
-                                situation = 0
-                            elif _beats(tc, win_card, trump):
-                                situation = 2
-                            else:
-                                situation = 1
-                        elif (h & _SUIT_MASK[lead]) == _U0:
-                            kind = 2
-                            if sure:
-                                situation = 0
-                            elif side[win_seat] != side[s]:
-                                situation = 1
-                            else:
-                                situation = 2
-                        if kind < 0:
-                            continue
-                        ctx = (((partnership * 3 + kind) * 3 + situation) * 2 + last) * 3 + stage
-                        if c == tc:
-                            oc = 3
-                        elif cs == ts:
-                            oc = 0 if _above_sw(c, tc, trump) else 1
-                        else:
-                            oc = 2
-                        q = n_p[t]
-                        p_deal[t][q] = j
-                        p_order[t][q] = order
-                        p_seat[t][q] = s
-                        p_cell[t][q] = ctx * 4 + oc
-                        p_holds[t][q] = 1 if _has(h, tc) else 0
-                        n_p[t] = q + 1
-                    # the decision
-                    pl = seat_player[r, s]
-                    ten_own = _has(h, ten)
-                    if ten_own:
-                        ten_state = R_OWN
-                    elif _has(played, ten):
-                        ten_state = R_PLAYED
-                    elif _has(out_public, ten) or (owner >= 0 and ten == tu):
-                        ten_state = R_PUBLIC
+                    elif beats(False, trump, tc, win_card):
+                        situation = 2
                     else:
-                        ten_state = -1
-                    n_legal = _popcount(legal)
-                    dkind = -1
-                    x = 0
-                    xctx = 0
-                    if pos == 0:
-                        if n_legal >= 2 and (legal & tmask) != _U0:
-                            dkind = KIND_LEAD
-                    elif lead == trump and (legal & tmask) != _U0 and n_legal >= 2:
-                        dkind = KIND_FOLLOW
-                    if dkind >= 0:
-                        boss = -1
-                        for q in range(13):
-                            bc = trump * 13 + _TRUMP_ORDER[q]
-                            if not _has(gone, bc):
-                                boss = bc
-                                break
-                        boss_bit = _U0
-                        if boss >= 0:
-                            boss_bit = _bit(boss)
-                        has_boss = (legal & boss_bit) != _U0
-                        other_trump = (legal & tmask & ~boss_bit) != _U0
-                        if dkind == KIND_LEAD:
-                            plain = (legal & ~tmask) != _U0
-                            # the x values of the legal cards: 1 (boss), 0 (another trump), -1 (no trump)
-                            if int(has_boss) + int(other_trump) + int(plain) < 2:
-                                dkind = -1
-                            else:
-                                x = (1 if c == boss else 0) if cs == trump else -1
-                                pattern = (int(has_boss) << 2) | (int(other_trump) << 1) | int(plain)
-                                xctx = (partnership * 8 + pattern) * 3 + stage
-                        else:
-                            if not (has_boss and other_trump):
-                                dkind = -1
-                            else:
-                                x = 1 if c == boss else -1
-                                n_opts = min(n_legal, 4)
-                                pw = 1 if side[win_seat] == side[s] else 0
-                                xctx = 48 + ((partnership * 5 + n_opts) * 2 + pw) * 2 + last
-                    if ten_state >= 0:
-                        exc[pl, ten_state] += 1
-                    elif n_legal == 1:
-                        exc[pl, R_FORCED] += 1
-                    elif dkind < 0:
-                        exc[pl, R_NO_CHOICE] += 1
-                    if dkind >= 0:
-                        early = 1 if 2 * k < n_tricks else 0
-                        opening = 1 if (k == 0 and pos == 0) else 0
-                        n_scored = 0
-                        for t in range(4):
-                            tc = tcard[t]
-                            if t == 3 and not ten_own:
-                                continue
-                            if _has(gone, tc) or _has(h, tc) or (owner >= 0 and tc == tu):
-                                continue  # visible to him
-                            # _candidates: where tc may be, from his view
-                            ts = tc // 13
-                            holder = -1
-                            for q in range(n):
-                                if _has(hold[q], tc):
-                                    holder = q
-                                    break
-                            dec = n_d[t]
-                            base = n_c[t]
-                            q = base
-                            any_true = False
-                            for o in range(n):
-                                if o == s:
-                                    continue
-                                known = _U0
-                                if owner == o and not _has(played, tu):
-                                    known = tu_bit
-                                u = _popcount(hold[o] & ~known)
-                                if u == 0 or ((void[o] >> ts) & 1) != 0:
-                                    continue
-                                nv = _popcount(np.uint64(void[o] & ~(1 << ts)))
-                                if dkind == KIND_LEAD:
-                                    g = -1 if side[o] == side[s] else 1
-                                else:
-                                    g = 0
-                                    for a in range(pos + 1, m):
-                                        if tseats[a] == o:
-                                            g = 1
-                                c_dec[t][q] = dec
-                                c_seat[t][q] = o
-                                c_u[t][q] = u
-                                c_nv[t][q] = nv
-                                c_g[t][q] = g
-                                c_true[t][q] = 1 if o == holder else 0
-                                any_true = any_true or o == holder
-                                q += 1
-                            if n_aside > 0:
-                                c_dec[t][q] = dec
-                                c_seat[t][q] = -1
-                                c_u[t][q] = n_aside
-                                c_nv[t][q] = 0
-                                c_g[t][q] = 0
-                                c_true[t][q] = 1 if holder < 0 else 0
-                                any_true = any_true or holder < 0
-                                q += 1
-                            if not any_true:
-                                continue  # no candidate holds it: the rows written are dropped
-                            n_c[t] = q
-                            d_deal[t][dec] = j
-                            d_order[t][dec] = order
-                            d_seat[t][dec] = s
-                            d_kind[t][dec] = dkind
-                            d_x[t][dec] = x
-                            d_xctx[t][dec] = xctx
-                            d_early[t][dec] = early
-                            d_opening[t][dec] = opening
-                            n_d[t] = dec + 1
-                            if t == 0:
-                                n_scored += 1
-                        if ten_state < 0:
-                            exc[pl, R_SCORED if n_scored else R_NO_CAND] += 1
-                # the public consequences of the play
-                b = _bit(c)
-                if lead >= 0 and cs != lead and not two:
-                    void[s] |= 1 << lead
-                    if must and cs != trump:
-                        void[s] |= 1 << trump
-                hold[s] &= ~b
-                played |= b
-                trick_mask |= b
-                if win_seat < 0 or _beats(c, win_card, trump):
-                    win_seat = s
-                    win_card = c
-                if lead < 0:
-                    lead = cs
+                        situation = 1
+                elif (h & suit_mask(lead)) == 0:
+                    kind = 2
+                    if sure:
+                        situation = 0
+                    elif side[win_seat] != side[s]:
+                        situation = 1
+                    else:
+                        situation = 2
+                if kind < 0:
+                    continue
+                ctx = (((partnership * 3 + kind) * 3 + situation) * 2 + last) * 3 + stage
+                if c == tc:
+                    oc = 3
+                elif cs == ts:
+                    oc = 0 if _above_sw(c, tc, trump) else 1
+                else:
+                    oc = 2
+                q = n_p[t]
+                p_deal[t][q] = j
+                p_order[t][q] = order
+                p_seat[t][q] = s
+                p_cell[t][q] = ctx * 4 + oc
+                p_holds[t][q] = 1 if _has(h, tc) else 0
+                n_p[t] = q + 1
+            # the decision
+            pl = seat_player[r, s]
+            ten_own = _has(h, ten)
+            if ten_own:
+                ten_state = R_OWN
+            elif _has(played, ten):
+                ten_state = R_PLAYED
+            elif _has(out_public, ten) or (owner >= 0 and ten == tu):
+                ten_state = R_PUBLIC
+            else:
+                ten_state = -1
+            n_legal = count_bits(legal)
+            dkind = -1
+            x = 0
+            xctx = 0
+            if pos == 0:
+                if n_legal >= 2 and (legal & tmask) != 0:
+                    dkind = KIND_LEAD
+            elif lead == trump and (legal & tmask) != 0 and n_legal >= 2:
+                dkind = KIND_FOLLOW
+            if dkind >= 0:
+                boss = -1
+                for q in range(13):
+                    bc = trump * 13 + _TRUMP_ORDER[q]
+                    if not _has(gone, bc):
+                        boss = bc
+                        break
+                boss_bit = np.int64(0)
+                if boss >= 0:
+                    boss_bit = np.int64(1) << boss
+                has_boss = (legal & boss_bit) != 0
+                other_trump = (legal & tmask & ~boss_bit) != 0
+                if dkind == KIND_LEAD:
+                    plain = (legal & ~tmask) != 0
+                    # the x values of the legal cards: 1 (boss), 0 (another trump), -1 (no trump)
+                    if int(has_boss) + int(other_trump) + int(plain) < 2:
+                        dkind = -1
+                    else:
+                        x = (1 if c == boss else 0) if cs == trump else -1
+                        pattern = (int(has_boss) << 2) | (int(other_trump) << 1) | int(plain)
+                        xctx = (partnership * 8 + pattern) * 3 + stage
+                else:
+                    if not (has_boss and other_trump):
+                        dkind = -1
+                    else:
+                        x = 1 if c == boss else -1
+                        n_opts = min(n_legal, 4)
+                        pw = 1 if side[win_seat] == side[s] else 0
+                        xctx = 48 + ((partnership * 5 + n_opts) * 2 + pw) * 2 + last
+            if ten_state >= 0:
+                exc[pl, ten_state] += 1
+            elif n_legal == 1:
+                exc[pl, R_FORCED] += 1
+            elif dkind < 0:
+                exc[pl, R_NO_CHOICE] += 1
+            if dkind < 0:
+                continue
+            early = 1 if 2 * k < n_tricks else 0
+            opening = 1 if (k == 0 and pos == 0) else 0
+            n_scored = 0
+            for t in range(4):
+                tc = tcard[t]
+                if t == 3 and not ten_own:
+                    continue
+                if _has(gone, tc) or _has(h, tc) or (owner >= 0 and tc == tu):
+                    continue  # visible to him
+                # _candidates: where tc may be, from his view
+                ts = tc // 13
+                holder = -1
+                for q in range(n):
+                    if _has(dealt[q] & ~played, tc):
+                        holder = q
+                        break
+                dec = n_d[t]
+                q = n_c[t]
+                any_true = False
+                for o in range(n):
+                    if o == s:
+                        continue
+                    known = np.int64(0)
+                    if owner == o and tu >= 0 and not _has(played, tu):
+                        known = tu_bit
+                    u = count_bits(dealt[o] & ~played & ~known)
+                    vo = (voids >> np.int64(4 * o)) & 15
+                    if u == 0 or ((vo >> ts) & 1) != 0:
+                        continue
+                    nv = count_bits(vo & ~(np.int64(1) << ts))
+                    if dkind == KIND_LEAD:
+                        g = -1 if side[o] == side[s] else 1
+                    else:
+                        g = 0
+                        for a in range(pos + 1, m):
+                            if W[first + a, P_SEAT] == o:
+                                g = 1
+                    c_dec[t][q] = dec
+                    c_seat[t][q] = o
+                    c_u[t][q] = u
+                    c_nv[t][q] = nv
+                    c_g[t][q] = g
+                    c_true[t][q] = 1 if o == holder else 0
+                    any_true = any_true or o == holder
+                    q += 1
+                if n_aside > 0:
+                    c_dec[t][q] = dec
+                    c_seat[t][q] = -1
+                    c_u[t][q] = n_aside
+                    c_nv[t][q] = 0
+                    c_g[t][q] = 0
+                    c_true[t][q] = 1 if holder < 0 else 0
+                    any_true = any_true or holder < 0
+                    q += 1
+                if not any_true:
+                    continue  # no candidate holds it: the rows written are dropped
+                n_c[t] = q
+                d_deal[t][dec] = j
+                d_order[t][dec] = order
+                d_seat[t][dec] = s
+                d_kind[t][dec] = dkind
+                d_x[t][dec] = x
+                d_xctx[t][dec] = xctx
+                d_early[t][dec] = early
+                d_opening[t][dec] = opening
+                n_d[t] = dec + 1
+                if t == 0:
+                    n_scored += 1
+            if ten_state < 0:
+                exc[pl, R_SCORED if n_scored else R_NO_CAND] += 1
     return len(rows)
 
 
@@ -935,8 +903,9 @@ class _Rows:
             w[:cap] = v[t]
             v[t] = w
 
-    def args(self) -> list[tuple]:
-        return [tuple(self.a[part][k]) for part, cols in _PART_COLS.items() for k in cols]
+    def args(self) -> tuple:
+        """The output columns for `_extract`: per part and column, a tuple of one array per target."""
+        return tuple(tuple(self.a[part][k]) for part, cols in _PART_COLS.items() for k in cols)
 
     def trim(self, part: str, t: int, n: int) -> dict[str, np.ndarray]:
         out = {}
@@ -956,32 +925,15 @@ def count_table(cols: AuditColumns) -> MarkedTenCounts:
     if D == 0:
         return _Builder(c).finish()
     # which deals are excluded, and why: `extract_deal`'s checks in its order
+    su = setup_of(cols)
     is_sw = np.array([R.game == "scotch_whist" for R in cols.rulesets], bool)[cols.rset]
     n_rev = np.bincount(cols.rev_row, minlength=D)[:D]
     reason = np.full(D, -1, np.int64)
     todo = np.ones(D, bool)
-    for code, bad in enumerate((~is_sw, ~cols.has_hands, ~cols.scored | (cols.trump < 0), cols.not_in_hand,
-                                n_rev > 0)):
-        reason[todo & bad] = code
+    for code, bad in enumerate((~is_sw, su.why == 1, su.why == 2, su.why == 3, n_rev > 0, su.n_sets > 1)):
+        reason[todo & bad] = code  # why: 1 + the index of `play_columns.EXCLUSIONS`, in `deal_exclusion`'s order
         todo &= ~bad
-    # the layout of each (ruleset, players, dealer) of the deals still in
-    combo = (cols.rset.astype(np.int64) * 16 + cols.n) * 16 + cols.dealer
-    uc, inv = np.unique(combo[todo], return_inverse=True)
-    lay = np.zeros((len(uc), 6), np.int64)  # n_sets, n_tricks, owner, extra seat, must trump
-    pack_of = np.zeros(len(uc), np.uint64)
-    for j, key in enumerate(uc.tolist()):
-        R = cols.rulesets[key >> 8]
-        L = layout(R, (key >> 4) & 15, key & 15)
-        lay[j] = (L.n_sets, L.n_tricks, -1 if L.turnup_owner is None else L.turnup_owner,
-                  -1 if L.extra_card_seat is None else L.extra_card_seat,
-                  int(R.switches.get("void_rule") == "must_trump_if_able"), 0)
-        pack_of[j] = np.uint64(L.pack)
-    in_rows = np.flatnonzero(todo)
-    sets = lay[inv, 0] > 1
-    reason[in_rows[sets]] = len(DEAL_REASONS) - 1
-    keep = ~sets
-    rows = in_rows[keep]
-    inv = inv[keep]
+    rows = np.flatnonzero(todo)
     per = np.bincount(reason[reason >= 0], minlength=len(DEAL_REASONS))
     c.excluded_deals = {DEAL_REASONS[k]: int(v) for k, v in enumerate(per) if v}
 
@@ -1015,16 +967,7 @@ def count_table(cols: AuditColumns) -> MarkedTenCounts:
         c.source[j] = cols.source_of[int(rows[j])]
 
     # the walk
-    D_rows = len(rows)
-    n_arr = cols.n
-    n_tricks = np.zeros(D, np.int64)
-    owner = np.full(D, -1, np.int64)
-    extra = np.full(D, -1, np.int64)
-    must = np.zeros(D, np.bool_)
-    pack = np.zeros(D, np.uint64)
-    n_tricks[rows], owner[rows], extra[rows] = lay[inv, 1], lay[inv, 2], lay[inv, 3]
-    must[rows] = lay[inv, 4] == 1
-    pack[rows] = pack_of[inv]
+    arrays = su.arrays(cols)
     total = int(cols.n_plays[rows].sum())
     out = _Rows({"plays": total // 2 + 4096, "decisions": total // 8 + 4096, "cands": total // 3 + 4096})
     n_p = np.zeros(4, np.int64)
@@ -1033,13 +976,11 @@ def count_table(cols: AuditColumns) -> MarkedTenCounts:
     exc = np.zeros((len(cols.players) + 1, len(PLAY_REASONS)), np.int64)
     start = 0
     while True:
-        args = (start, rows, n_arr, cols.side_of, cols.seat_player, cols.turn_up, cols.shown, cols.trump,
-                cols.play_card, cols.play_seat, cols.play_trick, cols.n_plays, n_tricks, owner, pack, extra, must,
-                *out.args(), n_p, n_d, n_c, exc)
-        start = _extract(*args)
-        if start >= D_rows:
+        start = _extract(start, rows, arrays, su.owner, su.pack, cols.turn_up, cols.side_of, cols.seat_player,
+                         out.args(), n_p, n_d, n_c, exc)
+        if start >= len(rows):
             break
-        np_, n = int(cols.n_plays[rows[start]]), int(n_arr[rows[start]])
+        np_, n = int(cols.n_plays[rows[start]]), int(cols.n[rows[start]])
         for part, used, worst in (("plays", n_p, np_), ("decisions", n_d, np_), ("cands", n_c, np_ * n)):
             for t in range(len(TARGETS)):
                 out.grow(part, t, int(used[t]) + worst)

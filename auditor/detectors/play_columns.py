@@ -1,12 +1,26 @@
-"""What `play_facts.walk` needs of every deal, as arrays, for the numba play counters over `AuditColumns`
-(`collusion_fast`, `revoke_pattern_fast`).
+"""`play_facts.walk` over the table (`AuditColumns`), in numba: the one walk of the play that the play tests'
+counts (`marked_ten`, `collusion`, `revoke_pattern`) read.
 
 `walk(res)` derives everything it steps through from a handful of per-deal facts: why the deal cannot be walked
 (`deal_exclusion`), the game, the void rule, how many tricks each set has (the layout; All Fours: the tricks
 played), the Russian extra-card seat, the cards out of play for everyone (All Fours turn-ups, the shown dead card),
-and the revokes the replay found. `walk_setup(cols)` computes them once per input, vectorised, with one `layout`
-per distinct (rules, players, dealer); the numba kernels then rebuild each seat's cards per set from the plays, as
-`walk` does, so the hands themselves are never needed.
+the turn-up's owner and the pack, and the revokes the replay found. `walk_setup(table)` computes them once per
+input, vectorised, with one `layout` per distinct (rules, players, dealer).
+
+`walk_deal(row, arrays, buf, fields)` then walks one deal as `walk` does: it rebuilds each seat's cards per set from the
+plays (the hands themselves are never needed) and writes, for every play in play order, what `walk`'s `PlayState`
+holds at that play into the row of `buf.plays` with the play's index (its columns `P_*`: seat, card, trick, position
+(the trick's first play and size in `buf.tricks`), the suit led, the trick's winner so far, the cards played before,
+the seat's unplayed cards of the set, its legal cards, the two-card turn, the revoke, every seat's shown voids); it
+returns the deal's facts (`WalkDeal`). The winner so far, the legal cards and the voids are computed only for a
+count that asks for them (`fields`, `WALK_*`); `walk_deal` is inlined into each count's kernel, which calls it for
+each deal it keeps and reads the rows:
+
+    buf = walk_buffers(arrays)                  # arrays = setup.arrays(table)
+    for row in rows:
+        d = walk_deal(row, arrays, buf, WALK_WINNER | WALK_LEGAL)   # what the count needs beyond the rest
+        for i in range(d.n_plays):
+            ... buf.plays[i, P_LEGAL] ...
 
 The small numba functions below transcribe `PlayState.beats`, `legal.legal_mask` and `rules.trump_strength` on
 int64 bitmasks (cards 0..51 fit below the sign bit), with `lead` -1 for "this seat leads".
@@ -14,6 +28,8 @@ int64 bitmasks (cards 0..51 fit below the sign bit), with `lead` -1 for "this se
 
 from __future__ import annotations
 
+import weakref
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numba
@@ -33,8 +49,10 @@ MAX_SETS = 4  # Scotch Whist 2 players dealt sets of six: 3 sets
 class WalkSetup:
     """Per row: `why` (0 walkable, else 1 + index into EXCLUSIONS), `af` (All Fours), `must_trump` (void rule),
     `n_sets` and `per_set[:, j]` (tricks of set j), `extra` (the seat playing two cards to the last trick, -1),
-    `out_public` (bitmask of the cards everybody knows are out of play); `rev_start[i]:rev_start[i + 1]` the
-    row's slice of `cols.rev_trick` / `cols.rev_seat`. Layout facts are filled for walkable rows only."""
+    `out_public` (bitmask of the cards everybody knows are out of play), `owner` (Scotch Whist: the seat holding
+    the turn-up, -1 none), `pack` (bitmask of the layout's pack); `rev_start[i]:rev_start[i + 1]` the row's slice
+    of `cols.rev_trick` / `cols.rev_seat`. Layout facts are filled for walkable Scotch Whist rows (All Fours: one
+    set of the tricks won, no extra card, no owner, pack 0)."""
 
     why: np.ndarray
     af: np.ndarray
@@ -43,6 +61,8 @@ class WalkSetup:
     per_set: np.ndarray
     extra: np.ndarray
     out_public: np.ndarray
+    owner: np.ndarray
+    pack: np.ndarray
     rev_start: np.ndarray
 
     def excluded(self, rows: np.ndarray | None = None) -> dict[str, int]:
@@ -56,6 +76,12 @@ class WalkSetup:
             for j in np.argsort(first, kind="stable"):
                 out[EXCLUSIONS[int(codes[j]) - 1]] = int(counts[j])
         return out
+
+    def arrays(self, table: AuditColumns) -> tuple:
+        """What `walk_deal` reads, as one tuple (rows of the table and of this setup)."""
+        return (self.af, self.must_trump, table.n, table.trump, self.n_sets, self.per_set, self.extra,
+                self.out_public, self.rev_start, table.rev_trick, table.rev_seat, table.play_card, table.play_seat,
+                table.play_trick, table.n_plays)
 
 
 def walk_setup(cols: AuditColumns) -> WalkSetup:
@@ -78,12 +104,16 @@ def walk_setup(cols: AuditColumns) -> WalkSetup:
     t_sets = np.ones(K, np.int8)
     t_per = np.zeros((K, MAX_SETS), np.int16)
     t_extra = np.full(K, -1, np.int8)
+    t_owner = np.full(K, -1, np.int8)
+    t_pack = np.zeros(K, np.int64)
     for k in np.flatnonzero(np.bincount(key[sw], minlength=K)).tolist():
         L = layout(cols.rulesets[k >> 8], (k >> 4) & 15, k & 15)
         t_sets[k] = len(L.tricks_per_set)
         t_per[k, :len(L.tricks_per_set)] = L.tricks_per_set
         t_extra[k] = -1 if L.extra_card_seat is None else L.extra_card_seat
-    key[~sw] = K - 1  # the default entry: one set, no tricks, no extra card
+        t_owner[k] = -1 if L.turnup_owner is None else L.turnup_owner
+        t_pack[k] = L.pack
+    key[~sw] = K - 1  # the default entry: one set, no tricks, no extra card, no owner
     n_sets = t_sets[key]
     per_set = t_per[key]
     extra = t_extra[key]
@@ -110,7 +140,20 @@ def walk_setup(cols: AuditColumns) -> WalkSetup:
     rev_start = np.zeros(D + 1, np.int64)  # the revokes are in row order
     np.cumsum(np.bincount(cols.rev_row, minlength=D), out=rev_start[1:])
     return WalkSetup(why=why, af=af, must_trump=must, n_sets=n_sets, per_set=per_set, extra=extra,
-                     out_public=out_public, rev_start=rev_start)
+                     out_public=out_public, owner=t_owner[key], pack=t_pack[key], rev_start=rev_start)
+
+
+_LAST_SETUP: list[tuple[weakref.ref[AuditColumns], WalkSetup]] = []  # of the last table walked
+
+
+def setup_of(table: AuditColumns) -> WalkSetup:
+    """`walk_setup(table)`, computed once for the play tests of one audit (the setup of the last table asked for is
+    kept while that table lives)."""
+    if _LAST_SETUP and _LAST_SETUP[0][0]() is table:
+        return _LAST_SETUP[0][1]
+    su = walk_setup(table)
+    _LAST_SETUP[:] = [(weakref.ref(table), su)]
+    return su
 
 
 def counting_table() -> np.ndarray:
@@ -156,6 +199,16 @@ def low_bit(x):
     if x & np.int64(0x1) == 0:
         n += 1
     return n
+
+
+@numba.njit(cache=True, inline="always")
+def count_bits(x):
+    """The number of set bits of the int64 bitmask x (x >= 0)."""
+    u = np.uint64(x)
+    u = u - ((u >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    u = (u & np.uint64(0x3333333333333333)) + ((u >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    u = (u + (u >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((u * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
 @numba.njit(cache=True, inline="always")
@@ -220,3 +273,134 @@ def hands_by_set(row, n, n_sets, per_set, set_of_trick, play_card, play_seat, pl
         k = play_trick[row, i]
         by_set[play_seat[row, i], set_of_trick[k]] |= np.int64(1) << np.int64(play_card[row, i])
     return n_tricks
+
+
+# ---------------------------------------------------------------- the walk of one deal
+
+# the columns of one play's row in `WalkBuffers.plays` (what `play_facts.PlayState` holds at that play)
+P_SEAT = 0  # the seat playing
+P_CARD = 1  # the card played
+P_TRICK = 2  # trick, 0-based (`PlayState.k`); its first play and size: `WalkBuffers.tricks[trick]`
+P_POS = 3  # position in the trick, 0 = lead
+P_LEAD = 4  # the suit led, -1 when leading
+P_WIN_SEAT = 5  # seat winning the trick so far, -1 when leading (`PlayState.win`)
+P_WIN_CARD = 6  # its card, -1 when leading
+P_PLAYED = 7  # cards played before this play (`PlayState.played`)
+P_HOLD = 8  # the seat's unplayed cards of the current set, before the play
+P_LEGAL = 9  # its legal cards (`legal_mask`; all its cards at the two-card turn)
+P_TWO = 10  # 1: the Russian 5-player eldest's two cards in the last trick (no choice made)
+P_REVOKE = 11  # 1: this play is a revoke the replay found
+P_VOIDS = 12  # suits shown void in this set before the play: seat j's at bits 4j..4j+3 (`PlayState.void`)
+N_PLAY_COLS = 13
+T_FIRST = 0  # of a trick (`WalkBuffers.tricks`): the index of its first play in the deal's plays
+T_COUNT = 1  # its plays (n, or n + 1 in the Russian two-card last trick)
+
+# what a count asks the walk for beyond the rest (`walk_deal`'s `fields`, or-ed): what it does not ask for is not
+# computed, and its columns keep "unknown" (-1 for the winner, 0 for legal cards and voids)
+WALK_WINNER = 1  # P_WIN_SEAT, P_WIN_CARD
+WALK_LEGAL = 2  # P_LEGAL
+WALK_VOIDS = 4  # P_VOIDS
+
+MAX_TRICKS = 128  # at most 52 plays, so fewer tricks
+
+WalkBuffers = namedtuple("WalkBuffers", ("plays", "tricks", "by_set", "set_of_trick", "hold"))
+WalkBuffers.__doc__ = """Scratch arrays of `walk_deal`, made once per kernel call by `walk_buffers`: `plays` (one row
+per play of the deal, columns `P_*`), `tricks` (one row per trick, columns `T_*`), `by_set[seat, set]` (each seat's
+cards per set), `set_of_trick`, and the running `hold` per seat."""
+WalkDeal = namedtuple("WalkDeal", ("n", "trump", "af", "must", "n_tricks", "n_plays", "out_public"))
+WalkDeal.__doc__ = """One walked deal's facts (`walk_deal`): players, trump suit, All Fours, the void rule is must
+trump, tricks, plays, the cards out of play for everyone."""
+
+
+@numba.njit(cache=True)
+def walk_buffers(arrays):
+    """The scratch arrays of `walk_deal` for deals of these `arrays` (`WalkSetup.arrays`)."""
+    plays = np.zeros((max(arrays[11].shape[1], 1), N_PLAY_COLS), np.int64)
+    plays[:, P_WIN_SEAT] = -1
+    plays[:, P_WIN_CARD] = -1
+    return WalkBuffers(plays, np.zeros((MAX_TRICKS, 2), np.int64), np.zeros((8, MAX_SETS), np.int64),
+                       np.zeros(MAX_TRICKS, np.int64), np.zeros(8, np.int64))
+
+
+@numba.njit(cache=True, inline="always")
+def walk_deal(row, arrays, buf, fields):
+    """Walk the plays of the table's row `row` (a walkable deal: `WalkSetup.why` 0) as `play_facts.walk` does,
+    writing play i's state into `buf.plays[i]` (columns `P_*`; of the optional ones, the `fields` asked for:
+    `WALK_*`, or-ed, a constant of the count's kernel); returns the deal's `WalkDeal`.
+
+    Inlined into each count's kernel, so that what a count does not ask for costs nothing there."""
+    (af_a, must_a, n_a, trump_a, n_sets_a, per_set, extra_a, out_public_a, rev_start, rev_trick, rev_seat,
+     play_card, play_seat, play_trick, n_plays) = arrays
+    W = buf.plays
+    by_set = buf.by_set
+    set_of_trick = buf.set_of_trick
+    hold = buf.hold
+    winner = (fields & WALK_WINNER) != 0
+    with_legal = (fields & WALK_LEGAL) != 0
+    with_voids = (fields & WALK_VOIDS) != 0
+    af = af_a[row]
+    n = np.int64(n_a[row])
+    trump = np.int64(trump_a[row])
+    must = must_a[row]
+    extra = np.int64(extra_a[row])
+    ra = rev_start[row]
+    rb = rev_start[row + 1]
+    n_tricks = hands_by_set(row, n, np.int64(n_sets_a[row]), per_set, set_of_trick, play_card, play_seat,
+                            play_trick, n_plays, by_set)
+    np_ = np.int64(n_plays[row])
+    played = np.int64(0)
+    voids = np.int64(0)  # seat s's suits shown void at bits 4s..4s+3
+    i = 0
+    for k in range(n_tricks):
+        j = set_of_trick[k]
+        if k == 0 or set_of_trick[k - 1] != j:  # a new hand: voids shown in the last set say nothing of it
+            for o in range(n):
+                hold[o] = by_set[o, j]
+            voids = np.int64(0)
+        first = i
+        while i < np_ and play_trick[row, i] == k:
+            i += 1
+        cnt = i - first
+        buf.tricks[k, T_FIRST] = first
+        buf.tricks[k, T_COUNT] = cnt
+        lead = np.int64(-1)
+        ws = np.int64(-1)
+        wc = np.int64(-1)
+        for p in range(cnt):
+            q = first + p
+            s = np.int64(play_seat[row, q])
+            c = np.int64(play_card[row, q])
+            cs = c // 13
+            two = extra >= 0 and s == extra and cnt == n + 1 and k == n_tricks - 1
+            rev = p > 0 and cs != lead and is_revoke(rev_trick, rev_seat, ra, rb, k + 1, s)
+            W[q, P_SEAT] = s
+            W[q, P_CARD] = c
+            W[q, P_TRICK] = k
+            W[q, P_POS] = p
+            W[q, P_LEAD] = lead
+            W[q, P_PLAYED] = played
+            W[q, P_HOLD] = hold[s]
+            if with_legal:
+                W[q, P_LEGAL] = hold[s] if two else legal(af, hold[s], lead, trump, must)
+            W[q, P_TWO] = two
+            W[q, P_REVOKE] = rev
+            # the public consequences of the play
+            if with_voids:
+                W[q, P_VOIDS] = voids
+                if lead >= 0 and cs != lead and not two and not rev:
+                    if not af or cs != trump:  # All Fours: trumping shows nothing
+                        voids |= np.int64(1) << (4 * s + lead)
+                    if not af and must and cs != trump:
+                        voids |= np.int64(1) << (4 * s + trump)
+            hold[s] &= ~(np.int64(1) << c)
+            played |= np.int64(1) << c
+            if winner:
+                W[q, P_WIN_SEAT] = ws
+                W[q, P_WIN_CARD] = wc
+                if ws < 0 or beats(af, trump, c, wc):
+                    ws = s
+                    wc = c
+            if lead < 0:
+                lead = cs
+    return WalkDeal(n, trump, af, must, n_tricks, np_, out_public_a[row])
+

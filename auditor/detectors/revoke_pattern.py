@@ -23,12 +23,12 @@ Counting. `RevokePattern.count(table)` counts over the table (`auditor.columns.A
 of every deal (`_revokes`); `count_results(results)`, over `DealResult`s with `play_facts.walk`, is its executable
 spec (the tests' oracle: the two give equal counts, field for field and type for type).
 
-The kernel transcribes `count_deal`: it counts each seat's revoke opportunities per deal and, for each revoke the
-replay found, whether it was gainful, its gain as an exact fraction (numerator, denominator: the trick points are
-whole numbers, so the mean over the legal cards is a ratio of integers) and its play index (for
-`base.trail_code`). The kernel sums the opportunities per (player, game, players); the revokes' gains are summed
-over a common denominator (`sum_fractions`), so that the `RevokeCounts` (gains as `Fraction`s) equal the Python
-counter's exactly.
+The kernel transcribes `count_deal` over the walk of `play_columns.walk_deal`: it counts each seat's revoke
+opportunities per deal and, for each revoke the replay found, whether it was gainful, its gain as an exact fraction
+(numerator, denominator: the trick points are whole numbers, so the mean over the legal cards is a ratio of
+integers) and its play index (for `base.trail_code`). The kernel sums the opportunities per (player, game, players);
+the revokes' gains are summed over a common denominator (`sum_fractions`), so that the `RevokeCounts` (gains as
+`Fraction`s) equal the Python counter's exactly.
 """
 
 from __future__ import annotations
@@ -51,15 +51,24 @@ from ..stats import exact
 from ..stats.family import TestResult
 from .base import deal_order, timeline, trail_code
 from .play_columns import (
-    MAX_SETS,
+    P_CARD,
+    P_HOLD,
+    P_LEAD,
+    P_POS,
+    P_REVOKE,
+    P_SEAT,
+    P_TRICK,
+    P_TWO,
+    T_COUNT,
+    T_FIRST,
     beats,
     counting_table,
-    hands_by_set,
-    is_revoke,
     legal,
     low_bit,
+    setup_of,
     suit_mask,
-    walk_setup,
+    walk_buffers,
+    walk_deal,
 )
 from .play_facts import JACK, PlayState, counting, deal_exclusion, walk
 from .spec import TestSpec
@@ -212,96 +221,77 @@ def _trick_points(af, trump, pts_tab, cards, cnt):
 
 
 @numba.njit(cache=True)
-def _revokes(use, af_a, must_a, n_a, trump_a, side_of, winners, play_card, play_seat, play_trick, n_plays, n_sets_a,
-          per_set, extra_a, rev_start, rev_trick, rev_seat, count_tab, pts_tab, seat_player, opp, r_row, r_seat,
-          r_play, r_gainful, r_num, r_den):
-    m = 0
-    set_of_trick = np.zeros(128, np.int64)
-    by_set = np.zeros((8, MAX_SETS), np.int64)
-    hold = np.zeros(8, np.int64)
-    t_seat = np.zeros(128, np.int64)
-    t_card = np.zeros(128, np.int64)
-    trial = np.zeros(128, np.int64)
+def _revokes(use, arrays, side_of, winners, count_tab, pts_tab, seat_player, opp, r_row, r_seat, r_play, r_gainful,
+             r_num, r_den):
+    """`count_deal` over the rows `use` (`play_columns.walk_deal`): each seat's opportunities summed into
+    `opp[player << 5 | all_fours << 4 | n]`, each revoke into r_*[m]; returns m."""
+    buf = walk_buffers(arrays)
+    W = buf.plays
+    T = buf.tricks
+    play_card = arrays[11]
+    play_seat = arrays[12]
+    trick = np.zeros(16, np.int64)  # the cards of the revoke's trick, one of them replaced by each legal card
     n_opp = np.zeros(8, np.int64)
+    m = 0
     for row in range(len(use)):
         if not use[row]:
             continue
-        af = af_a[row]
-        n = np.int64(n_a[row])
-        trump = np.int64(trump_a[row])
-        must = must_a[row]
-        n_sets = np.int64(n_sets_a[row])
-        extra = np.int64(extra_a[row])
-        ra = rev_start[row]
-        rb = rev_start[row + 1]
-        n_tricks = hands_by_set(row, n, n_sets, per_set, set_of_trick, play_card, play_seat, play_trick, n_plays,
-                                by_set)
-        i = 0
-        np_ = n_plays[row]
+        d = walk_deal(row, arrays, buf, 0)
+        af, trump, n = d.af, d.trump, d.n
         for s in range(n):
             n_opp[s] = 0
-        for k in range(n_tricks):
-            j = set_of_trick[k]
-            if k == 0 or set_of_trick[k - 1] != j:
-                for s in range(n):
-                    hold[s] = by_set[s, j]
-            first = i  # index of the trick's first play in the deal's plays
-            cnt = 0
-            while i < np_ and play_trick[row, i] == k:
-                t_seat[cnt] = play_seat[row, i]
-                t_card[cnt] = play_card[row, i]
-                cnt += 1
-                i += 1
-            lead = -1
-            for p in range(cnt):
-                s = t_seat[p]
-                c = t_card[p]
-                two = extra >= 0 and s == extra and cnt == n + 1 and k == n_tricks - 1
-                if p > 0 and not two:
-                    follow = hold[s] & suit_mask(lead)
-                    if follow != 0 and (hold[s] & ~follow) != 0:
-                        n_opp[s] += 1
-                        if c // 13 != lead and is_revoke(rev_trick, rev_seat, ra, rb, k + 1, s):
-                            mine_side = side_of[row, s]
-                            won = side_of[row, winners[row, k]] == mine_side
-                            pts = _trick_points(af, trump, pts_tab, t_card, cnt)
-                            for q in range(cnt):
-                                trial[q] = t_card[q]
-                            alt_sum = 0
-                            n_alt = 0
-                            alt_win = False
-                            alt_gives = True
-                            mm = legal(af, hold[s], lead, trump, must)
-                            while mm != 0:
-                                alt = low_bit(mm)
-                                mm &= mm - 1
-                                trial[p] = alt
-                                w = t_seat[0]
-                                wc = trial[0]
-                                for q in range(1, cnt):
-                                    if beats(af, trump, trial[q], wc):
-                                        w = t_seat[q]
-                                        wc = trial[q]
-                                mine = side_of[row, w] == mine_side
-                                alt_win |= mine
-                                if mine:
-                                    alt_sum += _trick_points(af, trump, pts_tab, trial, cnt)
-                                if mine or not count_tab[np.int64(af), np.int64(alt // 13 == trump), alt % 13]:
-                                    alt_gives = False
-                                n_alt += 1
-                            gainful = (won and not alt_win) or (
-                                af and alt_gives and not count_tab[np.int64(af), np.int64(c // 13 == trump), c % 13])
-                            r_row[m] = row
-                            r_seat[m] = s
-                            r_play[m] = first + p
-                            r_gainful[m] = gainful
-                            # gain = (pts if won) - alt_sum / n_alt; n_alt >= 1 (the seat holds the suit led)
-                            r_num[m] = (pts if won else 0) * n_alt - alt_sum
-                            r_den[m] = n_alt
-                            m += 1
-                hold[s] &= ~(np.int64(1) << c)
-                if lead < 0:
-                    lead = c // 13
+        for i in range(d.n_plays):
+            if W[i, P_POS] == 0 or W[i, P_TWO]:
+                continue
+            s = W[i, P_SEAT]
+            hold = W[i, P_HOLD]
+            follow = hold & suit_mask(W[i, P_LEAD])
+            if follow == 0 or (hold & ~follow) == 0:
+                continue  # no way to revoke (nothing to follow with, or nothing else to play)
+            n_opp[s] += 1
+            if not W[i, P_REVOKE]:
+                continue
+            first = T[W[i, P_TRICK], T_FIRST]
+            cnt = T[W[i, P_TRICK], T_COUNT]
+            p = W[i, P_POS]
+            mine_side = side_of[row, s]
+            won = side_of[row, winners[row, W[i, P_TRICK]]] == mine_side
+            for q in range(cnt):
+                trick[q] = play_card[row, first + q]
+            pts = _trick_points(af, trump, pts_tab, trick, cnt)
+            alt_sum = 0
+            n_alt = 0
+            alt_win = False
+            alt_gives = True  # every legal card gives a counting card to an opponent's trick
+            mm = legal(af, hold, W[i, P_LEAD], trump, d.must)  # his legal cards (not walked: few revokes)
+            while mm != 0:
+                alt = low_bit(mm)
+                mm &= mm - 1
+                trick[p] = alt
+                w = play_seat[row, first]
+                wc = trick[0]
+                for q in range(1, cnt):
+                    if beats(af, trump, trick[q], wc):
+                        w = play_seat[row, first + q]
+                        wc = trick[q]
+                mine = side_of[row, w] == mine_side
+                alt_win |= mine
+                if mine:
+                    alt_sum += _trick_points(af, trump, pts_tab, trick, cnt)
+                if mine or not count_tab[np.int64(af), np.int64(alt // 13 == trump), alt % 13]:
+                    alt_gives = False
+                n_alt += 1
+            c = W[i, P_CARD]
+            gainful = (won and not alt_win) or (
+                af and alt_gives and not count_tab[np.int64(af), np.int64(c // 13 == trump), c % 13])
+            r_row[m] = row
+            r_seat[m] = s
+            r_play[m] = i
+            r_gainful[m] = gainful
+            # gain = (pts if won) - alt_sum / n_alt; n_alt >= 1 (the seat holds the suit led)
+            r_num[m] = (pts if won else 0) * n_alt - alt_sum
+            r_den[m] = n_alt
+            m += 1
         cell = (np.int64(af) << 4) | n
         for s in range(n):
             opp[(np.int64(seat_player[row, s]) << 5) | cell] += n_opp[s]
@@ -358,7 +348,7 @@ class RevokePattern:
         D = len(table)
         if D == 0:
             return c
-        su = walk_setup(table)
+        su = setup_of(table)
         c.excluded_deals = su.excluded()
         use = su.why == 0
         if not use.any():
@@ -375,10 +365,8 @@ class RevokePattern:
         r_gainful = np.empty(cap, np.bool_)
         r_num = np.empty(cap, np.int64)
         r_den = np.empty(cap, np.int64)
-        m = _revokes(use, su.af, su.must_trump, table.n, table.trump, table.side_of, table.winners, table.play_card,
-                     table.play_seat, table.play_trick, table.n_plays, su.n_sets, su.per_set, su.extra, su.rev_start,
-                     table.rev_trick, table.rev_seat, counting_table(), points_table(), table.seat_player, opp, r_row,
-                     r_seat, r_play, r_gainful, r_num, r_den)
+        m = _revokes(use, su.arrays(table), table.side_of, table.winners, counting_table(), points_table(),
+                     table.seat_player, opp, r_row, r_seat, r_play, r_gainful, r_num, r_den)
         r_row, r_seat, r_play, r_num, r_den = r_row[:m], r_seat[:m], r_play[:m], r_num[:m], r_den[:m]
         r_gainful = r_gainful[:m].astype(np.int64)
         games = ("scotch_whist", "all_fours")

@@ -150,7 +150,7 @@ def test_any_split_by_table_gives_identical_results(logs, split_seed):
         parts = []
         order = list(rng.permutation(int(groups.max()) + 1))
         for g in order:  # partitions counted in any order
-            mine = {t for t, k in zip(tables, groups) if k == g}
+            mine = {t for t, k in zip(tables, groups, strict=False) if k == g}
             sub = [r for r in results if r.deal.table in mine]
             if sub:
                 parts.append(_count(det, sub, detector_rng(5, name)))

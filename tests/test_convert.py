@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from auditor.cli import app
 from auditor.dealog import validate
+from auditor.errors import RecordError
 from auditor.testing.generate import Style, random_log
 from auditor.testing.mutate import mutate_log, to_jsonl
 
@@ -47,7 +48,7 @@ def test_round_trip_through_each_format(tmp_path, fmt):
             continue
         try:
             want.append(orjson.dumps(validate(orjson.loads(raw)).to_canonical()))
-        except Exception:
+        except (RecordError, orjson.JSONDecodeError):  # not a deal, or not JSON: the converter keeps the line
             want.append(raw)
     assert got == want
     if fmt == "jsonl.gz":

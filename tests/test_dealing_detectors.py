@@ -205,7 +205,7 @@ def test_trick_stack_finds_the_dealer_who_keeps_a_trick():
             hands = [[parse_card(x) for x in h] for h in rec["hands"]]
             d = rec["dealer"]
             mine = [c for c in hands[d] if parse_card(rec["turn_up"]) != c]
-            for j, c in enumerate(trick[:len(mine)]):
+            for c in trick[:len(mine)]:
                 if c in hands[d] or c == parse_card(rec["turn_up"]):
                     continue
                 owner = next(s for s in range(5) if c in hands[s])

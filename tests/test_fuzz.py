@@ -20,9 +20,7 @@ numbers (records mutated, tracebacks, accounting errors, engine differences, tim
 
 from __future__ import annotations
 
-import gzip
 import json
-import os
 import re
 import subprocess
 import sys
@@ -141,7 +139,7 @@ def check_file(path: str, kind: str = "jsonl", parallel_reader: bool = False) ->
         lines = jsonl_lines(data)
     rec_lines = set(records_in(lines)) if kind != "parquet" else set()
     docs = replay_all(path, parallel_reader)
-    for name, got in docs.items():
+    for got in docs.values():
         if isinstance(got, str):
             problems.append(got)
     ok = {name: got[0] for name, got in docs.items() if not isinstance(got, str) and got[0] is not None}
@@ -318,7 +316,7 @@ def test_duplicate_records(tmp_path, small_limit):
         problems += [f"{path.name}: {x}" for x in check_file(str(path))]
     _assert_none(problems, "duplicates")
     from auditor.dealog import read_records
-    from auditor.fast import pipeline, read
+    from auditor.fast import pipeline
     from auditor.replay.run import replay_records
 
     one = replay_records(read_records([str(path)]), "reference").to_json()

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from auditor import dealog
 from auditor.cli import app
 from auditor.dealog import LongLine, open_lines, read_records
-from auditor.fast import pipeline, read
+from auditor.fast import read
 from auditor.fast.pipeline import replay_paths
 from auditor.replay.run import replay_records
 from conftest import REPLAY_FIXTURES, ROOT
@@ -102,7 +102,7 @@ def test_the_limit_is_exact_and_lines_are_not_cut(tmp_path, limit):
         p.write_bytes(raw)
         got = list(open_lines(str(p), max_bytes=limit))
         assert len(got) == len(lines)
-        for want, item in zip(lines, got):
+        for want, item in zip(lines, got, strict=False):
             if len(want) > limit:
                 assert isinstance(item, LongLine) and item.size == len(want)
             else:
@@ -181,7 +181,7 @@ def test_small_corrupt_gzip_keeps_every_line_before_the_damage(tmp_path):
         if not damaged:
             continue
         keep = prefix.count(b"\n")  # what inflates before zlib sees the damage (may end in garbage)
-        same = next((i for i, (x, y) in enumerate(zip(prefix, original)) if x != y), len(prefix))
+        same = next((i for i, (x, y) in enumerate(zip(prefix, original, strict=False)) if x != y), len(prefix))
         intact = original[:same].count(b"\n")  # lines that inflate exactly as written
         if intact == 0:
             continue
@@ -259,7 +259,7 @@ def test_segments_cut_at_line_starts_whatever_the_line_lengths(tmp_path):
     segs = read._segments(str(p), 1000)
     data = p.read_bytes()
     assert segs[0][0] == 0 and segs[-1][1] == len(data)
-    assert all(a == b for (_, a), (b, _) in zip(segs, segs[1:]))
+    assert all(a == b for (_, a), (b, _) in zip(segs, segs[1:], strict=False))
     assert all(data[a - 1:a] == b"\n" for a, _ in segs[1:])
 
 

@@ -16,7 +16,7 @@ def brute_pb(p):
     pmf = np.zeros(n + 1)
     for bits in itertools.product((0, 1), repeat=n):
         pr = 1.0
-        for b, pi in zip(bits, p):
+        for b, pi in zip(bits, p, strict=False):
             pr *= pi if b else 1 - pi
         pmf[sum(bits)] += pr
     return pmf

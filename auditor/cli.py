@@ -200,7 +200,7 @@ def replay(
     from .replay.run import replay_paths
 
     if not json_out and sys.stderr.isatty():
-        from .report.terminal import replay_progress
+        from .report.console import replay_progress
 
         with replay_progress(paths) as progress:  # a bar on stderr when the input is long
             report = replay_paths(paths, engine=engine, progress=progress)
@@ -224,7 +224,7 @@ def replay(
             else:
                 sys.stdout.write(report.to_json_bytes().decode() + "\n")
         else:
-            from .report.terminal import print_replay
+            from .report.console import print_replay
 
             print_replay(report)
     from .report.verdict import Coverage
@@ -302,7 +302,7 @@ def audit(
     that matches nothing; --out is then not written), 4 when stdout cannot be written."""
     if out is not None:  # issue 12: checked before anything is read
         from .errors import UsageError as _Usage
-        from .report.html import format_of
+        from .report.formats import format_of
 
         try:
             format_of(out)
@@ -334,7 +334,7 @@ def audit(
     if show:
         from rich.console import Console
 
-        from .report.terminal import replay_progress
+        from .report.console import replay_progress
 
         err_console = Console(stderr=True)
         with replay_progress(paths) as progress:  # the bar, then a spinner while the tests run

@@ -98,6 +98,17 @@ def parse_card(text: object) -> int | None:
     return st * 13 + rk
 
 
+def parse_cards(texts: Iterable[object]) -> list[int] | None:
+    """Every card of `texts` parsed (`parse_card`); None when some card does not parse."""
+    out: list[int] = []
+    for text in texts:
+        code = parse_card(text)
+        if code is None:
+            return None
+        out.append(code)
+    return out
+
+
 def card_str(code: int) -> str:
     return RANKS[code % 13] + SUITS[code // 13]
 

@@ -58,7 +58,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .cards import CARD_STR, parse_card
+from .cards import parse_card, parse_cards
 from .dealog import Deal
 from .replay.reference import DealResult
 from .rules import Layout, Rules, layout
@@ -326,31 +326,11 @@ def blank(D: int, widths: dict[str, int]) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------- from DealResults (the spec)
 
 
-_CODE = {s: c for c, s in enumerate(CARD_STR[:52])}
-
-
-def _card(x: object) -> int | None:
-    """parse_card with the canonical spellings looked up first (most cards of most logs)."""
-    c = _CODE.get(x) if type(x) is str else None
-    return c if c is not None else parse_card(x)
-
-
-def _cards(xs: Sequence[object]) -> list[int] | None:
-    """Every card of `xs` parsed; None when some card does not parse."""
-    out: list[int] = []
-    for x in xs:
-        c = _card(x)
-        if c is None:
-            return None
-        out.append(c)
-    return out
-
-
 def deck_of(deal: Deal, L: Layout) -> list[int] | None:
     """The dealt order of the pack: the logged deck, else the one the recorded hands (in order received) imply;
     -1 where unknown. None when neither gives it."""
     if deal.deck is not None:
-        cards = _cards(deal.deck)
+        cards = parse_cards(deal.deck)
         if cards is None or len(cards) != L.deck_len:
             return None
         return cards
@@ -358,7 +338,7 @@ def deck_of(deal: Deal, L: Layout) -> list[int] | None:
         return None
     hands: list[list[int]] = []
     for h in deal.hands:
-        cs = _cards(h)
+        cs = parse_cards(h)
         if cs is None:
             return None
         hands.append(cs)
@@ -368,7 +348,7 @@ def deck_of(deal: Deal, L: Layout) -> list[int] | None:
             if slot >= len(hands[seat]):
                 return None
             out[k] = hands[seat][slot]
-    tu = _card(deal.turn_up)
+    tu = parse_card(deal.turn_up)
     if tu is not None and out[L.turnup_index] == -1:
         out[L.turnup_index] = tu
     return out
@@ -380,7 +360,7 @@ def parsed_tricks(deal: Deal) -> list[list[int]] | None:
         return None
     out = []
     for t in deal.tricks:
-        cs = _cards(t)
+        cs = parse_cards(t)
         if cs is None:
             return None
         out.append(cs)
@@ -438,9 +418,9 @@ def from_results(results: Sequence[DealResult]) -> AuditColumns:
         a["n_sides"][i] = d.n_sides
         a["seat_player"][i, :n] = [idx("players", p) for p in d.players]
         a["side_of"][i, :n] = d.side_of
-        tu = _card(d.turn_up)
+        tu = parse_card(d.turn_up)
         a["turn_up"][i] = -1 if tu is None else tu
-        sh = _card(d.shown) if d.shown is not None else None
+        sh = parse_card(d.shown) if d.shown is not None else None
         a["shown"][i] = -1 if sh is None else sh
         a["trump"][i] = -1 if r.trump is None else r.trump
         if r.hands is not None:

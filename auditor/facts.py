@@ -29,7 +29,7 @@ from typing import Sequence
 import numba
 import numpy as np
 
-from .cards import N_CARDS, RJ, cards_of, parse_card, rank_of, suit_of
+from .cards import N_CARDS, RJ, cards_of, parse_card, parse_cards, rank_of, suit_of
 from .rules import Layout, Rules, layout
 
 MAX_SEATS = 8
@@ -224,16 +224,6 @@ def _order_key(file_index: int, line: int | None) -> int:
     return (int(file_index) << 32) | int(line or 0)
 
 
-def _parse_all(xs: Sequence[str]) -> list[int] | None:
-    out = []
-    for x in xs:
-        c = parse_card(x)
-        if c is None:
-            return None
-        out.append(c)
-    return out
-
-
 def jack_p(seen: int) -> float:
     """P(the next unseen card is a Jack) given the set of cards already seen (a bitmask)."""
     jacks = sum(1 for s in range(4) if not (seen >> (s * 13 + RJ)) & 1)
@@ -320,7 +310,7 @@ class _Builder:
             for j, run in enumerate(d.runs or [], 1):
                 cards = []
                 for h in run["cards"]:
-                    got = _parse_all(h)
+                    got = parse_cards(h)
                     if got is None:
                         self.skipped += 1
                         return

@@ -44,6 +44,8 @@ def parse_cheat(text: str) -> CheaterSpec:
         return CheaterSpec(player, kind, qv, partner=extra)
     if kind == "bad_shuffler":
         return CheaterSpec(player, kind, qv, mode=extra or "weak")
+    if kind == "marked_ten":
+        return CheaterSpec(player, kind, qv, mode=extra or None)
     if extra:
         raise UsageError(f"--cheat {text!r}: {kind} takes no fourth part")
     return CheaterSpec(player, kind, qv)

@@ -96,6 +96,7 @@ class Ctx:
     clock: RevokeClock | None = None  # accidental revokes (shared by the season)
     beliefs: dict = field(default_factory=dict)  # readers' beliefs on the key card, this deal
     must_trump: bool = False
+    gate_off: frozenset = frozenset()  # seats of score-gated cheaters whose gate is closed this deal (play honestly)
 
     def revoke_chance(self) -> bool:
         """One chance of an accidental revoke, on the season's clock."""
@@ -190,7 +191,7 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, trick_no: i
         honest = info.policy.weights(View(pub, s, hold, -1, bw), legal_cards)
     used = honest
     kind = cheat.kind if cheat is not None else None
-    if cheat is not None and kind == "marked_ten" and len(legal_cards) > 1:
+    if cheat is not None and kind == "marked_ten" and len(legal_cards) > 1 and s not in ctx.gate_off:
         key = trump * 13 + R10
         holder = next((o for o in range(pub.n) if ctx.holds[o] >> key & 1), None)
         cp = marked_ten_probs(pub, s, hold, legal_cards, honest, holder)

@@ -25,7 +25,7 @@ from . import shuffle
 from .play import Ctx, RevokeClock, SeatInfo, Uniforms, af_deal, play_tricks, sw_holdings
 from .policy import Policy
 from .io import write_simulation
-from .spec import SKILLS, CheaterSpec, SeasonSpec, TableSpec, player_names
+from .spec import SKILLS, CheaterSpec, SeasonSpec, TableSpec, player_names, score_gate
 
 KEY_FORMAT = "sim-key/1"
 
@@ -116,6 +116,8 @@ class _Season:
         self.cheat_events: dict[str, list] = {c.player: [] for c in spec.cheaters}
         self.cheat_chances: dict[str, int] = {c.player: 0 for c in spec.cheaters}
         self.cheat_acts: dict[str, int] = {}
+        self.gate_played: dict[str, int] = {}  # score-gated cheaters: deals played
+        self.gate_active: dict[str, list] = {}  # ... and the deals their gate was open
         self.revokes: list[dict] = []
         self.score_errors: list[dict] = []
         self.tables = []
@@ -320,6 +322,20 @@ class _Season:
             if spec.deck:
                 rec["deck"] = [CARD_STR[c] for c in deck]
             before = self._last_totals if results else None
+            gated = [s for s, si in enumerate(seats) if si.cheat is not None and si.cheat.kind == "marked_ten"
+                     and si.cheat.mode == "score"]
+            if gated:
+                closed = set()
+                for gs in gated:
+                    name = names[gs]
+                    self.gate_played[name] = self.gate_played.get(name, 0) + 1
+                    if score_gate(before, table.side_of[gs], game, R.target):
+                        self.gate_active.setdefault(name, []).append({"game_id": gid, "deal_no": deal_no})
+                    else:
+                        closed.add(gs)
+                ctx.gate_off = frozenset(closed)
+            elif ctx.gate_off:
+                ctx.gate_off = frozenset()
             if sw:
                 dealt = _deal(L, deck)
                 trump = dealt.turn_up // 13
@@ -459,6 +475,11 @@ class _Season:
                 entry["acted"] = self.cheat_events[c.player]
             else:
                 entry["decisions_changed"] = self.cheat_acts.get(c.player, 0)
+            if c.kind == "marked_ten" and c.mode == "score":
+                active = self.gate_active.get(c.player, [])
+                entry["deals_played"] = self.gate_played.get(c.player, 0)
+                entry["active_deals"] = len(active)
+                entry["active"] = active
             if c.kind == "revoker":
                 entry["revokes"] = [r for r in self.revokes if r["player"] == c.player and r["kind"] == "deliberate"]
             cheaters.append(entry)

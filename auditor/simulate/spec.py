@@ -14,6 +14,28 @@ from ..rules import resolve
 SKILLS = ("novice", "club", "strong", "reader")
 CHEAT_KINDS = ("jack_stacker", "turnup_jack", "marked_ten", "colluder", "revoker", "bad_shuffler")
 SIDE_SHAPES = ("pairs", "teams")
+GATE_NEAR = 10  # a score-gated marked-Ten player is active within this many points of the target (Scotch Whist)
+GATE_BEHIND = 10  # ... or when his side trails the leading other side by this many points or more
+
+
+def gate_points(points: int, game: str, target: int) -> int:
+    """A Scotch Whist gate distance in the points of `game`: as it is for Scotch Whist (target 41); All Fours
+    scales it to its target (10 of 41 is 2 of 7, 3 of 10 or 11), at least 1."""
+    if game == "scotch_whist":
+        return points
+    return max(1, round(points * target / 41))
+
+
+def score_gate(totals: list[int] | None, side: int, game: str, target: int) -> bool:
+    """A score-gated marked-Ten player's gate for one deal: `totals` are the sides' game scores before the deal
+    (None or empty: the game's first deal, every side at 0), `side` his side. True when target - his score <=
+    GATE_NEAR or (the best other side's score) - his score >= GATE_BEHIND (both in `gate_points`)."""
+    t = list(totals) if totals else []
+    mine = t[side] if side < len(t) else 0
+    others = [x for i, x in enumerate(t) if i != side] or [0]
+    if target - mine <= gate_points(GATE_NEAR, game, target):
+        return True
+    return max(others) - mine >= gate_points(GATE_BEHIND, game, target)
 
 
 def partnerships(n: int, shape: str | None) -> list[list[int]] | None:
@@ -71,7 +93,10 @@ class TableSpec:
 class CheaterSpec:
     """A planted cheat. `q`: its strength (the fraction of the cheater's deals or decisions it acts on).
     `partner`: the accomplice of a `colluder`. `mode`: `bad_shuffler` "weak" (one riffle, no cut) or "stack"
-    (the richest trick of the previous deal into his own hand)."""
+    (the richest trick of the previous deal into his own hand); `marked_ten` None (every deal) or "score": he uses
+    his knowledge only on the deals where the score makes it worth it (`score_gate`: before the deal his side is
+    within `GATE_NEAR` points of the game target, or trails the leading other side by `GATE_BEHIND` points or more;
+    All Fours scales both to its target) and plays honestly on the others."""
 
     player: str
     kind: str
@@ -149,6 +174,8 @@ class SeasonSpec:
                     raise UsageError(f"colluder {c.player!r} needs a partner who is another club member")
                 if not any(t.sides is None and t.n >= 3 for t in self.tables):
                     raise UsageError("colluders need a table of 3 or more with individual play")
+            if c.kind == "marked_ten" and c.mode not in (None, "score"):
+                raise UsageError(f"marked_ten mode must be 'score' or none, got {c.mode!r}")
             if c.kind == "bad_shuffler" and (c.mode or "weak") not in ("weak", "stack"):
                 raise UsageError(f"bad_shuffler mode must be 'weak' or 'stack', got {c.mode!r}")
             if c.kind == "turnup_jack" and not any(t.game == "all_fours" for t in self.tables):

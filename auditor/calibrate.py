@@ -29,7 +29,8 @@ from .audit import audit
 from .cards import RJ
 from .dealgen import Cheat
 from .dealog import record_from_obj
-from .detectors.registry import DETECTORS, make_detectors
+from .detectors.partner_jack import count_facts as partner_counts
+from .detectors.registry import DETECTORS, SHARES, make_detectors
 from .errors import UsageError
 from .facts import config, held_prob
 from .replay.run import replay_records
@@ -52,18 +53,47 @@ class Study:
     table_size: int
     honest: int  # honest dealers
     deals_each: int
-    cheat_kind: str  # "jack" or "turnup"
+    cheat_kind: str  # "jack", "turnup", "partner", "cutter" or "af_own_jack"
+    sides: str | None = None  # dealgen.SIDES name: partnership tables
+    share: float = 1.0  # the test's share of the audit's budget: flags and the oracle at fdr x share
+    qs: tuple[float, ...] = (0.1, 0.25)  # the cheat strengths of the power table
+    curve: bool = True  # a power curve over q
+    target: tuple[float, float] | None = None  # (q, power) the issue asks for, at fdr x share
 
     def cheat(self, q: float) -> Cheat:
-        return Cheat.jack_stacker(q) if self.cheat_kind == "jack" else Cheat("turnup_jack", q)
+        return {"jack": lambda: Cheat.jack_stacker(q), "turnup": lambda: Cheat("turnup_jack", q),
+                "partner": lambda: Cheat.partner_stacker(q),
+                "cutter": lambda: Cheat.cutter_stacker(q, CONFEDERATE),
+                "af_own_jack": lambda: Cheat.af_own_jack(q)}[self.cheat_kind]()
+
+    @property
+    def suspect(self) -> str:
+        """The subject the cheat should flag: the stacker, or (dealer_cutter) the stacker with his confederate."""
+        return f"{STACKER}+{CONFEDERATE}" if self.cheat_kind == "cutter" else STACKER
 
     def describe(self) -> str:
-        return f"{self.rules} {self.table_size}p, {self.honest}+1 dealers, {self.deals_each} deals each"
+        out = f"{self.rules} {self.table_size}p, {self.honest}+1 dealers, {self.deals_each} deals each"
+        if self.sides:
+            out += f", partners {self.sides.replace('_', ' ')}"
+        if self.cheat_kind == "cutter":
+            out += f" (about {self.deals_each // self.honest} cut by each other player)"
+        if self.share != 1.0:
+            out += f"; flags at fdr x {self.share} (its share of the audit)"
+        return out
 
 
+CONFEDERATE = "p000"  # the cutter_stacker's confederate in the dealer_cutter study
 STUDIES = {
     "dealer_jack": Study("dealer_jack", "dealer_jack", "scotch_whist/foster", 4, 100, 200, "jack"),
     "turnup_jack": Study("turnup_jack", "turnup_jack", "all_fours/foster", 4, 100, 60, "turnup"),
+    # issue 14, each at the audit-wide level (family BH at fdr x its registry share), its target beside it
+    "partner_jack": Study("partner_jack", "partner_jack", "scotch_whist/foster", 4, 100, 250, "partner",
+                          sides="pairs_opposite", share=SHARES["partner_jack"], qs=(0.15, 0.3), curve=False,
+                          target=(0.3, 0.90)),
+    "dealer_cutter": Study("dealer_cutter", "dealer_cutter", "scotch_whist/foster", 4, 11, 1100, "cutter",
+                           share=SHARES["dealer_cutter"], qs=(0.25, 0.5), curve=False, target=(0.5, 0.80)),
+    "af_dealer_jack": Study("af_dealer_jack", "af_dealer_jack", "all_fours/foster", 4, 100, 150, "af_own_jack",
+                            share=SHARES["af_dealer_jack"], qs=(0.15, 0.3), curve=False, target=(0.3, 0.90)),
 }
 
 
@@ -86,12 +116,15 @@ def _season_results(study: Study, q: float | None, rng: np.random.Generator, fdr
     if q is not None:
         names[-1] = STACKER
         cheats = {STACKER: study.cheat(q)}
-    s = dealgen.season(study.rules, study.table_size, len(names), study.deals_each, rng, cheats, names=names)
+    s = dealgen.season(study.rules, study.table_size, len(names), study.deals_each, rng, cheats, names=names,
+                       sides=study.sides)
     det = _detector(test or study.test, fdr)
-    res = det.finalize(det.count(None, rng, facts=s.facts()), rng)
+    facts = s.facts()
+    counts = partner_counts(facts, s.side_rel()) if det.name == "partner_jack" else det.count(None, rng, facts=facts)
+    res = det.finalize(counts, rng)
     subj = [r.subject for r in res]
     p = np.array([r.pvalue for r in res])
-    return subj, p, (subj.index(STACKER) if STACKER in subj else None), res
+    return subj, p, (subj.index(study.suspect) if study.suspect in subj else None), res
 
 
 @dataclass
@@ -175,7 +208,9 @@ class PowerResult:
 
 def power_study(study: Study, q: float, seasons: int, seed: int, fdr: float = 0.05,
                 oracle_alpha: float | None = None) -> PowerResult:
-    """Seasons with one stacker of strength q: flagged at FDR (BH over every dealer) v. the exact oracle test."""
+    """Seasons with one stacker of strength q: flagged at FDR (BH over every dealer) v. the exact oracle test.
+    `fdr` is the family's level (the callers pass the audit's level x the study's share when the study has one).
+    A season in which the suspect has no test (a pair under `min_deals`) counts as not flagged."""
     flagged = sims_oracle = false_flags = 0
     groups = None
     alpha = oracle_alpha
@@ -185,12 +220,15 @@ def power_study(study: Study, q: float, seasons: int, seed: int, fdr: float = 0.
         subj, p, k, res = _season_results(study, q, rng, fdr)
         qv = np.array(bh_qvalues(list(p)))
         flag = qv <= fdr
-        flagged += bool(flag[k])
-        nf = int(flag.sum()) - int(flag[k])
+        mine = bool(flag[k]) if k is not None else False
+        flagged += mine
+        nf = int(flag.sum()) - int(mine)
         false_flags += nf
         fdp.append(nf / flag.sum() if flag.any() else 0.0)
         if alpha is None:
             alpha = exact.per_test_level(fdr, len(p))
+        if k is None:
+            continue
         # the oracle: the stacker's own exact test at level alpha
         sims_oracle += p[k] <= alpha
         if groups is None:
@@ -205,7 +243,7 @@ def power_study(study: Study, q: float, seasons: int, seed: int, fdr: float = 0.
 def _groups_of(study: Study, r) -> tuple:
     """The null trial groups of the stacker's test (the exact oracle's input): his deals' null probabilities."""
     p0 = r.expected / r.n if r.n else 0.0
-    if study.cheat_kind == "jack":
+    if study.cheat_kind != "turnup":  # one configuration: every trial has the same exact null
         return ((float(p0), int(r.n)),)
     # All Fours: the first turn-ups are the trials the cheat acts on (about 1/13 each); runs are left alone
     first = int(r.detail.get("deals", study.deals_each)) if isinstance(r.detail, dict) else study.deals_each
@@ -213,16 +251,31 @@ def _groups_of(study: Study, r) -> tuple:
 
 
 def oracle_power_curve(study: Study, qs, alpha: float) -> list[float]:
-    groups = ((float(_null_rate(study)), study.deals_each),)
+    groups = ((float(_null_rate(study)), _trials_of(study)),)
     return [exact.power(groups, alpha, q) for q in qs]
 
 
 def _null_rate(study: Study) -> float:
-
-    if study.cheat_kind == "jack":
-        game, preset = study.rules.split("/")
-        return float(held_prob(config(resolve(game, preset), study.table_size), 0, RJ))
+    game, preset = study.rules.split("/")
+    cfg = config(resolve(game, preset), study.table_size)
+    if study.cheat_kind in ("jack", "cutter"):
+        return float(held_prob(cfg, 0, RJ))
+    if study.cheat_kind == "partner":
+        side = dealgen.SIDES[study.sides or "pairs_opposite"][study.table_size]
+        mates = next(g for g in side if 0 in g)
+        return float(sum(held_prob(cfg, r, RJ) for r in mates if r != 0))
+    if study.cheat_kind == "af_own_jack":
+        return cfg.hand_sizes[0] / (cfg.pack_size - 1)
     return 1 / 13
+
+
+def _trials_of(study: Study) -> int:
+    """The suspect's trials in a season of the study (the exact oracle at FDR/m): his deals, or the pair's."""
+    if study.cheat_kind == "cutter":
+        return study.deals_each // study.honest
+    if study.cheat_kind == "af_own_jack":  # a turned-up Jack of the turned suit is no trial
+        return int(round(study.deals_each * 12 / 13))
+    return study.deals_each
 
 
 # ---------------------------------------------------------------- human shuffling
@@ -324,22 +377,27 @@ def calibrate(seed: int = 0, honest_seasons: int = 200, power_seasons: int = 200
     t_all = time.perf_counter()
     for key, st in STUDIES.items():
         t0 = time.perf_counter()
+        level = fdr * st.share  # the family's level: the audit's level x the test's share (1: the old studies)
         say(f"{key}: {honest_seasons} honest seasons")
-        h = honest_study(st, honest_seasons, seed, fdr)
-        oracle_alpha = h.fpr if h.flagged else exact.per_test_level(fdr, st.honest + 1)
+        h = honest_study(st, honest_seasons, seed, level)
+        m = _family_size(st)
+        oracle_alpha = h.fpr if h.flagged else exact.per_test_level(level, m)
         pw = {}
-        for q in (0.1, 0.25):
+        for q in st.qs:
             say(f"{key}: {power_seasons} seasons with a stacker at q = {q}")
-            pw[str(q)] = power_study(st, q, power_seasons, seed, fdr, oracle_alpha).to_json()
+            pw[str(q)] = power_study(st, q, power_seasons, seed, level, oracle_alpha).to_json()
             pw[str(q)]["oracle_power_exact_at_fdr_over_m"] = exact.power(
-                ((_null_rate(st), st.deals_each),), exact.per_test_level(fdr, st.honest + 1), q)
-        say(f"{key}: power curve")
+                ((_null_rate(st), _trials_of(st)),), exact.per_test_level(level, m), q)
+            pw[str(q)]["level"] = level
         curve = []
-        for q in curve_qs:
-            r = power_study(st, q, curve_seasons, seed + 1, fdr, exact.per_test_level(fdr, st.honest + 1))
-            curve.append({"q": q, "power_at_fdr": r.power, "oracle_exact": r.oracle_exact})
+        if st.curve:
+            say(f"{key}: power curve")
+            for q in curve_qs:
+                r = power_study(st, q, curve_seasons, seed + 1, level, exact.per_test_level(level, m))
+                curve.append({"q": q, "power_at_fdr": r.power, "oracle_exact": r.oracle_exact})
         out["studies"][key] = {"setup": st.describe(), "honest": h.to_json(), "power": pw, "curve": curve,
-                               "oracle_alpha": oracle_alpha, "seconds": round(time.perf_counter() - t0, 1)}
+                               "oracle_alpha": oracle_alpha, "level": level,
+                               "seconds": round(time.perf_counter() - t0, 1)}
     if uniformity_seasons:
         st = STUDIES["dealer_jack"]
         t0 = time.perf_counter()
@@ -359,6 +417,13 @@ def calibrate(seed: int = 0, honest_seasons: int = 200, power_seasons: int = 200
         out["human_shuffling"] = human_shuffle_study(shuffle_seasons, seed, fdr=fdr, simulator_deals=simulator_deals)
     out["seconds"] = round(time.perf_counter() - t_all, 1)
     return out
+
+
+def _family_size(study: Study) -> int:
+    """Subjects of the study's family in a season with the cheat: every dealer, or (dealer_cutter) every ordered
+    pair of the club (each has about deals_each / honest deals, above `min_deals`)."""
+    players = study.honest + 1
+    return players * (players - 1) if study.cheat_kind == "cutter" else players
 
 
 def _machine() -> dict:
@@ -391,6 +456,22 @@ def targets(res: dict) -> list[tuple[str, bool, str]]:
         p = tj["power"]["0.25"]["power_at_fdr"]
         out.append(("All Fours turn-up stacker q=0.25 flagged within 60 deals in >= 80% of seasons", p >= 0.80,
                     f"{p:.1%} of {tj['power']['0.25']['seasons']} seasons (100 honest dealers beside him)"))
+    for key, st in STUDIES.items():  # issue 14's targets, at the audit-wide level
+        got = res["studies"].get(key)
+        if not got or st.target is None or str(st.target[0]) not in got["power"]:
+            continue
+        q, want = st.target
+        pw = got["power"][str(q)]
+        p = pw["power_at_fdr"]
+        what = {"partner": "partner stacker", "cutter": "cooperating cutter pair",
+                "af_own_jack": "All Fours dealer's own Jack"}[st.cheat_kind]
+        out.append((f"{key}: {what} q={q} ({st.describe()}) flagged at fdr x share in >= {want:.0%} of seasons",
+                    p >= want, f"{p:.1%} of {pw['seasons']} seasons; exact oracle at FDR/m "
+                               f"{pw['oracle_power_exact_at_fdr_over_m']:.3f}"))
+        h = got["honest"]
+        ok = all(h["p_le_alpha"][str(a)] <= a + 3 * np.sqrt(a * (1 - a) / max(1, h["honest_tests"])) for a in ALPHAS)
+        out.append((f"{key}: honest p <= alpha at most alpha (within 3 se), alpha = {ALPHAS}", ok,
+                    ", ".join(f"{h['p_le_alpha'][str(a)]:.4f}" for a in ALPHAS)))
     return out
 
 

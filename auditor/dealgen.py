@@ -11,6 +11,12 @@ once (All Fours: a thrown-in deal is dealt again by the same dealer). Honest dea
   does it only when that player cut (a stack survives only a friendly cut).
 - `turnup_jack` (All Fours): in a fraction q of his deals the dealer turns up a Jack (a random Jack is swapped into
   the turn-up position) unless one is there already.
+- `partner_stacker` (Scotch Whist, a season with `sides`): in a fraction q of his deals the dealer moves the Jack of
+  trumps into the hand of one of his partners (a random one), swapping it with one of that partner's cards, unless a
+  partner holds it already (a Jack turned up stays: moving it would change trumps).
+- `cutter_stacker`: `stacker` of the Jack with `partner` the confederate: only on the deals that player cut.
+- `af_own_jack` (All Fours): in a fraction q of his deals the dealer moves the Jack of the suit he will turn up into
+  his own six dealt cards (no deal when the turn-up is that Jack).
 
 `season(...)` returns the ground truth, the `DealingFacts` the detectors read (built directly, without a replay),
 and can write the deals as canonical deal-log/1 records (hands-only, optionally with `deck`), whose replay gives the
@@ -32,14 +38,36 @@ from .rules import Rules, layout, resolve
 
 @dataclass(frozen=True)
 class Cheat:
-    kind: str  # "stacker" (dealer gets the trump card of `rank`), "turnup_jack" (All Fours), "honest"
+    kind: str  # one of CHEAT_KINDS
     q: float
     rank: int = RJ
     partner: str | None = None  # stack only when this player cut
 
+    def __post_init__(self) -> None:
+        if self.kind not in CHEAT_KINDS:
+            raise ValueError(f"unknown cheat kind {self.kind!r}; one of {CHEAT_KINDS}")
+
     @staticmethod
     def jack_stacker(q: float, partner: str | None = None) -> "Cheat":
         return Cheat("stacker", q, RJ, partner)
+
+    @staticmethod
+    def partner_stacker(q: float) -> "Cheat":
+        return Cheat("partner_stacker", q, RJ)
+
+    @staticmethod
+    def cutter_stacker(q: float, confederate: str) -> "Cheat":
+        return Cheat("cutter_stacker", q, RJ, confederate)
+
+    @staticmethod
+    def af_own_jack(q: float) -> "Cheat":
+        return Cheat("af_own_jack", q, RJ)
+
+
+CHEAT_KINDS = ("stacker", "turnup_jack", "partner_stacker", "cutter_stacker", "af_own_jack", "honest")
+STACKING = ("stacker", "cutter_stacker", "af_own_jack")  # the trump card of `rank` into the dealer's own hand
+SIDES = {"pairs_opposite": {4: [[0, 2], [1, 3]], 6: [[0, 3], [1, 4], [2, 5]], 8: [[0, 4], [1, 5], [2, 6], [3, 7]]},
+         "alternate": {4: [[0, 2], [1, 3]], 6: [[0, 2, 4], [1, 3, 5]], 8: [[0, 2, 4, 6], [1, 3, 5, 7]]}}
 
 
 @dataclass
@@ -57,6 +85,24 @@ class Season:
     deal_no: np.ndarray  # [D]
     af: list[dict | None] = field(default_factory=list)  # All Fours begging per deal
     stacked: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # [D] bool: the cheat acted on this deal
+    sides: list[list[int]] | None = None  # partnerships as lists of absolute seats (the log's `sides`)
+
+    def side_of_seat(self) -> np.ndarray:
+        """[table_size] the side of each absolute seat (each seat its own side without `sides`)."""
+        side = np.arange(self.table_size)
+        for k, grp in enumerate(self.sides or []):
+            side[list(grp)] = k + self.table_size  # out of the seat range: no clash with a lone seat
+        return side
+
+    def side_rel(self) -> np.ndarray:
+        """[D, MAX_SEATS] the side of each seat relative to the dealer (-1 past the table), as
+        `detectors.partner_jack.sides_from_table` reads it off the replayed table."""
+        n = self.table_size
+        out = np.full((len(self), MAX_SEATS), -1, np.int64)
+        side = self.side_of_seat()
+        for rel in range(n):
+            out[:, rel] = side[(self.dealer_seat + rel) % n]
+        return out
 
     @property
     def key(self) -> dict:
@@ -139,6 +185,8 @@ class Season:
                    "table": f"{table_prefix}{int(self.table[i])}", "game_id": f"{gp}g{int(self.game[i])}",
                    "deal_no": int(self.deal_no[i]),
                    "players": [self.players[int(p)] for p in self.seats[i]], "dealer": dealer_seat}
+            if self.sides:
+                rec["sides"] = [list(g) for g in self.sides]
             if with_deck:
                 rec["deck"] = [CARD_STR[c] for c in deck]
             rec["hands"] = [[CARD_STR[c] for c in h] for h in dealt.hands]
@@ -177,8 +225,9 @@ def _seatings(n_players: int, table_size: int, deals_each: int, rng: np.random.G
 
 def season(rules: Rules | str, table_size: int, n_players: int, deals_each: int, rng: np.random.Generator,
            cheats: dict[str, Cheat] | None = None, names: list[str] | None = None,
-           beg_prob: float = 0.35, run_prob: float = 0.5) -> Season:
-    """A dealing-only club season (see the module docstring). `rules` is a `Rules` or "game/preset"."""
+           beg_prob: float = 0.35, run_prob: float = 0.5, sides: str | list[list[int]] | None = None) -> Season:
+    """A dealing-only club season (see the module docstring). `rules` is a `Rules` or "game/preset". `sides`:
+    partnerships by absolute seat, or a name of `SIDES` ("pairs_opposite", "alternate")."""
     if isinstance(rules, str):
         game, preset = rules.split("/")
         rules = resolve(game, preset)
@@ -188,24 +237,30 @@ def season(rules: Rules | str, table_size: int, n_players: int, deals_each: int,
     pidx = {p: i for i, p in enumerate(names)}
     cfg = config(rules, n)
     pack = np.array(cards_of(cfg.pack), dtype=np.int8)
-    seats_l, dseat_l, table_l, game_l, dno_l = [], [], [], [], []
-    g = 0
+    tab_l: list[np.ndarray] = []  # one table's seating per game (a table's session)
+    first_l: list[int] = []  # its first dealer's seat
+    tno_l: list[int] = []  # its table number
     for tables in _seatings(n_players, n, deals_each, rng):
         for t, seat_players in enumerate(tables):
-            first = int(rng.integers(n))
-            for k in range(n):
-                seats_l.append(seat_players)
-                dseat_l.append((first + k) % n)
-                table_l.append(t)
-                game_l.append(g)
-                dno_l.append(k + 1)
-            g += 1
-    D = len(seats_l)
-    seats = np.array(seats_l, dtype=np.int32).reshape(D, n)
-    dealer_seat = np.array(dseat_l, dtype=np.int64)
+            first_l.append(int(rng.integers(n)))  # drawn table by table, between the sessions' seatings
+            tab_l.append(np.asarray(seat_players, dtype=np.int32))
+            tno_l.append(t)
+    G = len(tab_l)
+    D = G * n
+    seats = np.repeat(np.array(tab_l, dtype=np.int32).reshape(G, n), n, axis=0)
+    k = np.tile(np.arange(n), G)
+    dealer_seat = ((np.repeat(np.array(first_l, dtype=np.int64), n) + k) % n).astype(np.int64)
+    table_l = np.repeat(np.array(tno_l, dtype=np.int32), n)
+    game_l = np.repeat(np.arange(G, dtype=np.int32), n)
+    dno_l = (k + 1).astype(np.int32)
     decks = rng.permuted(np.tile(pack, (D, 1)), axis=1)
+    if isinstance(sides, str):
+        if n not in SIDES[sides]:
+            raise ValueError(f"no {sides!r} partnerships at {n} players")
+        sides = SIDES[sides][n]
     s = Season(rules, n, names, cheats, decks, seats[np.arange(D), dealer_seat], seats, dealer_seat,
-               np.array(table_l, np.int32), np.array(game_l, np.int32), np.array(dno_l, np.int32))
+               np.array(table_l, np.int32), np.array(game_l, np.int32), np.array(dno_l, np.int32),
+               sides=[list(g) for g in sides] if sides else None)
     s.stacked = np.zeros(D, bool)
     _apply_cheats(s, cfg, pidx, rng)
     if rules.game == "all_fours":
@@ -216,9 +271,14 @@ def season(rules: Rules | str, table_size: int, n_players: int, deals_each: int,
 def _apply_cheats(s: Season, cfg, pidx: dict[str, int], rng: np.random.Generator) -> None:
     n = s.table_size
     rel_pos = [np.array([k for k, c in enumerate(cfg.slot_class) if c == r], dtype=np.int64) for r in range(n)]
+    side = s.side_of_seat()
     for name, ch in s.cheats.items():
         if ch.kind == "honest" or name not in pidx:
             continue
+        if ch.kind == "af_own_jack" and cfg.game != "all_fours":
+            raise ValueError("af_own_jack is an All Fours cheat")
+        if ch.kind == "partner_stacker" and cfg.game != "scotch_whist":
+            raise ValueError("partner_stacker is a Scotch Whist cheat")
         rows = np.nonzero(s.dealer == pidx[name])[0]
         if ch.partner is not None:
             cut_seat = (s.dealer_seat[rows] - 1) % n
@@ -226,20 +286,28 @@ def _apply_cheats(s: Season, cfg, pidx: dict[str, int], rng: np.random.Generator
         act = rows[rng.random(len(rows)) < ch.q]
         for i in act:
             deck = s.decks[i]
-            if ch.kind == "stacker":
+            if ch.kind in STACKING or ch.kind == "partner_stacker":
                 trump = int(deck[cfg.turnup_index]) // 13
                 card = trump * 13 + ch.rank
                 where = np.nonzero(deck == card)[0]
                 if not len(where):
                     continue  # the card is not in this pack
                 k = int(where[0])
-                mine = rel_pos[0]
-                if k in mine or (k == cfg.turnup_index and cfg.turnup_owner == 0):
+                if ch.kind == "partner_stacker":
+                    d = int(s.dealer_seat[i])
+                    targets = [r for r in range(1, n) if side[(d + r) % n] == side[d]]
+                    if not targets:
+                        continue  # no partner at this table
+                else:
+                    targets = [0]
+                owned = {int(x) for r in targets for x in rel_pos[r]}
+                if k in owned or (k == cfg.turnup_index and cfg.turnup_owner in targets):
                     s.stacked[i] = True
                     continue
                 if k == cfg.turnup_index:
                     continue  # moving the turn-up would change trumps
-                j = int(rng.choice(mine))
+                r = targets[0] if len(targets) == 1 else targets[int(rng.integers(len(targets)))]
+                j = int(rng.choice(rel_pos[r]))
                 deck[k], deck[j] = deck[j], deck[k]
                 s.stacked[i] = True
             elif ch.kind == "turnup_jack":

@@ -12,10 +12,13 @@ cap L = 2 m / fdr for a family of m (so a lone strong cheat can reach half the t
 test's share of the audit's level). The p-value is one-sided in X² (a dealer whose table is *more* uneven than chance); it catches stacking of
 any honour to any seat, not only the Jack to the dealer (which `dealer_jack` tests with more power).
 
-`dealer_cutter` (subject "dealer+cutter"): the number of trump honours dealt to the dealer's own hand, summed over
-the deals that cutter cut, against its exact null (the convolution of each deal's exact distribution, a mixture
-over the turn-up of hypergeometrics): a stacked pack survives only a friendly cut. Control (in no family): the same
-dealer with every other cutter — a dealer high with one cutter only is the interaction. Pairs with fewer than
+`dealer_cutter` (subject "dealer+cutter", tables of 3 or more players): the deals that cutter cut for that dealer in
+which the dealer was dealt the Jack of trumps, against each deal's exact null (Scotch Whist: `dealer_jack`'s;
+All Fours: `af_dealer_jack`'s), an exact one-sided Poisson-binomial test: a stacked pack survives only a friendly
+cut. The event is the one card a stack moves (issue 14: counting all five trump honours diluted it about three
+times), and at two players the cutter is the dealer's one opponent on every deal, so the pair would only repeat the
+dealer's own test (and filled the family with such pairs): those deals are not counted. Control (in no family): the
+same dealer with every other cutter — a dealer high with one cutter only is the interaction. Pairs with fewer than
 `min_deals` deals are not tested (they cannot carry evidence and would only dilute the family).
 """
 
@@ -27,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import stats as _st
 
-from ..cards import cards_of
+from ..cards import RJ, cards_of
 from ..columns import AuditColumns
 from ..facts import (
     MAX_SEATS,
@@ -38,12 +41,14 @@ from ..facts import (
     DealingFacts,
     facts_from_columns,
     honour_ranks,
-    honours_held_pmf,
+    held_prob,
     location_probs,
 )
 from ..stats import exact
 from ..stats.family import TestResult
-from .base import MIN_DETECTABLE_POWER, subject_rng, timeline
+from .af_dealer_jack import dealt_probs as af_dealt_probs
+from .af_dealer_jack import trial_deals as af_trial_deals
+from .base import MIN_DETECTABLE_POWER, Trials, control, funnel, merge_streams, pb_result, split_trials, subject_rng, timeline
 from .spec import TestSpec
 
 COLS = (8, 9, 10, 11, 12, 0)  # table columns: trump T J Q K A, and the 2 (All Fours)
@@ -60,16 +65,6 @@ def _class_names(n_max: int) -> list[str]:
 
 
 # ---------------------------------------------------------------- counting
-
-
-@lru_cache(maxsize=256)
-def _held_pmf_t(cfg: Config) -> tuple[float, ...]:
-    return tuple(float(x) for x in honours_held_pmf(cfg, 0, honour_ranks(cfg.game)))
-
-
-def _held_pmf(cfg: Config) -> np.ndarray:
-    """The exact null pmf of the trump honours dealt to the dealer of a `cfg` deal, as floats."""
-    return np.array(_held_pmf_t(cfg))
 
 
 def canonical_cfgs(by_cfg: dict) -> dict:
@@ -457,48 +452,74 @@ def _min_detectable_x2(by_cfg, exp_, mask, df, level) -> float | None:
 # ---------------------------------------------------------------- dealer × cutter
 
 
-def _cutter_rows(facts: DealingFacts) -> dict[str, dict[Config, tuple[np.ndarray, np.ndarray, np.ndarray]]]:
-    """{dealer: {config: (keys, honours dealt to the dealer, cutter player index as names later)}}."""
-    out: dict[str, dict[Config, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+def jack_to_dealer(facts: DealingFacts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(deal indices, dealt the Jack of trumps to the dealer, its exact null) of every deal that is a trial:
+    Scotch Whist, `dealer_jack`'s event and null (the Jack of trumps in the dealer's hand, the turn-up included when
+    he owns it: `held_prob(config, 0, J)`); All Fours, `af_dealer_jack`'s (the Jack of the turn-up's suit in his six
+    dealt cards, 6/51 given a turn-up that is not that Jack)."""
     if len(facts) == 0:
-        return {}
-    for ci, cfg in enumerate(facts.configs):
-        m = (facts.cfg == ci) & facts.hands_known
-        if not m.any():
-            continue
-        idx = np.nonzero(m)[0]
-        trump = facts.trump[idx].astype(np.int64)
-        held = np.zeros(len(idx), dtype=np.int64)
-        for r in honour_ranks(cfg.game):
-            held += facts.holder[idx, trump * 13 + r] == 0
-        dealer = facts.seat_player[idx, 0]
-        cutter = facts.seat_player[idx, facts.cutter_rel[idx].astype(np.int64)]
-        names = np.array(facts.players, dtype=object)
-        for pi in np.unique(dealer):
-            sel = dealer == pi
-            out.setdefault(facts.players[int(pi)], {})[cfg] = (facts.order[idx][sel], held[sel],
-                                                               names[cutter[sel]])
+        return np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0)
+    sw = np.nonzero(facts.game == 0)[0]
+    p_sw = np.array([float(held_prob(c, 0, RJ)) if c.game != "all_fours" else 0.0 for c in facts.configs] or [0.0])
+    card = facts.trump[sw].astype(np.int64) * 13 + RJ
+    obs_sw = (facts.holder[sw, card] == 0).astype(np.int8)
+    af = af_trial_deals(facts)
+    p_af = af_dealt_probs(facts, af, RJ)[:, 0]
+    af = af[p_af > 0]
+    p_af = p_af[p_af > 0]
+    card = facts.trump[af].astype(np.int64) * 13 + RJ
+    obs_af = (facts.holder[af, card] == 0).astype(np.int8)
+    idx = np.concatenate([sw, af])
+    o = np.argsort(idx, kind="stable")
+    return (idx[o], np.concatenate([obs_sw, obs_af])[o], np.concatenate([p_sw[facts.cfg[sw]], p_af])[o])
+
+
+def _cutter_rows(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
+    """{dealer: {cutter: Trials}}: per ordered pair, the deals at tables of 3 or more players that cutter cut for
+    that dealer, each a trial of the Jack of trumps dealt to the dealer (`jack_to_dealer`). At 2 players the cutter
+    is the dealer's one opponent on every deal: the pair is the dealer, whose own test is `dealer_jack`."""
+    idx, obs, p = jack_to_dealer(facts)
+    keep = facts.n[idx] >= 3
+    idx, obs, p = idx[keep], obs[keep], p[keep]
+    out: dict[str, dict[str, Trials]] = {}
+    if len(idx) == 0:
+        return out
+    P = len(facts.players)
+    dealer = facts.seat_player[idx, 0].astype(np.int64)
+    cutter = facts.seat_player[idx, facts.cutter_rel[idx].astype(np.int64)].astype(np.int64)
+    pair = np.where((cutter >= 0) & (cutter != dealer), dealer * P + cutter, -1)
+    uniq, sub = np.unique(pair, return_inverse=True)
+    sub = np.where(pair >= 0, sub.reshape(-1), -1)
+    names = [f"{int(u) // P}:{int(u) % P}" for u in uniq.tolist()]
+    for k, t in split_trials(sub, names, facts.order[idx], obs, p).items():
+        a, b = (int(x) for x in k.split(":"))
+        out.setdefault(facts.players[a], {})[facts.players[b]] = t
     return out
 
 
 CUTTER_SPEC = TestSpec(
     name='dealer_cutter',
     title='Dealer and cutter together',
-    what='For each dealer and the player who cut for him, how many trump honours the dealer was dealt: a stacked '
-         'pack survives only a friendly cut, so a dealer who does well only after one cutter is suspicious '
-         'together with that cutter.',
+    what='For each dealer and the player who cut for him, at tables of three or more, how often the dealer was '
+         'dealt the Jack of trumps (All Fours: the Jack of the suit he turned up), against the exact chance of each '
+         'deal: a stacked pack survives only a friendly cut, so a dealer who gets the Jack only after one cutter '
+         'is suspicious together with that cutter.',
     unit='deals after this cut',
     unit_short='deals',
-    event='was dealt trump honours',
-    cheat='a stacking rate',
+    event='was dealt the Jack of trumps',
+    cheat='a stacking rate after this cut',
     honest='a fair deal',
     subject='pair',
-    chart='evidence',
+    chart='funnel',
     section=3,
-    cost=25,
-    sentence='When {second} cut for {first}, {first} was dealt {obs} trump honours in {n} deals; a fair deal gives '
-             'about {exp}; {pq}.',
+    cost=3,
+    bernoulli=True,
+    chart_controls=('with_other_cutters',),
+    sentence='When {second} cut for {first}, {first} {event} in {obs} of {n} deals; a fair deal gives about '
+             '{exp}{spread}; {pq}.',
 )
+
+CUTTER_METHOD = "exact poisson-binomial, one-sided (each deal's exact null of the Jack to the dealer)"
 
 
 class DealerCutter:
@@ -515,91 +536,20 @@ class DealerCutter:
         return _cutter_rows(facts if facts is not None else facts_from_columns(table))
 
     def merge(self, parts: Sequence[dict]) -> dict:
-        return _merge_cfg(parts)
+        return merge_streams(parts)
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
+        pairs = [(d, c) for d in sorted(counts) for c in sorted(counts[d]) if len(counts[d][c]) >= self.min_deals]
+        level = exact.per_test_level(self.fdr, len(pairs))
         out = []
-        for dealer in sorted(counts):
-            by_cfg = canonical_cfgs(counts[dealer])
-            # each configuration's deals grouped by cutter once (a mask per pair is quadratic in a dealer's years)
-            groups: dict = {}
-            per_cutter: dict = {}
-            for cfg, (_keys, _held, cut) in by_cfg.items():
-                o = np.argsort(cut, kind="stable")
-                u, starts = np.unique(cut[o], return_index=True)
-                ends = np.append(starts[1:], len(o))
-                groups[cfg] = {c: o[a:b] for c, a, b in zip(u.tolist(), starts.tolist(), ends.tolist(), strict=False)}
-                for c, a, b in zip(u.tolist(), starts.tolist(), ends.tolist(), strict=False):
-                    per_cutter[c] = per_cutter.get(c, 0) + (b - a)
-            for cutter in sorted(per_cutter):
-                if per_cutter[cutter] < self.min_deals:
-                    continue
-                out.append(self._pair(dealer, cutter, by_cfg, groups))
+        for dealer, cutter in pairs:
+            t = counts[dealer][cutter]
+            controls: dict[str, Any] = {}
+            detail: dict[str, Any] = {}
+            if self.details:
+                rest = Trials.concat([v for c, v in counts[dealer].items() if c != cutter])
+                controls["with_other_cutters"] = control(rest)
+                detail = {"funnel": funnel(t)}
+            out.append(pb_result(self.name, f"{dealer}+{cutter}", t, level, CUTTER_METHOD, controls, detail,
+                                 details=self.details, cheat="deals himself the Jack of trumps when this player cuts"))
         return out
-
-    def _pair(self, dealer, cutter, by_cfg: dict, groups: dict) -> TestResult:
-        empty = np.zeros(0, np.int64)
-        sel = self._stat(by_cfg, lambda cut, cfg: groups[cfg].get(cutter, empty))
-        n, obs, dist, ser = sel
-        pv = dist.sf(obs)
-        controls: dict[str, Any] = {}
-        detail: dict[str, Any] = {}
-        if self.details:
-            n2, obs2, pv2, mean2 = self._rest(by_cfg, groups, cutter)
-            controls["with_other_cutters"] = {
-                "n": n2, "observed": obs2, "expected": round(mean2, 4) if n2 else 0.0,
-                "pvalue": pv2 if n2 else None}
-            keys, got, exp_each = ser
-            detail["timeline"] = timeline(got, exp_each)
-            detail["null_rate"] = round(dist.mean() / n, 6)
-            detail["unit"] = "trump honours dealt to the dealer"
-        return TestResult(test=self.name, subject=f"{dealer}+{cutter}", n=n, observed=obs,
-                          expected=dist.mean(), statistic=exact.z_score(obs, dist), pvalue=pv,
-                          method="exact convolution of per-deal hypergeometric mixtures, one-sided",
-                          controls=controls, detail=detail)
-
-    @staticmethod
-    def _rest(by_cfg, groups, cutter) -> tuple[int, int, float | None, float]:
-        """The dealer's deals cut by anyone else: n, honours, P(>= honours), expected honours. A dealer of years
-        has tens of thousands of such deals: `exact.sum_tail` (exact where the tail is small)."""
-        pmfs = []
-        n = obs = 0
-        for cfg, (_keys, held, cut) in by_cfg.items():
-            mine = groups[cfg].get(cutter)
-            k = len(cut) - (0 if mine is None else len(mine))
-            if not k:
-                continue
-            pmfs.append((_held_pmf(cfg), k))
-            n += k
-            obs += int(held.sum()) - (0 if mine is None else int(held[mine].sum()))
-        if not n:
-            return 0, 0, None, 0.0
-        tail, mean = exact.sum_tail(pmfs, obs)
-        return n, obs, tail, mean
-
-    @staticmethod
-    def _stat(by_cfg, pick):
-        pmfs = []
-        n = 0
-        obs = 0
-        ser_k, ser_g, ser_e = [], [], []
-        for cfg, (keys, held, cut) in by_cfg.items():
-            m = pick(cut, cfg)  # the deals' indices (ascending)
-            k = len(m)
-            if not k:
-                continue
-            pmf = _held_pmf(cfg)
-            pmfs.append((pmf, k))
-            n += k
-            obs += int(held[m].sum())
-            ser_k.append(keys[m])
-            ser_g.append(held[m])
-            ser_e.append(np.full(k, float(np.dot(np.arange(len(pmf)), pmf))))
-        dist = exact.sum_dist(pmfs)
-        if ser_k:
-            kk = np.concatenate(ser_k)
-            o = np.argsort(kk, kind="stable")
-            ser = (kk[o], np.concatenate(ser_g)[o], np.concatenate(ser_e)[o])
-        else:
-            ser = (np.zeros(0), np.zeros(0), np.zeros(0))
-        return n, obs, dist, ser

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .af_dealer_jack import AFDealerJack
 from .base import Detector, DetectorClass
 from .collusion import Collusion
 from .deal_uniformity import DealerCutter, DealUniformity
 from .dealer_jack import DealerJack
 from .marked_ten import MarkedTen
+from .partner_jack import PartnerJack
 from .revoke_pattern import RevokePattern
 from .shuffle_residue import ShuffleResidue, TrickStack
 from .spec import TestSpec
@@ -40,9 +42,11 @@ class Registered:
 # a lone cheater in a few hundred deals; the pair tests have thousands of subjects and most of them little data.
 # The order is the order of the document's tests.
 REGISTRY: tuple[Registered, ...] = (
-    Registered(DealerJack, 0.25),
+    Registered(DealerJack, 0.20),
+    Registered(PartnerJack, 0.05),
     Registered(TurnupJack, 0.10),
-    Registered(DealUniformity, 0.10),
+    Registered(AFDealerJack, 0.05),
+    Registered(DealUniformity, 0.05),
     Registered(DealerCutter, 0.05),
     Registered(ShuffleResidue, 0.05),
     Registered(TrickStack, 0.05),

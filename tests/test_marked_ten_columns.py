@@ -21,8 +21,8 @@ from auditor.testing.generate import OPTION_SETS, PLAYER_COUNTS, Style, random_l
 from auditor.testing.mutate import mutate_log, to_jsonl
 
 DEMO = "fixtures/demo/season.jsonl.gz"
-DEAL_FIELDS = ("keys", "players", "pack", "share", "game", "deal_no")
-LIST_FIELDS = ("names", "pack_names", "games", "source", "excluded_deals", "excluded")
+DEAL_FIELDS = ("keys", "players", "pack", "share", "game", "deal_no", "side") + M.LEDGER_FIELDS
+LIST_FIELDS = ("names", "pack_names", "games", "source", "excluded_deals", "excluded", "ledger_games")
 
 
 def _diff(a: M.MarkedTenCounts, b: M.MarkedTenCounts) -> list:

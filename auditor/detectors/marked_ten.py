@@ -73,7 +73,7 @@ from typing import Any, Sequence
 
 import numba
 import numpy as np
-from scipy.special import ndtr
+from scipy.special import ndtr, ndtri, owens_t
 
 from ..cards import SUIT_MASK, parse_card, rank_of, suit_of
 from ..columns import DEAL_NO_MAX, AuditColumns
@@ -291,6 +291,16 @@ class MarkedTenCounts:
     deal_no: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     games: list[str] = field(default_factory=list)
     source: list[str] = field(default_factory=list)  # file:line of each deal
+    side: np.ndarray = field(default_factory=lambda: np.zeros((0, MAX_SEATS), np.int8))  # side of each seat, -1 past n
+    # the score ledger: one row per Scotch Whist deal of the input (kept or not: an excluded deal's points still
+    # move the game's score), from which `finalize` computes every kept deal's pre-deal game score (`pre_deal_scores`)
+    ledger_games: list[str] = field(default_factory=list)
+    ledger_game: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))  # index into `ledger_games`
+    ledger_deal_no: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    ledger_scored: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    ledger_points: np.ndarray = field(default_factory=lambda: np.zeros((0, MAX_SEATS), np.int16))  # per side
+    ledger_target: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int16))  # the game target (rules)
+    ledger_floor: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # negative_scores = floor_zero
     targets: dict[str, dict[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     excluded_deals: dict[str, int] = field(default_factory=dict)
     excluded: dict[str, dict[str, int]] = field(default_factory=dict)  # player -> reason -> plays
@@ -315,6 +325,9 @@ class _Builder:
         self.game: list[int] = []
         self.deal_no: list[int] = []
         self.source: list[str] = []
+        self.side: list[list[int]] = []
+        self.lgid: dict[str, int] = {}
+        self.ledger: list[tuple[int, int, bool, list[int], int, bool]] = []
         self.cols: dict[str, dict[str, dict[str, list[int]]]] = {
             t: {"plays": {k: [] for k in P_COLS}, "decisions": {k: [] for k in D_COLS},
                 "cands": {k: [] for k in C_COLS}} for t in TARGETS}
@@ -337,6 +350,15 @@ class _Builder:
         c.deal_no = np.asarray(self.deal_no, np.int64)
         c.games = sorted(self.gid, key=self.gid.__getitem__)
         c.source = self.source
+        c.side = np.asarray(self.side, np.int8).reshape(-1, MAX_SEATS)
+        c.ledger_games = sorted(self.lgid, key=self.lgid.__getitem__)
+        L = self.ledger
+        c.ledger_game = np.asarray([r[0] for r in L], np.int32)
+        c.ledger_deal_no = np.asarray([r[1] for r in L], np.int64)
+        c.ledger_scored = np.asarray([r[2] for r in L], bool)
+        c.ledger_points = np.asarray([r[3] for r in L], np.int16).reshape(-1, MAX_SEATS)
+        c.ledger_target = np.asarray([r[4] for r in L], np.int16)
+        c.ledger_floor = np.asarray([r[5] for r in L], bool)
         c.targets = {t: {part: {k: np.asarray(v, COL_DTYPE.get(k, np.int8)) for k, v in cols.items()}
                          for part, cols in tc.items()} for t, tc in self.cols.items()}
         return c
@@ -389,6 +411,10 @@ def extract_deal(res, counts: MarkedTenCounts, B: _Builder) -> bool:
     if d.game != "scotch_whist":
         _bump(counts.excluded_deals, "not_scotch_whist")
         return False
+    pts_l = res.points if res.scored else None
+    B.ledger.append((B.lgid.setdefault(d.game_id, len(B.lgid)), min(d.deal_no, DEAL_NO_MAX), pts_l is not None,
+                     (list(pts_l) if pts_l is not None else []) + [0] * (MAX_SEATS - len(pts_l or [])),
+                     int(d.ruleset.target), d.ruleset.negative_scores == "floor_zero"))
     why = deal_exclusion(res)
     if why is None and res.revokes:
         why = "revoke_in_deal"  # a revoke shows a false void: the hard facts of the deal are not facts
@@ -406,6 +432,7 @@ def extract_deal(res, counts: MarkedTenCounts, B: _Builder) -> bool:
     B.game.append(B.gid.setdefault(d.game_id, len(B.gid)))
     B.deal_no.append(min(d.deal_no, DEAL_NO_MAX))
     B.source.append(d.source)
+    B.side.append(list(d.side_of) + [-1] * (MAX_SEATS - d.n))
     B.players.append([B.player(p) for p in d.players] + [-1] * (MAX_SEATS - d.n))
     if d.pack is None:
         B.pack.append(-1)
@@ -935,6 +962,7 @@ def count_table(cols: AuditColumns) -> MarkedTenCounts:
         todo &= ~bad
     rows = np.flatnonzero(todo)
     per = np.bincount(reason[reason >= 0], minlength=len(DEAL_REASONS))
+    _ledger_of_table(cols, is_sw, c)
     c.excluded_deals = {DEAL_REASONS[k]: int(v) for k, v in enumerate(per) if v}
 
     # per deal: key, ids in the order the builder first meets them, points shares, source
@@ -952,6 +980,7 @@ def count_table(cols: AuditColumns) -> MarkedTenCounts:
     c.game = remap[cols.game[rows]].astype(np.int32)
     c.games = [cols.game_ids[k] for k in seen.tolist()]
     c.deal_no = cols.deal_no[rows].astype(np.int64)
+    c.side = cols.side_of[rows].astype(np.int8)
     pts = cols.points[rows].astype(np.float64)
     tot = pts.sum(1)
     side = cols.side_of[rows].astype(np.int64)
@@ -992,6 +1021,26 @@ def count_table(cols: AuditColumns) -> MarkedTenCounts:
     return c
 
 
+def _ledger_of_table(cols: AuditColumns, is_sw: np.ndarray, c: MarkedTenCounts) -> None:
+    """The score ledger of the table's Scotch Whist rows (`extract_deal`'s first step, row by row): game ids in
+    the order first met, deal number (capped as the columns cap it), scored, points per side (0 padding), the
+    rules' target and whether running totals are floored at zero."""
+    lrows = np.flatnonzero(is_sw)
+    seen, remap = _first_seen(cols.game[lrows], len(cols.game_ids))
+    c.ledger_games = [cols.game_ids[k] for k in seen.tolist()]
+    c.ledger_game = remap[cols.game[lrows]].astype(np.int32)
+    c.ledger_deal_no = cols.deal_no[lrows].astype(np.int64)
+    c.ledger_scored = cols.scored[lrows].astype(bool)
+    pts = np.zeros((len(lrows), MAX_SEATS), np.int16)
+    S = min(cols.points.shape[1], MAX_SEATS) if cols.points.ndim == 2 else 0
+    pts[:, :S] = np.where(c.ledger_scored[:, None], cols.points[lrows, :S], 0)
+    c.ledger_points = pts
+    target = np.array([int(R.target) for R in cols.rulesets] + [0], np.int16)
+    floor = np.array([getattr(R, "negative_scores", None) == "floor_zero" for R in cols.rulesets] + [False], bool)
+    c.ledger_target = target[cols.rset[lrows]]
+    c.ledger_floor = floor[cols.rset[lrows]]
+
+
 # ---------------------------------------------------------------- the detector
 
 
@@ -1026,7 +1075,8 @@ class MarkedTen:
     name = NAME
 
     def __init__(self, fdr: float = 0.05, details: bool = True, folds: int = 5, min_deals: int = MIN_DEALS,
-                 targets: Sequence[str] = TARGETS, **_: Any):
+                 targets: Sequence[str] = TARGETS, gate_rule: str = "any", **_: Any):
+        self.gate_rule = gate_rule
         self.fdr = fdr
         self.details = details
         self.folds = folds
@@ -1043,7 +1093,7 @@ class MarkedTen:
         return merge_counts(parts)
 
     def finalize(self, counts: MarkedTenCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
-        scores = score_all(counts, folds=self.folds, targets=self.targets)
+        scores = score_all(counts, folds=self.folds, targets=self.targets, gate_rule=self.gate_rule)
         return results_from_scores(scores, counts, self.min_deals, self.details)
 
 
@@ -1053,6 +1103,136 @@ def run(results: Sequence[Any], folds: int = 5) -> list[TestResult]:
 
 
 # ---------------------------------------------------------------- fitting and scoring
+
+
+# ---------------------------------------------------------------- the game score before each deal
+
+SCORE_RULE = ("the game score before the deal is known and a side is within 10 points of the target, or his side "
+              "trails the leading other side by 10 or more")
+SCORE_MARGIN = 10  # "the score matters": a side within this many points of the game target, or his side this far
+# behind the leading other side
+
+
+def pre_deal_scores(c: MarkedTenCounts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per deal of the counts (their order): (known, the game score of each side before the deal, the game's
+    target), from the score ledger (every Scotch Whist deal of the input, kept or not).
+
+    A game's deals are taken in deal-number order. The score before deal k is known when the ledger holds deals
+    1 .. k - 1 of its game exactly once each, every one of them scored, and deal k itself once: the running total
+    is then the sum of their points per side (`DealResult.points`, the Russian -10 included), as the chain adds
+    them. A gap, a repeated deal number, an unscored deal (a record the replay could not score) or a game whose
+    first deals are not in the input (a selection that starts mid-game) makes the score unknown from there to the
+    game's end; so does, under `negative_scores = floor_zero`, a running total that went below zero (the chain
+    floors it after the penalty alone, which the points of a whole deal cannot show). A deal of unknown score is
+    never in the score-gated part. The ledger is merged by concatenation and read only here, in `finalize`: a
+    game split across the partitions of the input (files, tables) gives the same scores as the game counted
+    whole."""
+    D = c.n_deals
+    known = np.zeros(D, bool)
+    before = np.zeros((D, MAX_SEATS), np.int64)
+    target = np.zeros(D, np.int64)
+    L = len(c.ledger_game)
+    if L == 0 or D == 0:
+        return known, before, target
+    g = c.ledger_game.astype(np.int64)
+    dn = np.minimum(c.ledger_deal_no, L + 1)  # a deal number past L can never be in sequence
+    o = np.lexsort((dn, g))
+    g, dn = g[o], dn[o]
+    sc = c.ledger_scored[o]
+    pts = c.ledger_points[o].astype(np.int64)
+    idx = np.arange(L)
+    gstart = np.maximum.accumulate(np.where(np.r_[True, g[1:] != g[:-1]], idx, 0))
+    in_seq = dn == idx - gstart + 1  # deal k is the game's k-th row: no gap and no repeat up to it
+    csum = np.cumsum(pts, axis=0) - pts  # exclusive prefix sums, then within the game
+    before_l = csum - csum[gstart]
+    broke = ~in_seq | ~sc | (c.ledger_floor[o] & ((before_l + pts) < 0).any(1))
+    cb = np.cumsum(broke) - broke  # broken rows strictly before, globally, then within the game
+    row_known = in_seq & (cb - cb[gstart] == 0)
+    key = g * (L + 2) + dn  # sorted (o sorts by game then deal number)
+    lg = {name: k for k, name in enumerate(c.ledger_games)}
+    gmap = np.array([lg.get(name, -1) for name in c.games] + [-1], np.int64)
+    kg = gmap[c.game]
+    kkey = kg * (L + 2) + np.minimum(c.deal_no, L + 1)
+    left = np.searchsorted(key, kkey, "left")
+    right = np.searchsorted(key, kkey, "right")
+    one = (right - left == 1) & (kg >= 0)
+    j = np.where(one, left, 0)
+    known = one & row_known[j]
+    before = np.where(known[:, None], before_l[j], 0)
+    target = np.where(known, c.ledger_target[o][j].astype(np.int64), 0)
+    return known, before, target
+
+
+def score_gate(c: MarkedTenCounts, rule: str = "any") -> np.ndarray:
+    """Per deal of the counts and seat: the score "matters" for that seat's player before the deal (the rule fixed
+    in advance, docs/decisions.md): the score is known (`pre_deal_scores`) and either some side is within
+    SCORE_MARGIN points of the game target, or his side trails the leading other side by SCORE_MARGIN or more.
+    (The simulator's score-gated cheat acts when his own side is near game or far behind: a subset.) `rule` "own":
+    only his own side near game counts (the simulator's rule exactly), for the studies."""
+    known, before, target = pre_deal_scores(c)
+    D = c.n_deals
+    side = c.side.astype(np.int64)
+    seated = side >= 0
+    n_sides = np.where(seated, side + 1, 0).max(1, initial=0) if D else np.zeros(0, np.int64)
+    live = np.arange(MAX_SEATS)[None, :] < n_sides[:, None]  # the sides of each deal
+    mine = np.take_along_axis(before, np.maximum(side, 0), 1)  # [D, seat]
+    if rule == "own":
+        near = mine >= (target - SCORE_MARGIN)[:, None]
+    else:
+        near = (live & (before >= (target - SCORE_MARGIN)[:, None])).any(1)[:, None]
+    # the leading other side of each seat: the best side, or the second best when his side is the best
+    b = np.where(live, before, np.iinfo(np.int64).min)
+    top = np.sort(b, axis=1)
+    first, second = top[:, -1], top[:, -2]
+    best_side = np.argmax(b, axis=1)
+    lead_other = np.where(side == best_side[:, None], second[:, None], first[:, None])
+    behind = lead_other - mine >= SCORE_MARGIN
+    return known[:, None] & seated & (near | behind)
+
+
+def max_of_two(p_all: float, p_sub: float, rho: float) -> float:
+    """P(max(Z1, Z2) >= m) for (Z1, Z2) standard bivariate normal with correlation `rho`, m the larger of the two
+    normal scores Phi^-1(1 - p): the one-sided p-value of the better of two tests whose statistics have that
+    correlation under the null. Exact for normal statistics (Owen's T: P(max >= m) = Phi(-m) + 2 T(m, a), a =
+    sqrt((1 - rho) / (1 + rho))); here each part's own (saddlepoint) p is turned into its normal score, so the
+    marginals keep their tails and only the dependence is taken as normal. rho = 1 gives min(p), rho = 0 gives
+    1 - (1 - min p)^2; between them it is at most 2 min(p) (Bonferroni)."""
+    p = min(max(p_all, 0.0), 1.0), min(max(p_sub, 0.0), 1.0)
+    lo = min(p)
+    if lo <= 0.0:
+        return 0.0
+    if lo >= 1.0:
+        return 1.0
+    rho = min(max(rho, 0.0), 1.0)
+    m = -float(ndtri(lo))
+    a = math.sqrt((1.0 - rho) / (1.0 + rho))
+    return float(min(1.0, max(lo, float(ndtr(-m)) + 2.0 * float(owens_t(m, a)))))
+
+
+def gated_test(main: "TargetScores", sel: np.ndarray, gsel: np.ndarray, phi: float) -> dict:
+    """The primary test of a player: the pooled test over his scored decisions `sel` and the same test restricted
+    to the decisions of the deals where the score mattered (`gsel`, a subset), combined as the better of the two
+    with the exact correction for their correlation (`max_of_two`). Under the null the deal sums are martingale
+    differences, so the gated sum's covariance with the pooled sum is its own variance and their correlation
+    sqrt(V_gated / V_pooled) (the variance guard phi widens both alike). Returns the pooled and gated tests, rho,
+    the combined p and which part gave the larger normal score ("pooled" on ties and when nothing is gated)."""
+    b_all = main.blocks(sel)
+    pooled = b_all.test(phi)
+    v_all = b_all.moments()[2]
+    if len(gsel):
+        b_g = main.blocks(gsel)
+        gated = b_g.test(phi)
+        v_g = b_g.moments()[2]
+    else:
+        gated = Blocks(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0),
+                       np.zeros(0, np.int64)).test(phi)
+        v_g = 0.0
+    if v_g <= 0.0 or v_all <= 0.0:
+        return {"pooled": pooled, "gated": gated, "rho": 1.0, "p": pooled["p"], "part": "pooled"}
+    rho = math.sqrt(min(1.0, v_g / v_all))
+    part = "gated" if gated["p"] < pooled["p"] else "pooled"
+    return {"pooled": pooled, "gated": gated, "rho": rho, "p": max_of_two(pooled["p"], gated["p"], rho),
+            "part": part}
 
 
 def _fold_of(player: str, folds: int) -> int:
@@ -1093,6 +1273,9 @@ class TargetArrays:
     c_true: np.ndarray
 
 
+LEDGER_FIELDS = ("ledger_game", "ledger_deal_no", "ledger_scored", "ledger_points", "ledger_target", "ledger_floor")
+
+
 def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
     """Exact merge: concatenation with deals, decisions, players and packs re-indexed."""
     out = MarkedTenCounts()
@@ -1101,6 +1284,9 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
     keys, players, pack, share = [], [], [], []
     games: dict[str, int] = {}
     game, deal_no, source = [], [], []
+    side: list[np.ndarray] = []
+    lgames: dict[str, int] = {}
+    led: dict[str, list[np.ndarray]] = {k: [] for k in LEDGER_FIELDS}
     tcols: dict[str, dict[str, dict[str, list]]] = {}
     n_deals = 0
     n_dec: dict[str, int] = {}
@@ -1112,6 +1298,11 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         game.append(gmap[p.game])
         deal_no.append(p.deal_no)
         source += p.source
+        side.append(p.side)
+        lmap = np.array([lgames.setdefault(g, len(lgames)) for g in p.ledger_games] + [-1], np.int32)
+        for k in LEDGER_FIELDS:
+            v = getattr(p, k)
+            led[k].append(lmap[v] if k == "ledger_game" else v)
         players.append(pmap[p.players])  # -1 indexes the trailing -1
         pack.append(kmap[p.pack])
         share.append(p.share)
@@ -1140,6 +1331,10 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         out.share = np.concatenate(share)
         out.game = np.concatenate(game).astype(np.int32)
         out.deal_no = np.concatenate(deal_no).astype(np.int64)
+        out.side = np.concatenate(side).astype(np.int8)
+        for k in LEDGER_FIELDS:
+            setattr(out, k, np.concatenate(led[k]).astype(getattr(out, k).dtype))
+    out.ledger_games = sorted(lgames, key=lgames.__getitem__)
     out.games = sorted(games, key=games.__getitem__)
     out.source = source
     out.names = sorted(names, key=names.__getitem__)
@@ -1627,7 +1822,7 @@ def znorm(S: np.ndarray) -> tuple[float, float]:
     return z, float(ndtr(-z))
 
 
-def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = TARGETS) -> dict:
+def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = TARGETS, gate_rule: str = "any") -> dict:
     order = np.argsort(counts.keys, kind="stable")  # equal keys: identical deals
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
@@ -1661,6 +1856,9 @@ def score_all(counts: MarkedTenCounts, folds: int = 5, targets: Sequence[str] = 
         n_ctx = xcnt[fk, A.d_xctx]
         center = np.where(n_ctx > 0, xsum[fk, A.d_xctx] / np.maximum(n_ctx, 1), 0.0)
         out["targets"][t] = score_target(A, len(players), fold_of, folds, center)
+    # per decision of the Ten: the score mattered for him before its deal (`score_gate`)
+    gate = score_gate(counts, gate_rule)
+    out["gate_dec"] = gate[A_ten.d_src, A_ten.d_seat] if len(A_ten.d_src) else np.zeros(0, bool)
     return out
 
 
@@ -1672,13 +1870,17 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         return []
     A = main.A
     share_sum, share_n = scores["share_sum"], scores["share_n"]
+    gate_dec = scores.get("gate_dec")
+    if gate_dec is None or len(gate_dec) != len(A.d_deal):
+        gate_dec = np.zeros(len(A.d_deal), bool)
     rows: dict[str, dict] = {}
     for pl, sel in main.by_player.items():
         n_deals = len(_deal_index(A.d_deal[sel])[0])
         if n_deals < min_deals:
             continue
         phi = main.phi(pl)
-        rows[players[pl]] = {"sel": sel, "pl": pl, "test": main.test(sel, phi=phi), "deals": n_deals, "phi": phi}
+        gt = gated_test(main, sel, sel[gate_dec[sel]], phi)
+        rows[players[pl]] = {"sel": sel, "pl": pl, "test": gt["pooled"], "gt": gt, "deals": n_deals, "phi": phi}
     zs = {n: r["test"]["z"] for n, r in rows.items()}
     fc = field_compare(zs, {n: r["deals"] for n, r in rows.items()},
                        {n: float(share_sum[r["pl"]] / max(share_n[r["pl"]], 1)) for n, r in rows.items()})
@@ -1687,6 +1889,9 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         r = rows[name]
         sel, pl, main_t, phi = r["sel"], r["pl"], r["test"], r["phi"]
         controls: dict[str, Any] = {}
+        gt = r["gt"]
+        controls["pooled"] = _ctl(gt["pooled"])
+        controls["score_gated"] = _ctl(gt["gated"]) | {"rho": gt["rho"]}
         S, _ = main.deal_sums(sel)
         zm, pm = znorm(S)
         controls["deal_sums_normal"] = {"z": zm, "p": pm}
@@ -1715,15 +1920,22 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         controls["field"] = fc.get(name, {})
         if details:
             top = _top_deals(main, sel, scores)
-        detail = {"decisions": int(len(sel)), "deals": r["deals"], "variance_guard": phi,
+        head = gt["gated"] if gt["part"] == "gated" else main_t
+        n_gdec = int(gate_dec[sel].sum())
+        gate_detail = {"part": gt["part"], "rho": gt["rho"], "p_pooled": gt["pooled"]["p"],
+                       "p_gated": gt["gated"]["p"], "deals_gated": gt["gated"]["deals"],
+                       "decisions_gated": n_gdec, "rule": SCORE_RULE}
+        detail = {"decisions": n_gdec if gt["part"] == "gated" else int(len(sel)), "deals": r["deals"],
+                  "score_gate": gate_detail, "variance_guard": phi,
                   "excluded": dict(sorted(counts.excluded.get(name, {}).items())),
                   "deals_excluded_in_input": dict(sorted(counts.excluded_deals.items())),
                   "top_deals": top, "timeline": _deal_timeline(main, sel, phi, scores)} if details else {}
         out.append(TestResult(
-            test=NAME, subject=name, n=r["deals"], observed=main_t["observed"], expected=main_t["expected"],
-            statistic=main_t["z"], pvalue=main_t["p"],
+            test=NAME, subject=name, n=head["deals"], observed=head["observed"], expected=head["expected"],
+            statistic=head["z"], pvalue=gt["p"],
             method="decision fit to the Ten's place vs a field-fitted posterior of what he knew; sequential "
-                   "randomisation, saddlepoint one-sided p, deal-level variance guard",
+                   "randomisation, saddlepoint one-sided p, deal-level variance guard; the better of all his deals "
+                   "and the deals where the game score mattered, corrected for their correlation",
             controls=controls, detail=detail))
     return out
 

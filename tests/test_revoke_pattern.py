@@ -1,14 +1,30 @@
-"""revoke_pattern: the gain of a player's revokes against the field's accidental ones."""
+"""revoke_pattern: a player's revokes that paid against the exact chance that accidental revokes at the same
+moments would pay; the per-revoke facts of the Python spec (`count_deal` over `play_facts.walk`) worked by hand, and
+the numba count over the table held equal to it (`tests/test_play_detectors_columns.py` does the same on more kinds
+of input)."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy.stats import binom
 
+from auditor.cards import parse_card
+from auditor.columns import from_results
 from auditor.dealog import validate
-from auditor.detectors.revoke_pattern import RevokeCounts, RevokePattern, count_deal, count_results
+from auditor.detectors.play_facts import PlayState, deal_exclusion
+from auditor.detectors.revoke_pattern import (
+    RevokeCounts,
+    RevokePattern,
+    count_deal,
+    count_results,
+    pay_counting,
+    pays,
+)
 from auditor.replay.reference import replay_deal
+from auditor.simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
 from auditor.stats.family import apply_families
 from auditor.testing.generate import Style, random_game
 
@@ -20,30 +36,144 @@ HANDS = [
     ["Ks", "8s", "6s", "7s", "Jd", "Qd", "Kd", "Ad", "7c"],
     ["Qs", "Js", "8c", "9c", "Tc", "Jc", "Qc", "Kc", "Ac"],
 ]
+# The same table; seat 0 leads the King of clubs and seat 1, whose only club is the Ten, keeps it by revoking with
+# the 6 of diamonds.
+HANDS_SAVE = [
+    ["Kc", "As", "Ts", "6h", "7h", "8h", "9h", "Th", "Jh"],
+    ["Tc", "9s", "Kh", "Ah", "6d", "7d", "8d", "9d", "Td"],
+    ["Ks", "8s", "6s", "7s", "Jd", "Qd", "Kd", "Ad", "7c"],
+    ["Qs", "Js", "8c", "9c", "6c", "Jc", "Qc", "Qh", "Ac"],
+]
 
 
-def _deal_with_revoke() -> dict:
+def _deal_with_revoke(hands=HANDS) -> dict:
     return {"format": "deal-log/1", "game": "scotch_whist", "rules": "foster", "table": "t", "game_id": "g",
             "deal_no": 1, "players": ["a", "b", "c", "d"], "sides": [[0, 2], [1, 3]], "dealer": 3,
-            "hands": HANDS, "turn_up": "Ac"}
+            "hands": hands, "turn_up": "Ac"}
 
 
-def test_gain_of_a_revoke_that_takes_the_trick():
-    from auditor.detectors.play_facts import deal_exclusion
-
-    rec = _deal_with_revoke()
-    # play: trick 1 seat 0 leads As, seat 1 trumps with 6c although he holds 9s (revoke), seat 2 Ks, seat 3 Qs
-    rng = np.random.default_rng(0)
-    rec["tricks"] = _complete_tricks(rec, first=["As", "6c", "Ks", "Qs"], rng=rng)
+def _one_revoke(hands, first, seed=0):
+    rec = _deal_with_revoke(hands)
+    rec["tricks"] = _complete_tricks(rec, first=first, rng=np.random.default_rng(seed))
     res = replay_deal(validate(rec))
     assert (1, 1) in res.revokes
     assert deal_exclusion(res) is None
     c = RevokeCounts()
     count_deal(res, c)
-    opp, rev, gainful, gain = c.cells[("b", ("scotch_whist", 4))]
+    return res, c
+
+
+def test_ruff_pay_worked_by_hand():
+    """Seat 1 trumps the Ace of spades with the 6 of clubs while holding the 9 of spades: an opponent was winning,
+    the 9 would not beat the Ace, the 6 of clubs does: it paid. Of his 8 cards outside spades only the 6 of clubs
+    beats the Ace, so an accidental revoke there pays with chance 1/8."""
+    res, c = _one_revoke(HANDS, ["As", "6c", "Ks", "Qs"])
+    opp, rev, gainful, gain, pay_chances = c.cells[("b", ("scotch_whist", 4))]
     assert rev == 1 and gainful == 1
-    assert gain == 4.0  # four cards taken; following with the 9 of spades would have lost the trick
-    assert opp >= 1
+    assert gain == 4  # four cards taken; following with the 9 of spades would have lost the trick
+    assert opp >= 1 and 1 <= pay_chances <= opp
+    [(code, num, den)] = c.trail["b"]  # his only revoke: the rest of the deal is played legally
+    assert code & 1 == 1 and (num, den) == (1, 8)
+    # the numba count over the table says the same
+    assert RevokePattern().count(from_results([res])) == c
+
+
+def test_save_pay_worked_by_hand():
+    """Seat 0 leads the King of clubs; seat 1's only club is the Ten (a counting card the King beats): revoking
+    with the 6 of diamonds keeps it, a save-pay, although his partner's Ace then takes the trick. Every one of his
+    8 cards outside clubs is a plain card, so an accidental revoke there pays surely: pi = 8/8 (no evidence). The
+    old 'gainful' flag says no: following with the Ten, his side would have taken the trick as well."""
+    res, c = _one_revoke(HANDS_SAVE, ["Kc", "6d", "7c", "Ac"])
+    _, rev, gainful, gain, _ = c.cells[("b", ("scotch_whist", 4))]
+    assert rev == 1 and gainful == 0
+    # taken: 4 cards, King 3 and Ace 4 = 11; with the Ten followed his side takes the Ten's 10 as well = 21
+    assert gain == 11 - 21
+    code, num, den = c.trail["b"][0]
+    assert code & 1 == 1 and (num, den) == (8, 8)
+    assert RevokePattern().count(from_results([res])) == c
+
+
+def _state(game: str, trump: str, win: tuple[int, str], seat: int, legal: list[str]) -> PlayState:
+    card = {t: parse_card(t) for t in legal + [win[1], trump]}
+    st = PlayState(game=game, n=4, trump=card[trump] // 13, dealer=3, side_of=[0, 1, 0, 1], partnership=True,
+                   n_tricks=6, turn_up=card[trump], turnup_owner=None, out_of_play_public=0, aside=0, n_sets=1)
+    st.seat, st.pos = seat, 1
+    st.win = (win[0], card[win[1]])
+    st.legal = sum(1 << card[t] for t in legal)
+    return st
+
+
+def _c(text: str) -> int:
+    c = parse_card(text)
+    assert c is not None
+    return c
+
+
+def test_pays_all_fours_save_pay_and_its_limits():
+    """All Fours, hearts trumps, an opponent's Ace of spades winning: holding only the King and Ten of spades
+    (Game pips: counting cards, both beaten), a blank revoke card pays, a Jack (a Game pip) does not. With a trump
+    to play (the Queen of hearts beats the Ace) no revoke pays; nor when his partner is winning."""
+    st = _state("all_fours", "2h", (0, "As"), 1, ["Ks", "Ts"])
+    assert pays(st, _c("2d")) and pays(st, _c("5c"))
+    assert not pays(st, _c("Jc"))  # a Game pip: not kept by discarding it
+    assert not pays(_state("all_fours", "2h", (0, "As"), 1, ["Ks", "Ts", "Qh"]), _c("2d"))
+    assert not pays(_state("all_fours", "2h", (0, "As"), 1, ["Ks", "9s"]), _c("2d"))  # the 9 is blank
+    assert not pays(_state("all_fours", "2h", (1, "As"), 3, ["Ks", "Ts"]), _c("2d"))  # his partner is winning
+    # Scotch Whist counts the five trump honours, Jack included; All Fours every Game-pip card and the trump Jack
+    assert [pay_counting("scotch_whist", 3, _c(t)) for t in ("Jc", "Tc", "Ac", "Kc", "Qc", "9c", "Ad")] == \
+        [True] * 5 + [False] * 2
+    assert [pay_counting("all_fours", 1, _c(t)) for t in ("Jh", "Js", "Tc", "Ad", "9h", "2h")] == \
+        [True] * 4 + [False] * 2
+
+
+def test_pays_scotch_whist_ruff_needs_no_legal_winner():
+    """Scotch Whist, clubs trumps, an opponent's King of spades winning: a trump revoke pays only when no spade he
+    holds beats the King."""
+    assert pays(_state("scotch_whist", "2c", (0, "Ks"), 1, ["9s", "6s"]), _c("6c"))
+    assert not pays(_state("scotch_whist", "2c", (0, "Ks"), 1, ["As", "6s"]), _c("6c"))
+    assert not pays(_state("scotch_whist", "2c", (0, "Ks"), 1, ["9s", "6s"]), _c("Ad"))  # a plain card
+
+
+def test_kernel_equals_the_spec_on_clumsy_and_deliberate_revokers():
+    """The numba count over the table == `count_results` (field for field, type for type) on a season with
+    clumsy members (their own rate 1/10), a deliberate revoker, Scotch Whist and All Fours tables, individual and
+    partnership play, and the must-trump void rule; both kinds of pay occur (All Fours: save-pay only; Scotch
+    Whist: ruff-pay, and save-pay under a trump lead), and every pi is an exact fraction in [0, 1]."""
+    from test_play_detectors_columns import assert_same
+
+    tables = [TableSpec("sw4", 4, sides=partnerships(4, "pairs")), TableSpec("sw3", 3),
+              TableSpec("sw4-must", 4, options={"void_rule": "must_trump_if_able"}),
+              TableSpec("af2", 2, game="all_fours"), TableSpec("af4", 4, game="all_fours",
+                                                             sides=partnerships(4, "pairs"))]
+    spec = SeasonSpec(tables=tables, n_deals=600, players=20, revoke_rate=0.01, season="h2d", deck=False,
+                      time=False, cheaters=[CheaterSpec("ada", "revoker", 0.6)])
+    sim = simulate_season(spec, np.random.default_rng(3))
+    clumsy = {"ben": 0.1, "cora": 0.1}
+    sim2 = simulate_season(SeasonSpec(tables=tables, n_deals=300, players=20, revoke_rate=0.0, season="h2e",
+                                      deck=False, time=False, revoke_rates=clumsy), np.random.default_rng(4))
+    res = [replay_deal(validate(r, source="s.jsonl", line=k + 1)) for k, r in enumerate(sim.records + sim2.records)]
+    want = count_results(res)
+    assert_same(RevokePattern().count(from_results(res)), want)
+    trail = [(pl, x) for pl, v in want.trail.items() for x in v]
+    assert len(trail) > 60
+    assert all(0 <= n <= d and d > 0 for _, (_, n, d) in trail)
+    paid = [x for _, x in trail if x[0] & 1]
+    assert paid and all(n > 0 for _, n, _ in paid)  # a revoke that paid had a paying card
+    games = {cell[0] for (pl, cell), v in want.cells.items() if v[1]}
+    assert games == {"scotch_whist", "all_fours"}
+    # every revoke classified again from the walk: save-pays in both games, ruff-pays in Scotch Whist
+    from auditor.detectors.play_facts import walk
+
+    kinds = set()
+    for r in res:
+        if deal_exclusion(r) is not None or not r.revokes:
+            continue
+        for st in walk(r):
+            if st.revoke and pays(st, st.card):
+                assert st.win is not None
+                kinds.add((st.game, "ruff" if st.beats(st.card, st.win[1]) else "save"))
+    assert kinds >= {("scotch_whist", "ruff"), ("scotch_whist", "save"), ("all_fours", "save")}
+    assert ("all_fours", "ruff") not in kinds  # an off card in All Fours is a plain of a third suit
 
 
 def _complete_tricks(rec, first, rng):
@@ -119,8 +249,6 @@ def test_counts_add_exactly_across_tables(accidental):
 
 
 def test_deliberate_revoker_is_flagged_within_1000_deals():
-    from auditor.simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
-
     tables = [TableSpec(f"t{i}", 4, sides=partnerships(4, "pairs")) for i in range(2)]
     spec = SeasonSpec(tables=tables, n_deals=2000, players=8, deck=False, time=False,
                       cheaters=[CheaterSpec("ada", "revoker", 0.06)])
@@ -138,37 +266,29 @@ def test_deliberate_revoker_is_flagged_within_1000_deals():
 
 
 def test_timeline_follows_each_revoker_in_input_order(accidental):
+    """Each revoker's timeline: one point per revoke in input order, his revokes that paid so far against the sum
+    of their chances pi so far, with the Poisson-binomial variance so far; it ends at the test's counts."""
     det = RevokePattern()
     counts = count_results(accidental)
     tests = det.finalize(counts)
-    R = sum(v[1] for v in counts.cells.values())
-    G = sum(v[2] for v in counts.cells.values())
-    q = G / R
-    per_deal = []  # deal by deal, in input order: each player's revokes and gainful revokes
+    per_deal = []  # deal by deal, in input order: each player's revokes as (paid, pi)
     for r in accidental:
         c = RevokeCounts()
         count_deal(r, c)
-        got: dict[str, list[int]] = {}
-        for (pl, _), v in c.cells.items():
-            if v[1]:
-                got[pl] = [int(v[1]), int(v[2])]
-        if got:
-            per_deal.append(got)
+        if c.trail:
+            per_deal.append({pl: [(x[0] & 1, Fraction(x[1], x[2])) for x in v] for pl, v in c.trail.items()})
     checked = 0
     for t in tests:
         tl = t.detail["timeline"]
-        idx = [p[0] for p in tl]
-        assert idx == list(range(1, t.n + 1))  # one point per revoke (fewer than 200)
+        assert [p[0] for p in tl] == list(range(1, t.n + 1))  # one point per revoke (fewer than 200)
         assert tl[-1][1] == t.observed and tl[-1][2] == pytest.approx(t.expected, abs=1e-3)
-        # the hypergeometric variance of his first k revokes among all R
-        for k, _, _, v in tl:
-            assert v == pytest.approx(k * q * (1 - q) * (R - k) / (R - 1), abs=1e-3)
         at = {p[0]: p for p in tl}
-        n = g = 0
+        n, g, e, v = 0, 0, Fraction(0), Fraction(0)
         for got in per_deal:
-            if t.subject in got:
-                n, g = n + got[t.subject][0], g + got[t.subject][1]
-                assert at[n][1] == g and at[n][2] == pytest.approx(n * q, abs=1e-3)
+            for paid, pi in got.get(t.subject, []):
+                n, g, e, v = n + 1, g + paid, e + pi, v + pi * (1 - pi)
+                assert at[n][1] == g and at[n][2] == pytest.approx(float(e), abs=1e-3)
+                assert at[n][3] == pytest.approx(float(v), abs=1e-3)
                 checked += 1
     assert checked >= 30
     assert sorted(counts.trail) == sorted(t.subject for t in tests)

@@ -1,40 +1,49 @@
-"""`revoke_pattern`: are a player's revokes the helpful kind?
+"""`revoke_pattern`: does a player revoke when a revoke pays?
 
-An honest player's accidental revokes help and hurt him alike; a deliberate revoker revokes when it wins him a
-counting card. For every revoke the replay finds (`DealResult.revokes`, claimed or not) in a complete deal:
+An honest player's accidental revoke is a slip: whether he revokes does not depend on whether a revoke would help
+him, and the card he drops is any of the cards he may not play. A deliberate revoker revokes when it pays. For every
+revoke the replay finds (`DealResult.revokes`, claimed or not) in a complete deal, from the state before his card
+(the cards already in the trick fixed):
 
-- *gainful*: the revoker's side won the revoke trick and no legal card he held (following suit) would have won it
-  for his side with the other cards of the trick unchanged (in Scotch Whist every trick is worth its cards towards
-  cards-over, and the honours in it); or, in All Fours where trumping is always legal, every legal card would have
-  given a counting card (Game pips, the trump Jack) to an opponent's trick and the revoke kept it;
-- `gain`: the points his side took in the trick minus the mean over his legal cards of what it would have taken
-  (Scotch Whist: honours J 11, T 10, A 4, K 3, Q 2 plus one per card; All Fours: Game pips, the trump Jack as 1).
+- the revoke *pays* when an opponent of his is winning the trick and none of his legal cards beats the winning card,
+  and either (ruff-pay) the revoke card beats it, or (save-pay) every legal card he holds is a counting card (Scotch
+  Whist: the trump Jack, Ten, Ace, King, Queen, `rules.SW_HONOURS`; All Fours: `play_facts.counting`, the Game-pip
+  cards and the trump Jack) and the revoke card is not (he keeps, e.g., the bare Ten of trumps under an opponent's
+  court trump) (`pays`);
+- its chance of paying under the null (an accidental revoke: the card uniform over his cards outside the legal
+  ones) is pi = (his off cards that would pay) / (his off cards), an exact fraction (`pay_odds`).
 
-Primary test (one p-value per player, family `revoke_pattern`): the number of his revokes that were gainful
-against the field's share of gainful revokes among everybody else's — Fisher's exact test on the 2x2 table
-(player vs field, gainful vs not), one-sided. It conditions on how often he revoked, so a careless honest player
-(more revokes, helpful and harmful alike) is not accused by it.
+Primary test (one p-value per player with a revoke, family `revoke_pattern`): the number of his revokes that paid
+against the exact one-sided Poisson-binomial null of his revokes' pi (`base.pb_result`). It needs no field (a club
+where nobody else revokes is no problem), conditions on how often he revoked (a clumsy honest player is not accused
+for revoking often) and uses the card he chose.
 
-Controls: his revoke rate per opportunity (a play following a lead while holding the suit led and another card)
-against the field's, in cells of game and player count: exact one-sided Poisson-binomial with the field's rate
-(leave-player-out); his mean gain against the field's.
+Controls (in no family): his revoke rate per chance (a play that is not a lead, holding a card he may not play)
+against the field's, in cells of game and player count, exact one-sided Poisson-binomial with the field's rate
+(leave-player-out); the old comparison of his *gainful* share with the field's (Fisher's exact test: a revoke is
+gainful when his side took the trick and no legal card would have, or, in All Fours, when every legal card would have
+given a counting card to an opponent's trick and the revoke kept it); his mean gain (the points his side took in the
+revoke trick minus the mean over his legal cards); and the timing of his revokes: how many fell at chances where some
+off card would have paid, against the hypergeometric draw of his revokes among his chances (valid only if an honest
+player's revoke propensity does not depend on the situation, an assumption the primary test does not need).
 
 Counting. `RevokePattern.count(table)` counts over the table (`auditor.columns.AuditColumns`) with one numba walk
 of every deal (`_revokes`); `count_results(results)`, over `DealResult`s with `play_facts.walk`, is its executable
 spec (the tests' oracle: the two give equal counts, field for field and type for type).
 
-The kernel transcribes `count_deal` over the walk of `play_columns.walk_deal`: it counts each seat's revoke
-opportunities per deal and, for each revoke the replay found, whether it was gainful, its gain as an exact fraction
-(numerator, denominator: the trick points are whole numbers, so the mean over the legal cards is a ratio of
-integers) and its play index (for `base.trail_code`). The kernel sums the opportunities per (player, game, players);
-the revokes' gains are summed over a common denominator (`sum_fractions`), so that the `RevokeCounts` (gains as
-`Fraction`s) equal the Python counter's exactly.
+The kernel transcribes `count_deal` over the walk of `play_columns.walk_deal`: it counts each seat's revoke chances
+(and those where a revoke could pay) per deal and, for each revoke the replay found, whether it paid, pi as integers
+(numerator, denominator), whether it was gainful, its gain as an exact fraction (numerator, denominator: the trick
+points are whole numbers, so the mean over the legal cards is a ratio of integers) and its play index (for
+`base.trail_code`). The kernel sums the chances per (player, game, players); the revokes' gains are summed over a
+common denominator (`sum_fractions`), so that the `RevokeCounts` (gains as `Fraction`s) equal the Python counter's
+exactly.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
@@ -43,30 +52,33 @@ import numba
 import numpy as np
 from scipy import stats as st_
 
-from ..cards import SUIT_MASK, rank_of, suit_of
+from ..cards import rank_of, suit_of
 from ..columns import AuditColumns
 from ..facts import DealingFacts
 from ..rules import AF_PIPS, SW_HONOURS
 from ..stats import exact
 from ..stats.family import TestResult
-from .base import deal_order, timeline, trail_code
+from .base import Trials, deal_order, pb_result, timeline, trail_code
 from .play_columns import (
     P_CARD,
     P_HOLD,
-    P_LEAD,
+    P_LEGAL,
     P_POS,
     P_REVOKE,
     P_SEAT,
     P_TRICK,
     P_TWO,
+    P_WIN_CARD,
+    P_WIN_SEAT,
     T_COUNT,
     T_FIRST,
+    WALK_LEGAL,
+    WALK_WINNER,
     beats,
+    count_bits,
     counting_table,
-    legal,
     low_bit,
     setup_of,
-    suit_mask,
     walk_buffers,
     walk_deal,
 )
@@ -99,31 +111,85 @@ def _winner(st: PlayState, cards: list[tuple[int, int]]) -> int:
     return ws
 
 
+def pay_counting(game: str, trump: int, card: int) -> bool:
+    """A counting card for the save-pay of a revoke: Scotch Whist, the trump honours (`rules.SW_HONOURS`: Jack,
+    Ten, Ace, King, Queen); All Fours, `play_facts.counting` (the Game-pip cards and the trump Jack)."""
+    if game == "scotch_whist":
+        return suit_of(card) == trump and rank_of(card) in SW_HONOURS
+    return counting(game, trump, card)
+
+
+def _bits(m: int) -> list[int]:
+    out = []
+    while m:
+        low = m & -m
+        out.append(low.bit_length() - 1)
+        m ^= low
+    return out
+
+
+def pay_state(st: PlayState) -> tuple[bool, bool]:
+    """(a revoke can pay at all here, every legal card is a counting card): an opponent of the seat is winning the
+    trick so far and none of his legal cards beats the winning card; the second element matters only then."""
+    w = st.win
+    if w is None or st.side_of[w[0]] == st.side_of[st.seat]:
+        return False, False
+    all_count = True
+    for c in _bits(st.legal):
+        if st.beats(c, w[1]):
+            return False, False
+        all_count &= pay_counting(st.game, st.trump, c)
+    return True, all_count
+
+
+def pays(st: PlayState, card: int) -> bool:
+    """Playing `card` (not a legal card) here pays: ruff-pay (it beats the opponent's winning card, which no legal
+    card of his does) or save-pay (every legal card is a counting card the opponent's winning card beats, and
+    `card` is not a counting card)."""
+    can, all_count = pay_state(st)
+    if not can:
+        return False
+    assert st.win is not None
+    return st.beats(card, st.win[1]) or (all_count and not pay_counting(st.game, st.trump, card))
+
+
+def pay_odds(st: PlayState) -> tuple[int, int]:
+    """(off cards that would pay, off cards): the exact chance pi that an accidental revoke here (the card uniform
+    over the seat's cards outside his legal ones) pays."""
+    off = st.hold[st.seat] & ~st.legal
+    return sum(pays(st, c) for c in _bits(off)), off.bit_count()
+
+
 Cell = tuple[str, int]  # (game, players)
-Tally = list[Any]  # [opportunities, revokes, gainful revokes (ints), summed gain (an exact Fraction)]
+# [revoke chances, revokes, gainful revokes (ints), summed gain (an exact Fraction), chances where a revoke could pay]
+Tally = list[Any]
+Revoke = tuple[int, int, int]  # (base.trail_code(deal order, play index, paid), pi numerator, pi denominator)
 
 
 @dataclass
 class RevokeCounts:
-    """Per player and cell (game, n): opportunities, revokes, gainful revokes, summed gain (an exact fraction:
-    adds exactly across partitions). `trail`: per player, his revokes one by one as `base.trail_code(deal order,
-    play index, gainful)`, ascending (input order): his timeline. Sorted, so any partition merges to the same lists.
+    """Per player and cell (game, n): revoke chances, revokes, gainful revokes, summed gain (an exact fraction:
+    adds exactly across partitions), chances where a revoke could pay. `trail`: per player, his revokes one by one
+    as (`base.trail_code(deal order, play index, paid)`, pi numerator, pi denominator), ascending (input order): the
+    primary test's trials and his timeline. Sorted, so any partition merges to the same lists.
     """
 
     cells: dict[tuple[str, Cell], Tally] = dc_field(default_factory=dict)
     excluded_deals: dict[str, int] = dc_field(default_factory=dict)
-    trail: dict[str, list[int]] = dc_field(default_factory=dict)
+    trail: dict[str, list[Revoke]] = dc_field(default_factory=dict)
 
 
-def _add(c: RevokeCounts, player: str, cell: Cell, opp: int, rev: int, gainful: int, gain: Fraction) -> None:
+def _add(c: RevokeCounts, player: str, cell: Cell, opp: int, rev: int, gainful: int, gain: Fraction,
+         pay_chances: int) -> None:
     v = c.cells.get((player, cell))
     if v is None:
-        c.cells[(player, cell)] = [opp, rev, gainful, gain]
+        c.cells[(player, cell)] = [opp, rev, gainful, gain, pay_chances]
     else:
         v[0] += opp
         v[1] += rev
         v[2] += gainful
         v[3] += gain
+        v[4] += pay_chances
 
 
 def count_results(results: Iterable[Any]) -> RevokeCounts:
@@ -151,17 +217,21 @@ def count_deal(res: Any, c: RevokeCounts) -> None:
     for k, s, card in res.plays:
         tricks.setdefault(k, []).append((s, card))
     opp_by_seat = [0] * d.n
-    order = deal_order(d)
+    pay_by_seat = [0] * d.n
+    # the result's canonical rank in the input when the replay set one (`DealResult.order`), as the table's order
+    order = deal_order(res) if hasattr(res, "order") else deal_order(d)
     for play, st in enumerate(walk(res)):
         if st.lead_suit is None or st.two_card_turn:  # a lead (no suit led yet)
             continue
         s = st.seat
-        follow = st.hold[s] & SUIT_MASK[st.lead_suit]
-        if not follow or not (st.hold[s] & ~follow):
-            continue  # no way to revoke (nothing to follow with, or nothing else to play)
+        if not (st.hold[s] & ~st.legal):
+            continue  # no way to revoke: every card he holds is a legal one
         opp_by_seat[s] += 1
+        num, den = pay_odds(st)
+        pay_by_seat[s] += int(num > 0)
         if not st.revoke:
             continue
+        paid = int(pays(st, st.card))
         full = tricks[st.k]
         pos = st.pos
         won = side[res.winners[st.k]] == side[s]
@@ -169,11 +239,7 @@ def count_deal(res: Any, c: RevokeCounts) -> None:
         alt_side_pts = []
         alt_win = False
         alt_gives = True  # every legal card gives a counting card to an opponent's trick
-        m = st.legal
-        while m:
-            low = m & -m
-            alt = low.bit_length() - 1
-            m ^= low
+        for alt in _bits(st.legal):
             trial = full[:pos] + [(s, alt)] + full[pos + 1:]
             w = _winner(st, trial)
             mine = side[w] == side[s]
@@ -185,11 +251,11 @@ def count_deal(res: Any, c: RevokeCounts) -> None:
         gain = Fraction(pts if won else 0.0) - alt_mean  # exact, so partitions add exactly
         gainful = int((won and not alt_win) or
                       (d.game == "all_fours" and alt_gives and not counting(d.game, trump, st.card)))
-        _add(c, d.players[s], cell, 0, 1, gainful, gain)
-        c.trail.setdefault(d.players[s], []).append(trail_code(order, play, gainful))
+        _add(c, d.players[s], cell, 0, 1, gainful, gain, 0)
+        c.trail.setdefault(d.players[s], []).append((trail_code(order, play, paid), num, den))
     for s in range(d.n):
         if opp_by_seat[s]:
-            _add(c, d.players[s], cell, opp_by_seat[s], 0, 0, Fraction(0))
+            _add(c, d.players[s], cell, opp_by_seat[s], 0, 0, Fraction(0), pay_by_seat[s])
 
 
 # ---------------------------------------------------------------- the count over the table
@@ -220,11 +286,23 @@ def _trick_points(af, trump, pts_tab, cards, cnt):
     return tot
 
 
+def pay_counting_table() -> np.ndarray:
+    """[game (0 Scotch Whist, 1 All Fours), card is trump (0/1), rank] -> `pay_counting`, from the Python
+    definition."""
+    t = np.zeros((2, 2, 13), np.bool_)
+    for g, game in enumerate(("scotch_whist", "all_fours")):
+        for card in range(13):  # a spade, with spades trumps and then hearts trumps
+            t[g, 1, rank_of(card)] = pay_counting(game, 0, card)
+            t[g, 0, rank_of(card)] = pay_counting(game, 1, card)
+    return t
+
+
 @numba.njit(cache=True)
-def _revokes(use, arrays, side_of, winners, count_tab, pts_tab, seat_player, opp, r_row, r_seat, r_play, r_gainful,
-             r_num, r_den):
-    """`count_deal` over the rows `use` (`play_columns.walk_deal`): each seat's opportunities summed into
-    `opp[player << 5 | all_fours << 4 | n]`, each revoke into r_*[m]; returns m."""
+def _revokes(use, arrays, side_of, winners, count_tab, pts_tab, pay_tab, seat_player, opp, pay_opp, r_row, r_seat,
+             r_play, r_gainful, r_num, r_den, r_paid, r_pnum, r_pden):
+    """`count_deal` over the rows `use` (`play_columns.walk_deal`): each seat's revoke chances summed into
+    `opp[player << 5 | all_fours << 4 | n]` (those where a revoke could pay into `pay_opp`), each revoke into
+    r_*[m]; returns m."""
     buf = walk_buffers(arrays)
     W = buf.plays
     T = buf.tricks
@@ -232,29 +310,58 @@ def _revokes(use, arrays, side_of, winners, count_tab, pts_tab, seat_player, opp
     play_seat = arrays[12]
     trick = np.zeros(16, np.int64)  # the cards of the revoke's trick, one of them replaced by each legal card
     n_opp = np.zeros(8, np.int64)
+    n_pay = np.zeros(8, np.int64)
     m = 0
     for row in range(len(use)):
         if not use[row]:
             continue
-        d = walk_deal(row, arrays, buf, 0)
+        d = walk_deal(row, arrays, buf, WALK_WINNER | WALK_LEGAL)
         af, trump, n = d.af, d.trump, d.n
         for s in range(n):
             n_opp[s] = 0
+            n_pay[s] = 0
         for i in range(d.n_plays):
             if W[i, P_POS] == 0 or W[i, P_TWO]:
                 continue
             s = W[i, P_SEAT]
             hold = W[i, P_HOLD]
-            follow = hold & suit_mask(W[i, P_LEAD])
-            if follow == 0 or (hold & ~follow) == 0:
-                continue  # no way to revoke (nothing to follow with, or nothing else to play)
+            lg = W[i, P_LEGAL]
+            off = hold & ~lg
+            if off == 0:
+                continue  # no way to revoke: every card he holds is a legal one
             n_opp[s] += 1
+            mine_side = side_of[row, s]
+            # `pay_state`: an opponent winning, no legal card beating him; every legal card a counting card
+            wc = W[i, P_WIN_CARD]
+            can = side_of[row, W[i, P_WIN_SEAT]] != mine_side
+            all_count = True
+            mm = lg
+            while can and mm != 0:
+                alt = low_bit(mm)
+                mm &= mm - 1
+                if beats(af, trump, alt, wc):
+                    can = False
+                elif not pay_tab[np.int64(af), np.int64(alt // 13 == trump), alt % 13]:
+                    all_count = False
+            pnum = 0
+            if can:  # `pay_odds`
+                mm = off
+                while mm != 0:
+                    o = low_bit(mm)
+                    mm &= mm - 1
+                    if beats(af, trump, o, wc) or (
+                            all_count and not pay_tab[np.int64(af), np.int64(o // 13 == trump), o % 13]):
+                        pnum += 1
+            if pnum > 0:
+                n_pay[s] += 1
             if not W[i, P_REVOKE]:
                 continue
+            c = W[i, P_CARD]
+            paid = can and (beats(af, trump, c, wc) or (
+                all_count and not pay_tab[np.int64(af), np.int64(c // 13 == trump), c % 13]))
             first = T[W[i, P_TRICK], T_FIRST]
             cnt = T[W[i, P_TRICK], T_COUNT]
             p = W[i, P_POS]
-            mine_side = side_of[row, s]
             won = side_of[row, winners[row, W[i, P_TRICK]]] == mine_side
             for q in range(cnt):
                 trick[q] = play_card[row, first + q]
@@ -263,17 +370,17 @@ def _revokes(use, arrays, side_of, winners, count_tab, pts_tab, seat_player, opp
             n_alt = 0
             alt_win = False
             alt_gives = True  # every legal card gives a counting card to an opponent's trick
-            mm = legal(af, hold, W[i, P_LEAD], trump, d.must)  # his legal cards (not walked: few revokes)
+            mm = lg
             while mm != 0:
                 alt = low_bit(mm)
                 mm &= mm - 1
                 trick[p] = alt
                 w = play_seat[row, first]
-                wc = trick[0]
+                wc2 = trick[0]
                 for q in range(1, cnt):
-                    if beats(af, trump, trick[q], wc):
+                    if beats(af, trump, trick[q], wc2):
                         w = play_seat[row, first + q]
-                        wc = trick[q]
+                        wc2 = trick[q]
                 mine = side_of[row, w] == mine_side
                 alt_win |= mine
                 if mine:
@@ -281,20 +388,23 @@ def _revokes(use, arrays, side_of, winners, count_tab, pts_tab, seat_player, opp
                 if mine or not count_tab[np.int64(af), np.int64(alt // 13 == trump), alt % 13]:
                     alt_gives = False
                 n_alt += 1
-            c = W[i, P_CARD]
             gainful = (won and not alt_win) or (
                 af and alt_gives and not count_tab[np.int64(af), np.int64(c // 13 == trump), c % 13])
             r_row[m] = row
             r_seat[m] = s
             r_play[m] = i
             r_gainful[m] = gainful
-            # gain = (pts if won) - alt_sum / n_alt; n_alt >= 1 (the seat holds the suit led)
+            # gain = (pts if won) - alt_sum / n_alt; n_alt >= 1 (the seat has a legal card)
             r_num[m] = (pts if won else 0) * n_alt - alt_sum
             r_den[m] = n_alt
+            r_paid[m] = paid
+            r_pnum[m] = pnum
+            r_pden[m] = count_bits(off)
             m += 1
         cell = (np.int64(af) << 4) | n
         for s in range(n):
             opp[(np.int64(seat_player[row, s]) << 5) | cell] += n_opp[s]
+            pay_opp[(np.int64(seat_player[row, s]) << 5) | cell] += n_pay[s]
     return m
 
 
@@ -315,21 +425,25 @@ def sum_fractions(group: np.ndarray, num: np.ndarray, den: np.ndarray, n_groups:
 SPEC = TestSpec(
     name='revoke_pattern',
     title='Revokes that pay',
-    what="Whether a player's revokes (failures to follow suit) win him points more often than the accidental "
-         'revokes of the field do, and whether he revokes more often than the field.',
+    what="Whether a player's revokes (failures to follow suit) pay him, by taking a trick from an opponent that no "
+         'card he could legally play would take, or by keeping a counting card he would otherwise have had to give '
+         "to an opponent's trick, more often than accidental revokes at the same moments would (an accidental "
+         'revoke drops any card he may not play, so the chance that it pays is known at each revoke).',
     unit='revokes',
     unit_short='revokes',
-    event='won a counting card by revoking',
+    event='paid',
     cheat='a share of deliberate revokes',
-    honest='an honest player',
+    honest='accidental revokes at the same moments',
     subject='player',
     chart='evidence',
     section=8,
     cost=1,
     bernoulli=True,
-    sentence="{obs} of {subject}'s {n} revokes won a counting card; accidental revokes in the field would win "
-             'about {exp}; {pq}.',
+    sentence="{obs} of {subject}'s {n} revokes paid (took the trick or kept a counting card); {honest} would pay "
+             'about {exp}{spread}; {pq}.',
 )
+METHOD = ("exact poisson-binomial, one-sided: his revokes that paid, each against the chance that an accidental "
+          "revoke (any card he may not play) would pay there")
 
 
 class RevokePattern:
@@ -353,8 +467,9 @@ class RevokePattern:
         use = su.why == 0
         if not use.any():
             return c
-        # opportunities per (player, game, n): player << 5 | all_fours << 4 | n
+        # chances per (player, game, n): player << 5 | all_fours << 4 | n
         opp = np.zeros(max(len(table.players), 1) << 5, np.int64)
+        pay_opp = np.zeros_like(opp)
         # a revoke is counted at most once per play: bound by the plays of the rows that have revokes
         has_rev = np.zeros(D, bool)
         has_rev[table.rev_row] = True
@@ -365,10 +480,16 @@ class RevokePattern:
         r_gainful = np.empty(cap, np.bool_)
         r_num = np.empty(cap, np.int64)
         r_den = np.empty(cap, np.int64)
+        r_paid = np.empty(cap, np.bool_)
+        r_pnum = np.empty(cap, np.int64)
+        r_pden = np.empty(cap, np.int64)
         m = _revokes(use, su.arrays(table), table.side_of, table.winners, counting_table(), points_table(),
-                     table.seat_player, opp, r_row, r_seat, r_play, r_gainful, r_num, r_den)
+                     pay_counting_table(), table.seat_player, opp, pay_opp, r_row, r_seat, r_play, r_gainful, r_num,
+                     r_den, r_paid, r_pnum, r_pden)
         r_row, r_seat, r_play, r_num, r_den = r_row[:m], r_seat[:m], r_play[:m], r_num[:m], r_den[:m]
         r_gainful = r_gainful[:m].astype(np.int64)
+        r_paid = r_paid[:m].astype(np.int64)
+        r_pnum, r_pden = r_pnum[:m], r_pden[:m]
         games = ("scotch_whist", "all_fours")
         players = table.players
         r_player = table.seat_player[r_row, r_seat].astype(np.int64)
@@ -381,16 +502,16 @@ class RevokePattern:
                   for k, r, g, x in zip(uk.tolist(), n_rev.tolist(), n_gainful.tolist(), gains, strict=True)}
         for k in sorted(set(np.flatnonzero(opp).tolist()) | set(rev_of)):
             r, g, gain = rev_of.get(k, (0, 0, Fraction(0)))
-            c.cells[(players[k >> 5], (games[(k >> 4) & 1], k & 15))] = [int(opp[k]), r, g, gain]
-        # each player's revokes as trail codes, in input order
-        codes = (((table.order[r_row] << 6) | r_play) << 1) | r_gainful
-        idx = np.lexsort((codes, r_player))
-        r_player, codes = r_player[idx], codes[idx]
+            c.cells[(players[k >> 5], (games[(k >> 4) & 1], k & 15))] = [int(opp[k]), r, g, gain, int(pay_opp[k])]
+        # each player's revokes as (trail code, pi numerator, pi denominator), in input order
+        codes = (((table.order[r_row] << 6) | r_play) << 1) | r_paid
+        idx = np.lexsort((r_pden, r_pnum, codes, r_player))
+        r_player, codes, r_pnum, r_pden = r_player[idx], codes[idx], r_pnum[idx], r_pden[idx]
         starts = np.flatnonzero(np.r_[True, r_player[1:] != r_player[:-1]]) if m else np.zeros(0, np.int64)
-        codes_l = codes.tolist()
+        trail = list(zip(codes.tolist(), r_pnum.tolist(), r_pden.tolist(), strict=True))
         ends = np.r_[starts[1:], m] if m else starts
         for pl, a, b in zip(r_player[starts].tolist(), starts.tolist(), ends.tolist(), strict=True):
-            c.trail[players[pl]] = codes_l[a:b]
+            c.trail[players[pl]] = trail[a:b]
         return c
 
     def merge(self, parts: Sequence[RevokeCounts]) -> RevokeCounts:
@@ -411,33 +532,35 @@ class RevokePattern:
         tot_cell: dict[Cell, Tally] = {}
         for (pl, cell), v in sorted(counts.cells.items(), key=lambda kv: (kv[0][0], repr(kv[0][1]))):
             per_player.setdefault(pl, {})[cell] = v
-            t = tot_cell.setdefault(cell, [0, 0, 0, Fraction(0)])
-            for i in range(4):
+            t = tot_cell.setdefault(cell, [0, 0, 0, Fraction(0), 0])
+            for i in range(5):
                 t[i] += v[i]
         R = sum(t[1] for t in tot_cell.values())
         G = sum(t[2] for t in tot_cell.values())
         gain_all = sum(t[3] for t in tot_cell.values())
+        subjects = sorted(pl for pl in per_player if counts.trail.get(pl))
+        level = exact.per_test_level(self.fdr, len(subjects))
         out: list[TestResult] = []
-        for pl in sorted(per_player):
+        for pl in subjects:
             cells = per_player[pl]
+            trail = counts.trail[pl]
             r = int(sum(v[1] for v in cells.values()))
             g = int(sum(v[2] for v in cells.values()))
             opp = int(sum(v[0] for v in cells.values()))
+            pay_opp = int(sum(v[4] for v in cells.values()))
             gain_exact = sum((v[3] for v in cells.values()), Fraction(0))
             gain = float(gain_exact)
-            if r == 0:
-                continue
+            key = np.array([x[0] for x in trail], np.int64)
+            pi = np.array([x[1] / x[2] for x in trail], float)
+            t = Trials(key, (key & 1).astype(np.int8), pi)
             rf, gf = int(R) - r, int(G) - g  # the field without him
-            # Fisher's exact test, one-sided: his gainful share above the field's
-            table = [[g, r - g], [gf, rf - gf]]
-            pval = float(st_.hypergeom.sf(g - 1, r + rf, g + gf, r)) if (r + rf) > 0 else 1.0
-            share_f = gf / rf if rf > 0 else None
-            expected = r * (g + gf) / (r + rf) if (r + rf) > 0 else float(g)
-            # control: revoke rate per opportunity vs the field's (leave-player-out), Poisson-binomial by cell
+            # control: Fisher's exact test, one-sided: his gainful share above the field's (the old primary test)
+            p_fisher = float(st_.hypergeom.sf(g - 1, r + rf, g + gf, r)) if (r + rf) > 0 else 1.0
+            # control: revoke rate per chance vs the field's (leave-player-out), Poisson-binomial by cell
             groups = []
             for cell, v in cells.items():
-                t = tot_cell[cell]
-                fo, fr = t[0] - v[0], t[1] - v[1]
+                tc = tot_cell[cell]
+                fo, fr = tc[0] - v[0], tc[1] - v[1]
                 if v[0] > 0:
                     groups.append(((fr + 0.5) / (fo + 1.0), int(v[0])))
             rate_ctl: dict[str, Any] = {"opportunities": opp, "revokes": r}
@@ -445,36 +568,29 @@ class RevokePattern:
                 gt = tuple(sorted(_merge(groups)))
                 dist = exact.poisson_binomial(gt)
                 rate_ctl |= {"expected": sum(p * k for p, k in gt), "pvalue": dist.sf(r)}
+            # control: his revokes at chances where a revoke could pay, against a draw of r of his chances
+            at_pay = int(np.sum(np.array([x[1] for x in trail]) > 0))
+            timing: dict[str, Any] = {"chances": opp, "pay_chances": pay_opp, "revokes": r, "observed": at_pay}
+            if opp > 0:
+                timing |= {"expected": r * pay_opp / opp,
+                           "pvalue": float(st_.hypergeom.sf(at_pay - 1, opp, pay_opp, min(r, opp)))}
             controls = {
                 "revoke_rate": rate_ctl,
+                "gainful_vs_field": {"observed": g, "revokes": r, "field_gainful": gf, "field_revokes": rf,
+                                     "field_share": gf / rf if rf > 0 else None,
+                                     "expected": r * (g + gf) / (r + rf) if (r + rf) > 0 else float(g),
+                                     "pvalue": min(1.0, p_fisher)},
                 "gain": {"mean": gain / r, "field_mean": float(gain_all - gain_exact) / rf if rf > 0 else None,
                          "unit": "counting points taken in the revoke trick vs the mean legal card"},
-                "field_gainful_share": share_f,
+                "timing": timing,
             }
-            detail = {"table": table, "field_revokes": rf,
-                      "timeline": revoke_timeline(counts.trail.get(pl, []), int(R), int(G))} if self.details else {}
-            out.append(TestResult(
-                test=NAME, subject=pl, n=r, observed=float(g), expected=float(expected),
-                statistic=float((g - expected) / max(np.sqrt(expected * (1 - expected / max(r, 1))), 1e-9))
-                if r > 0 else 0.0,
-                pvalue=min(1.0, pval),
-                method="Fisher exact, one-sided: gainful share of his revokes vs the field's",
-                controls=controls, detail=detail))
+            res = pb_result(NAME, pl, t, level, METHOD, controls, {}, details=self.details,
+                            cheat="revokes when it pays")
+            if self.details:  # the timeline with the null variance of the count so far (the report's honest band)
+                res = replace(res, detail=res.detail | {
+                    "timeline": timeline(t.obs, t.p, variance=np.cumsum(t.p * (1 - t.p)))})
+            out.append(res)
         return out
-
-
-def revoke_timeline(codes: list[int], R: int, G: int) -> list[list]:
-    """The player's gainful revokes over his revokes in input order against Fisher's null: each revoke gainful with
-    the pooled share G / R (everybody's revokes, his included: the margins the test conditions on), so that the line
-    ends at the test's expected count. The variance so far is the hypergeometric one of his first k revokes drawn
-    from the R: k q (1 - q) (R - k) / (R - 1), q = G / R."""
-    if not codes or R <= 0:
-        return []
-    gain = np.sort(np.asarray(codes, np.int64)) & 1
-    q = G / R
-    k = np.arange(1, len(gain) + 1, dtype=float)
-    var = k * q * (1 - q) * (R - k) / (R - 1) if R > 1 else np.zeros(len(gain))
-    return timeline(gain, np.full(len(gain), q), variance=var)
 
 
 def _merge(groups: list[tuple[float, int]]) -> list[tuple[float, int]]:

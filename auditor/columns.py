@@ -7,7 +7,10 @@ detectors). It is built two ways that must agree field for field (tests/test_col
   and the records the batch kernel leaves to the reference engine);
 - the batch pipeline (`auditor.fast.audit_cols`): straight from the kernel's arrays, chunk by chunk.
 
-Rows are in input order (`order` = file index << 32 | line, ascending). Seats are absolute (as in the log). Cards
+Rows are in input order (file index, line). `order` is each row's place in the canonical order of deals (see
+`canonical_order`): table, then time, then game and deal number, file index and line only among equals, so that
+every per-deal sequence a detector reads (the previous deal at a table, a timeline) is the same whatever the order
+of the files or how the log was split into them. Seats are absolute (as in the log). Cards
 are ints 0..51 (`auditor.cards`), 255 (`NOCARD`) for "no card" in uint8 arrays, -1 in int16 arrays. Every array
 has the deals on the first axis.
 
@@ -15,7 +18,9 @@ Fields, with the `DealResult` / `Deal` attribute each one mirrors:
 
     strings     paths (Deal.file_index -> path), tables, game_ids, players, packs; rulesets (Rules objects)
     file_index  int32   Deal.file_index              line      int64  Deal.line (None -> 0)
-    order       int64   file_index << 32 | line
+    order       int64   the row's rank in the canonical order (`canonical_order`); `DealResult.order` when the
+                        replay set it, else the legacy input key file_index << 32 | line (`result_order`)
+    time        int64   Deal.time as microseconds since 1970 UTC (`time_key`); TIME_NONE when absent or unparseable
     table       int32   index into tables             game      int32  index into game_ids
     deal_no     int64   Deal.deal_no                  pack      int32  index into packs, -1 when Deal.pack is None
     rset        int16   index into rulesets           n         int8   len(Deal.players)
@@ -53,6 +58,8 @@ Fields, with the `DealResult` / `Deal` attribute each one mirrors:
 
 from __future__ import annotations
 
+import datetime as _dt
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -62,6 +69,7 @@ from .cards import parse_card, parse_cards
 from .dealog import Deal
 from .replay.reference import DealResult
 from .rules import Layout, Rules, layout
+from .select import deal_time
 
 NOCARD = 255
 MAX_SEATS = 8
@@ -69,11 +77,14 @@ MAX_DECK = 52
 DEAL_NO_MAX = (1 << 63) - 1  # a larger deal number (the reader takes any) is held as this in the columns; the
 # replay's findings and games keep the exact number, only the audit's per-deal views (top deals) show it capped
 
+TIME_NONE = np.iinfo(np.int64).max  # a deal without a (parseable) time: after every timed deal of its table
+
 # per-row array fields: name -> (dtype, trailing shape or None, fill)
 _ROW_FIELDS: dict[str, tuple[Any, int | str | None, Any]] = {
     "file_index": (np.int32, None, 0),
     "line": (np.int64, None, 0),
     "order": (np.int64, None, 0),
+    "time": (np.int64, None, TIME_NONE),
     "table": (np.int32, None, 0),
     "game": (np.int32, None, 0),
     "deal_no": (np.int64, None, 0),
@@ -217,7 +228,8 @@ class AuditColumns:
 
     @staticmethod
     def concat(parts: Sequence["AuditColumns"]) -> "AuditColumns":
-        """Rows of every part in turn, string tables unified. Parts keep their own row order."""
+        """Rows of every part in turn, string tables unified. Parts keep their own row order and their `order`
+        keys (the builder of a whole table sets them afterwards: `set_canonical_order`)."""
         out = AuditColumns()
         idx: dict[str, dict[str, int]] = {k: {} for k in ("tables", "game_ids", "players", "packs")}
         rs_idx: dict[Rules, int] = {}
@@ -291,8 +303,92 @@ class AuditColumns:
             out.rev_row = np.concatenate(rev[0]).astype(np.int64)
             out.rev_trick = np.concatenate(rev[1]).astype(np.int16)
             out.rev_seat = np.concatenate(rev[2]).astype(np.int8)
-        out.arrays["order"] = (out.arrays["file_index"].astype(np.int64) << 32) | out.arrays["line"]
         return out
+
+
+# ---------------------------------------------------------------- the canonical order of deals
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+
+
+def time_key(text: object) -> int:
+    """`Deal.time` as microseconds since 1970-01-01 UTC (`select.deal_time`: ISO-8601, a time without a zone is UTC,
+    a bare date its midnight); TIME_NONE when absent, unparseable or out of range."""
+    t = deal_time(text)
+    if t is None:
+        return int(TIME_NONE)
+    try:
+        us = (t - _EPOCH) // _dt.timedelta(microseconds=1)
+    except OverflowError:  # pragma: no cover - datetime's range is within int64 microseconds
+        return int(TIME_NONE)
+    return int(us) if -(1 << 62) < us < (1 << 62) else int(TIME_NONE)
+
+
+def time_keys(texts: Sequence[object]) -> np.ndarray:
+    """`time_key` of each text (each distinct text parsed once)."""
+    cache: dict[object, int] = {}
+    out = np.empty(len(texts), np.int64)
+    for i, t in enumerate(texts):
+        k = cache.get(t)
+        if k is None:
+            k = cache[t] = time_key(t)
+        out[i] = k
+    return out
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple:
+    """The sort key of a table name or game id: runs of digits compare as numbers ("g/2" before "g/10"), the rest
+    by code point; a total order (equal numbers with different leading zeros fall back to the text)."""
+    parts = _DIGITS.split(name)
+    return tuple((1, int(p), p) if i % 2 else (0, p) for i, p in enumerate(parts) if p)
+
+
+def _name_rank(names: Sequence[str]) -> np.ndarray:
+    """Each name's rank in `natural_key` order, with one extra entry for index -1."""
+    keys = [natural_key(x) for x in names]
+    rank = np.empty(len(names) + 1, np.int64)
+    rank[np.asarray(sorted(range(len(names)), key=keys.__getitem__), np.int64)] = np.arange(len(names))
+    rank[-1] = -1
+    return rank
+
+
+def canonical_order(table: np.ndarray, tables: Sequence[str], time: np.ndarray, game: np.ndarray,
+                    game_ids: Sequence[str], deal_no: np.ndarray, file_index: np.ndarray,
+                    line: np.ndarray) -> np.ndarray:
+    """Each deal's rank (0-based, int64) in the canonical order of deals: by table name, then time (TIME_NONE, no
+    time, last), then game id, then deal number, then file index and line; deals equal in all of these keep the
+    order given. Names compare by `natural_key` (numbers in them as numbers); `table`/`game` index `tables`/`game_ids`. The order depends only
+    on what the deals say, not on the order of the files, except among deals that say the same (duplicates)."""
+    D = len(table)
+    if D == 0:
+        return np.zeros(0, np.int64)
+    tr = _name_rank(tables)[np.asarray(table, np.int64)]
+    gr = _name_rank(game_ids)[np.asarray(game, np.int64)]
+    o = np.lexsort((np.arange(D), np.asarray(line, np.int64), np.asarray(file_index, np.int64),
+                    np.asarray(deal_no, np.int64), gr, np.asarray(time, np.int64), tr))
+    rank = np.empty(D, np.int64)
+    rank[o] = np.arange(D)
+    return rank
+
+
+def input_key(file_index: int, line: int | None) -> int:
+    """The legacy place of a record in the input: file index << 32 | line (no line: 0)."""
+    return (int(file_index) << 32) | int(line or 0)
+
+
+def result_order(r: DealResult) -> int:
+    """The key of a deal as `AuditColumns.order` holds it: `DealResult.order`, the canonical rank the replay of the
+    whole input gave it (`replay_records`), else (a result made outside a replay) its input key."""
+    return int(r.order) if r.order is not None else input_key(r.deal.file_index, r.deal.line)
+
+
+def set_canonical_order(c: AuditColumns) -> None:
+    """Set `order` of a whole table to `canonical_order` of its rows."""
+    c.arrays["order"] = canonical_order(c.table, c.tables, c.time, c.game, c.game_ids, c.deal_no, c.file_index,
+                                        c.line)
 
 
 def _names(c: AuditColumns, name: str, a: np.ndarray) -> np.ndarray:
@@ -376,7 +472,9 @@ def layout_of(R: Rules, n: int, dealer: int) -> Layout | None:
 
 
 def from_results(results: Sequence[DealResult]) -> AuditColumns:
-    """The columns of the reference engine's results (in the order given; the audit passes input order)."""
+    """The columns of the reference engine's results (rows in the order given; the audit passes input order).
+    `order` is `result_order(r)`: the result's `DealResult.order` (the replay of a whole input sets them, so any
+    subset of its results keeps the whole input's keys), else its input key file_index << 32 | line."""
 
     c = AuditColumns()
     D = len(results)
@@ -409,6 +507,7 @@ def from_results(results: Sequence[DealResult]) -> AuditColumns:
         a["table"][i] = idx("tables", d.table)
         a["game"][i] = idx("game_ids", d.game_id)
         a["deal_no"][i] = min(d.deal_no, DEAL_NO_MAX)
+        a["time"][i] = time_key(d.time)
         a["pack"][i] = -1 if d.pack is None else idx("packs", d.pack)
         a["rset"][i] = idx("rulesets", d.ruleset)
         n = d.n
@@ -460,7 +559,7 @@ def from_results(results: Sequence[DealResult]) -> AuditColumns:
             grouped[k].append(cd)
         if lt != (grouped or None):
             c.log_tricks[i] = lt
-    a["order"] = (a["file_index"].astype(np.int64) << 32) | a["line"]
+    a["order"][:] = [result_order(r) for r in results]
     c.arrays = a
     c.rev_row = np.asarray(rev[0], np.int64)
     c.rev_trick = np.asarray(rev[1], np.int16)
@@ -468,4 +567,5 @@ def from_results(results: Sequence[DealResult]) -> AuditColumns:
     return c
 
 
-__all__ = ["AuditColumns", "from_results", "deck_of", "parsed_tricks", "NOCARD", "MAX_SEATS"]
+__all__ = ["AuditColumns", "from_results", "deck_of", "parsed_tricks", "NOCARD", "MAX_SEATS", "TIME_NONE",
+           "canonical_order", "result_order", "set_canonical_order", "time_key", "time_keys", "input_key"]

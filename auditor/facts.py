@@ -30,6 +30,7 @@ import numba
 import numpy as np
 
 from .cards import N_CARDS, RJ, cards_of, parse_card, parse_cards, rank_of, suit_of
+from .columns import result_order
 from .rules import Layout, Rules, layout
 
 MAX_SEATS = 8
@@ -164,8 +165,8 @@ def honours_held_pmf(cfg: Config, rel_seat: int, ranks: tuple[int, ...]) -> tupl
 class DealingFacts:
     """Arrays over the deals whose dealing can be audited (cards valid, hand sizes as the rules give).
 
-    `holder[i, card]` is the relative seat that was dealt the card (NOWHERE if no hand); `order` sorts deals in
-    input order (file index, line); `seat_player[i, r]` is the index in `players` of relative seat r (-1 past n).
+    `holder[i, card]` is the relative seat that was dealt the card (NOWHERE if no hand); `order` is the deal's key in
+    the canonical order of deals (`AuditColumns.order`, `columns.result_order`); `seat_player[i, r]` is the index in `players` of relative seat r (-1 past n).
     All Fours turn-up events (the first turn-up and each run's) are in the `tu_*` arrays, each with its exact null
     probability of being a Jack given the cards already out before it."""
 
@@ -218,10 +219,6 @@ class DealingFacts:
         """Whether relative seat `rel` was dealt the card (its hand includes a turn-up it owns)."""
         idx = np.arange(len(self))
         return self.holder[idx, cards].astype(np.int64) == rel
-
-
-def _order_key(file_index: int, line: int | None) -> int:
-    return (int(file_index) << 32) | int(line or 0)
 
 
 def jack_p(seen: int) -> float:
@@ -330,7 +327,7 @@ class _Builder:
         for rel in range(n):
             sp[rel] = self._pid(d.players[(d.dealer + rel) % n])
         self.rows.append((
-            _order_key(d.file_index, d.line), self.tables.setdefault(d.table, len(self.tables)),
+            result_order(r), self.tables.setdefault(d.table, len(self.tables)),
             self.configs.setdefault(cfg, len(self.configs)), n, sp, (d.cutter_seat - d.dealer) % n, tu, i,
             hands_known,
         ))

@@ -10,7 +10,7 @@ import zlib
 import numpy as np
 import pytest
 
-from auditor.columns import AuditColumns, from_results
+from auditor.columns import AuditColumns, from_results, natural_key
 from auditor.dealog import read_records
 from auditor.fast import pipeline
 from auditor.replay.run import replay_records
@@ -73,7 +73,14 @@ def test_two_files_and_parquet(tmp_path):
     b.write_bytes(to_jsonl(_log(rng, "all_fours", "foster", 3, {}, games=3, rate=0.2)))
     cols = _compare([str(a), str(b)])
     assert set(np.unique(cols.file_index).tolist()) == {0, 1}
-    assert (np.diff(cols.order) > 0).all()
+    assert (np.diff((cols.file_index.astype(np.int64) << 32) | cols.line) > 0).all()  # rows in input order
+    # `order`: each row's rank in the canonical order (table name first, then time, game id, deal number)
+    assert sorted(cols.order.tolist()) == list(range(len(cols)))
+    by = np.argsort(cols.order)
+    names = [(natural_key(cols.tables[int(cols.table[i])]), int(cols.time[i]),
+              natural_key(cols.game_ids[int(cols.game[i])]), int(cols.deal_no[i])) for i in by]
+    assert names == sorted(names)
+    assert cols.tables[int(cols.table[by[0]])] == min(cols.tables, key=natural_key)
     pq = tmp_path / "b.parquet"
     convert_file(str(b), str(pq))
     _compare([str(a), str(pq)])

@@ -32,7 +32,7 @@ from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from ..columns import AuditColumns
+from ..columns import AuditColumns, input_key, result_order
 from ..facts import DealingFacts, facts_from_columns
 from ..stats import exact
 from ..stats.family import TestResult
@@ -164,8 +164,15 @@ def timeline(obs: np.ndarray, expected: np.ndarray, points: int = TIMELINE_POINT
 
 
 def deal_order(deal) -> int:
-    """The deal's place in the input, as `AuditColumns.order`: file index << 32 | line (no line: 0)."""
-    return (int(deal.file_index) << 32) | int(deal.line or 0)
+    """A deal's key, as `AuditColumns.order` holds it, for the per-card oracles over `DealResult`s.
+
+    Given a `DealResult`: `columns.result_order` -- its rank in the canonical order of the whole input (table,
+    time, game, deal number, then file and line), which the replay sets (`DealResult.order`), else its input key.
+    Given a bare `Deal` (which cannot know its rank among the other deals): its input key file index << 32 | line,
+    equal to the table's only for results made outside a replay. Oracles should pass the result."""
+    if hasattr(deal, "deal"):
+        return result_order(deal)
+    return input_key(deal.file_index, deal.line)
 
 
 def trail_code(order: int, play: int, event: int) -> int:

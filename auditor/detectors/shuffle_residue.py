@@ -35,7 +35,7 @@ import numpy as np
 from scipy import stats as _st
 
 from ..cards import cards_of
-from ..columns import AuditColumns
+from ..columns import AuditColumns, result_order
 from ..columns import (
     deck_of as _deck_of,  # the dealt order of the pack, as the audit's columns hold it
 )
@@ -110,7 +110,7 @@ def count_results(results: Sequence[Any]) -> dict:
         by_table.setdefault(r.deal.table, []).append(r)
     out = {}
     for table, rs in by_table.items():
-        rs.sort(key=lambda r: (r.deal.file_index, r.deal.line))
+        rs.sort(key=result_order)  # the canonical order of deals (`AuditColumns.order`)
         last: dict[Any, Any] = {}
         rows = []
         for r in rs:
@@ -133,7 +133,7 @@ def count_results(results: Sequence[Any]) -> dict:
             res = residue(deck, tricks, cfg.pack_size) if deck is not None else (np.nan, np.nan, np.nan)
             hand = [c for c in _cards(r.hands[d.dealer])] if r.hands is not None else None
             stk = stack_pairs(hand, tricks, cfg.pack_size) if hand else (np.nan, np.nan, np.nan)
-            rows.append(((d.file_index << 32) | (d.line or 0), d.players[d.dealer], cfg.label, *res, *stk))
+            rows.append((result_order(r), d.players[d.dealer], cfg.label, *res, *stk))
         if rows:
             cols = list(zip(*rows, strict=False))
             out[table] = {"key": np.array(cols[0], np.int64), "dealer": np.array(cols[1], dtype=object),
@@ -260,7 +260,7 @@ def count_table(cols: AuditColumns) -> dict:
         g_label[g] = len(labels)
         labels.append(cfg.label)
     rows = np.flatnonzero(g_ok[ginv])
-    # each deal's previous deal of the same pack id at its table, in input order
+    # each deal's previous deal of the same pack id at its table, in the canonical order (table, time, game, deal)
     table, pack, order = cols.table[rows], cols.pack[rows], cols.order[rows]
     o = np.lexsort((rows, order, pack, table))
     s = rows[o]
@@ -288,7 +288,7 @@ def count_table(cols: AuditColumns) -> dict:
         ln.append(len(tr))
     keep &= has_tricks[prev]
     cur, prev = cur[keep], prev[keep]
-    # the rows of each table in input order
+    # the rows of each table in the canonical order
     o = np.lexsort((cur, cols.order[cur], cols.table[cur]))
     cur, prev = cur[o], prev[o]
     vals = _residue_rows_kernel(

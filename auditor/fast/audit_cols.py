@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..cards import CARD_STR
-from ..columns import MAX_SEATS, NOCARD, AuditColumns, blank, from_results
+from ..columns import MAX_SEATS, NOCARD, AuditColumns, blank, from_results, set_canonical_order, time_keys
 from ..replay.reference import DealResult
 from ..rules import layout
 from .cols import Chunk, DictColumn, Registry, uniq
@@ -47,7 +47,8 @@ class Interner:
 
 
 class ColumnsBuilder:
-    """Collects the columns of every chunk of a run; `finish()` gives them in input order."""
+    """Collects the columns of every chunk of a run; `finish()` gives them in input order, each row's `order` its
+    rank in the canonical order of the whole run (`columns.canonical_order`)."""
 
     def __init__(self, reg: Registry) -> None:
         self.reg = reg
@@ -89,9 +90,11 @@ class ColumnsBuilder:
         allc = AuditColumns.concat(self.parts)
         self.parts = []
         allc.paths = list(self.reg.paths)
-        order = np.argsort(allc.order, kind="stable")
+        key = (allc.file_index.astype(np.int64) << 32) | allc.line
+        order = np.argsort(key, kind="stable")  # rows in input order
         if len(order) and (order != np.arange(len(order))).any():
             allc = reorder(allc, order)
+        set_canonical_order(allc)  # as `replay_records` orders the results of the same input
         return allc
 
     # ------------------------------------------------------------ kernel rows
@@ -119,6 +122,8 @@ class ColumnsBuilder:
         gnames = [gv[int(x)] if isinstance(gv, list) else gv[int(x)].as_py() for x in ucodes]
         a["game"][:] = self.games.many(gnames)[inv]
         a["deal_no"][:] = ch.deal_no[kr]
+        if ch.time is not None:
+            a["time"][:] = time_keys(ch.time if D == ch.n else [ch.time[i] for i in kr.tolist()])
         if isinstance(ch.pack, DictColumn):
             if ch.pack.values:
                 a["pack"][:] = np.append(self.packs.many(ch.pack.values), -1)[ch.pack.codes[kr]]

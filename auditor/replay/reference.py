@@ -52,6 +52,9 @@ class DealResult:
     af_capped_sides: frozenset[int] = frozenset()
     penalty_revokes: list[tuple[int, int]] = field(default_factory=list)  # (trick, seat) that carry a penalty
     gift_sides: list[int] = field(default_factory=list)
+    # the deal's rank in the canonical order of the whole input (`columns.canonical_order`: table, time, game, deal
+    # number, then file and line), set by `replay.run.replay_records`; None for a deal replayed on its own
+    order: int | None = None
 
     @property
     def points(self) -> list[int] | None:

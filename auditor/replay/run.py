@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator
 
-from ..columns import from_results
+import numpy as np
+
+from ..columns import DEAL_NO_MAX, canonical_order, from_results, time_keys
 from ..dealog import Deal, Record, read_records
 from ..fast.pipeline import replay_paths as replay_paths_batch
 from ..findings import Finding
 from .batch import replay_batch
 from .chain import chain_games
-from .reference import replay_deal
+from .reference import DealResult, replay_deal
 from .result import Replay, bad_record_finding, dump_document
 
 ENGINES = ("batch", "reference")
@@ -42,6 +44,7 @@ def replay_records(records: Iterable[Record], engine: str = "reference",
         results, stats = replay_batch(deals)
     else:
         results = [replay_deal(d) for d in deals]
+    set_orders(results)
     summaries, outcomes = chain_games(results)
     keyed: list[tuple[tuple[int, int], Finding]] = list(bad)
     for i, r in enumerate(results):
@@ -54,6 +57,22 @@ def replay_records(records: Iterable[Record], engine: str = "reference",
     games = len({d.game_id for d in deals})
     return Replay(deals=n_read, games=games, findings=[f for _, f in keyed], games_summary=summaries, stats=stats,
                   table=from_results(results) if table else None, results=results, outcomes=outcomes)
+
+
+def set_orders(results: list[DealResult]) -> None:
+    """Give every result its rank in the canonical order of these deals (`DealResult.order`): what the table's
+    `order` holds, whichever subset of the results it is built from."""
+    tables: dict[str, int] = {}
+    games: dict[str, int] = {}
+    t = np.fromiter((tables.setdefault(r.deal.table, len(tables)) for r in results), np.int64, len(results))
+    g = np.fromiter((games.setdefault(r.deal.game_id, len(games)) for r in results), np.int64, len(results))
+    order = canonical_order(
+        t, list(tables), time_keys([r.deal.time for r in results]), g, list(games),
+        np.fromiter((min(r.deal.deal_no, DEAL_NO_MAX) for r in results), np.int64, len(results)),
+        np.fromiter((r.deal.file_index for r in results), np.int64, len(results)),
+        np.fromiter((r.deal.line or 0 for r in results), np.int64, len(results)))
+    for r, k in zip(results, order.tolist(), strict=True):
+        r.order = k
 
 
 def replay_paths(paths: list[str], engine: str = "batch", progress: Callable[[int], None] | None = None,

@@ -19,8 +19,13 @@ Studies (every season seeded from (seed, study, season index): the numbers are r
   Benjamini-Hochberg's threshold for a lone cheat).
 - `collusion`: one colluding pair sitting together at Scotch Whist tables of five (individual play), about 500
   deals played; honest seasons of the same shape for the false-positive rate.
-- `revoke`: a deliberate revoker revoking in about one deal in 40, about 1,000 deals played, 20 players at tables
-  of four; honest seasons of the same shape (accidental revokes at 1 in 300 chances).
+- `revoke` (`REVOKE_STUDIES`), `revoke_pattern` alone at the audit-wide level of its family (level x its share of
+  the budget): a deliberate revoker revoking in about one deal in 40, about 1,000 deals played, 20 players at
+  tables of four, where the others revoke by accident (1 in 300 chances) and where nobody else ever revokes, with
+  the exact single-test oracle's power beside the measured one; honest seasons of the same shape with accidental
+  revokes at 1 in 300 chances, at ten times that, and with five clumsy members at 1 in 30: the rates of p <= alpha
+  (alpha = 0.01, 0.05, 0.1) of the test and of its timing and Fisher controls, and the null's own check (the
+  honest revokes that paid against the sum of their pi).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from .cards import parse_card
 from .dealog import record_from_obj
 from .detectors.marked_ten import Blocks
 from .detectors.play_facts import deal_exclusion, walk
-from .detectors.registry import DETECTORS
+from .detectors.registry import DETECTORS, SHARES
 from .replay.reference import DealResult
 from .replay.result import Replay
 from .replay.run import replay_records
@@ -46,12 +51,16 @@ from .rules import layout
 from .simulate import CheaterSpec, SeasonSpec, Simulation, TableSpec, partnerships, simulate_season
 from .simulate.play import marked_ten_probs
 from .simulate.policy import Public, tables
+from .stats import exact
 
 ALPHAS = (0.001, 0.01, 0.05)
 SKILLS = ("novice", "club", "strong", "reader")
 CHEATER = "ada"
 PARTNER = "ben"
 REVOKER_Q = 0.06  # the simulator's revoker acts on 6% of his chances: about one deal in 40 (measured in the key)
+REVOKE = "revoke_pattern"
+ACCIDENTAL_RATE = 1 / 300  # the simulator's accidental revokes per chance (`SeasonSpec.revoke_rate`)
+CLUMSY_RATE = 1 / 30  # a clumsy honest member's own rate
 
 
 # ---------------------------------------------------------------- seasons
@@ -86,13 +95,18 @@ def collusion_spec(q: float = 0.0, n_tables: int = 3, deals_each: int = 500, hum
                       deck=False, time=False, season="cal")
 
 
-def revoke_spec(q: float = 0.0, n_players: int = 20, deals_each: int = 1000, human: bool = False) -> SeasonSpec:
-
+def revoke_spec(q: float = 0.0, n_players: int = 20, deals_each: int = 1000, human: bool = False,
+                revoke_rate: float = ACCIDENTAL_RATE, clumsy: int = 0, clumsy_rate: float = CLUMSY_RATE) -> SeasonSpec:
+    """The revoke study's club: `n_players` at Scotch Whist tables of four in partnerships, each playing about
+    `deals_each` deals; honest members revoke by accident at `revoke_rate` per chance, the first `clumsy` honest
+    members (never the revoker) at their own `clumsy_rate`; with q > 0, the deliberate revoker `CHEATER`."""
     tables = [TableSpec(f"sw4-{i}", 4, sides=partnerships(4, "pairs"), human_shuffle=human)
               for i in range(n_players // 4)]
     cheaters = [CheaterSpec(CHEATER, "revoker", q)] if q > 0 else []
-    return SeasonSpec(tables=tables, n_deals=deals_each * n_players // 4, players=n_players, cheaters=cheaters,
-                      deck=False, time=False, season="cal")
+    spec = SeasonSpec(tables=tables, n_deals=deals_each * n_players // 4, players=n_players, cheaters=cheaters,
+                      deck=False, time=False, season="cal", revoke_rate=revoke_rate)
+    spec.revoke_rates = {m: clumsy_rate for m in [x for x in spec.member_names() if x != CHEATER][:clumsy]}
+    return spec
 
 
 def _replay(records: list[dict]) -> Replay:
@@ -229,20 +243,49 @@ def collusion_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each:
 
 
 def revoke_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: int = 1000,
-                  human: bool = False) -> dict:
-
+                  human: bool = False, revoke_rate: float = ACCIDENTAL_RATE, clumsy: int = 0,
+                  n_players: int = 20, share: float | None = None) -> dict:
+    """One revoke season: `revoke_pattern` alone at the audit-wide level of its family (`fdr` x its share of the
+    budget, `registry.SHARES`, unless `share` is given), with the honest members' p-values (the test's and its
+    controls'), every honest revoke's pay flag and pi (the null's own check: paid - sum pi over sqrt(sum
+    pi (1 - pi))), and for the revoker his flag, p-value, revokes and the exact single-test power of his
+    revokes' pi at the per-test level for the strength his deliberate revokes give (`exact.power`)."""
     t0 = time.perf_counter()
-    sim = simulate_season(revoke_spec(q, deals_each=deals_each, human=human),
-                          _rng(seed, f"revoke-{q}" + ("-human" if human else ""), i))
-    tests = _detect("revoke_pattern", _replay(sim.records), fdr)
+    tag = f"revoke-{q}" + ("-human" if human else "") + (f"-r{revoke_rate:.6g}" if revoke_rate != ACCIDENTAL_RATE
+                                                          else "") + (f"-c{clumsy}" if clumsy else "")
+    sim = simulate_season(revoke_spec(q, n_players=n_players, deals_each=deals_each, human=human,
+                                      revoke_rate=revoke_rate, clumsy=clumsy), _rng(seed, tag, i))
+    level = fdr * (SHARES[REVOKE] if share is None else share)
+    rep = _replay(sim.records)
+    tests = _detect(REVOKE, rep, level)
     played = sum(CHEATER in r["players"] for r in sim.records)
     deliberate = sum(len(c.get("revokes", [])) for c in sim.key["cheaters"])
-    cheat = [t for t in tests if q > 0 and t.subject == CHEATER]
-    return {"family": len(tests), "played": played, "deliberate": deliberate,
-            "false_flags": sum(t.flagged for t in tests if not (q > 0 and t.subject == CHEATER)),
-            "cheat_flagged": bool(cheat and cheat[0].flagged), "cheat_p": cheat[0].pvalue if cheat else None,
-            "p_honest": [t.pvalue for t in tests if not (q > 0 and t.subject == CHEATER)],
-            "seconds": round(time.perf_counter() - t0, 2)}
+    is_cheat = [q > 0 and t.subject == CHEATER for t in tests]
+    cheat = [t for t, c in zip(tests, is_cheat, strict=True) if c]
+    honest = [t for t, c in zip(tests, is_cheat, strict=True) if not c]
+    out: dict[str, Any] = {
+        "family": len(tests), "level": level, "played": played, "deliberate": deliberate,
+        "false_flags": sum(t.flagged for t in honest), "cheat_flagged": bool(cheat and cheat[0].flagged),
+        "cheat_p": cheat[0].pvalue if cheat else None, "cheat_revokes": cheat[0].n if cheat else 0,
+        "cheat_paid": int(cheat[0].observed) if cheat else 0,
+        "p_honest": [t.pvalue for t in honest],
+        "p_timing": [t.controls["timing"].get("pvalue") for t in honest],
+        "p_fisher": [t.controls["gainful_vs_field"]["pvalue"] for t in honest],
+        "honest_revokes": sum(t.n for t in honest), "honest_paid": sum(int(t.observed) for t in honest),
+        "honest_expected": float(sum(t.expected for t in honest)),
+        "seconds": 0.0}
+    assert rep.table is not None
+    trail = DETECTORS[REVOKE]().count(rep.table).trail
+    names = {t.subject for t in honest}
+    out["honest_variance"] = float(sum((n / d) * (1 - n / d) for pl, v in trail.items() if pl in names
+                                       for _, n, d in v))
+    if cheat and cheat[0].n:
+        # the exact single-test oracle: his revokes' pi as they were, a share deliberate / n of them made to pay
+        pis = [n / d for _, n, d in trail[CHEATER]]
+        qd = min(1.0, deliberate / len(pis))
+        out["oracle_power"] = exact.power(exact.group_probs(pis), exact.per_test_level(level, len(tests)), qd)
+    out["seconds"] = round(time.perf_counter() - t0, 2)
+    return out
 
 
 # ---------------------------------------------------------------- summaries
@@ -321,14 +364,39 @@ def summarise_flags(seasons: list[dict], key: str) -> dict:
             out["power_either_direction"] = float(np.mean(any_fl))
             out["median_deals_played"] = float(np.median([s["played"] for s in seasons]))
     if key == "revoke":
-        fl = [s["cheat_flagged"] for s in seasons if s["cheat_p"] is not None]
-        if fl or any(s["deliberate"] for s in seasons):
-            out["power"] = float(np.mean([s["cheat_flagged"] for s in seasons]))
-            out["median_p"] = float(np.median([s["cheat_p"] if s["cheat_p"] is not None else 1.0
-                                               for s in seasons]))
-            out["median_deals_played"] = float(np.median([s["played"] for s in seasons]))
-            out["deliberate_per_deal"] = float(np.sum([s["deliberate"] for s in seasons]) /
-                                               max(1, np.sum([s["played"] for s in seasons])))
+        out |= summarise_revoke(seasons)
+    return out
+
+
+REVOKE_ALPHAS = (0.01, 0.05, 0.1)
+
+
+def summarise_revoke(seasons: list[dict]) -> dict:
+    """The revoke study's numbers: the honest members' rates of p <= alpha (the test, its timing and Fisher
+    controls), the null's own check over every honest revoke (z of paid - sum pi), and for the revoker the share
+    of seasons he was flagged in at the audit-wide level next to the exact single-test oracle's mean power."""
+    out: dict[str, Any] = {}
+    for name, key in (("", "p_honest"), ("timing_", "p_timing"), ("fisher_", "p_fisher")):
+        ps = np.array([p for s in seasons for p in s.get(key, []) if p is not None], float)
+        for a in REVOKE_ALPHAS:
+            out[f"{name}rate<={a}"] = float(np.mean(ps <= a)) if len(ps) else None
+            if not name:
+                out[f"count<={a}"] = int(np.sum(ps <= a))
+    var = sum(s.get("honest_variance", 0.0) for s in seasons)
+    paid = sum(s.get("honest_paid", 0) for s in seasons)
+    exp = sum(s.get("honest_expected", 0.0) for s in seasons)
+    out["honest_revokes"] = sum(s.get("honest_revokes", 0) for s in seasons)
+    out["honest_paid_z"] = float((paid - exp) / math.sqrt(var)) if var > 0 else None
+    if any(s["deliberate"] for s in seasons):
+        out["power"] = float(np.mean([s["cheat_flagged"] for s in seasons]))
+        out["oracle_power"] = float(np.mean([s.get("oracle_power", 0.0) for s in seasons]))
+        out["median_p"] = float(np.median([s["cheat_p"] if s["cheat_p"] is not None else 1.0 for s in seasons]))
+        out["median_deals_played"] = float(np.median([s["played"] for s in seasons]))
+        out["deliberate_per_deal"] = float(np.sum([s["deliberate"] for s in seasons]) /
+                                           max(1, np.sum([s["played"] for s in seasons])))
+        out["cheat_paid_share"] = float(np.sum([s["cheat_paid"] for s in seasons]) /
+                                        max(1, np.sum([s["cheat_revokes"] for s in seasons])))
+        out["median_family"] = float(np.median([s["family"] for s in seasons]))
     return out
 
 
@@ -339,6 +407,16 @@ SIZES_FAST = {"marked_honest": 2, "marked_human": 1, "marked_power": 2, "marked_
               "revoke": 2, "human_other": 1}
 SIZES_FULL = {"marked_honest": 100, "marked_human": 20, "marked_power": 50, "marked_small": 40, "collusion": 50,
               "revoke": 50, "human_other": 20}  # human_other: honest collusion and revoke seasons, hand shuffles
+# the revoke studies: (name, q, revoke_season's keywords): honest clubs whose members revoke by accident at the
+# simulator's rate, at ten times it, and with five clumsy members at 1/30; the deliberate revoker where the others
+# revoke by accident and where nobody else ever revokes
+REVOKE_STUDIES: tuple[tuple[str, float, dict[str, Any]], ...] = (
+    ("revoke_honest", 0.0, {}),
+    ("revoke_honest_x10", 0.0, {"revoke_rate": 10 * ACCIDENTAL_RATE}),
+    ("revoke_clumsy", 0.0, {"clumsy": 5}),
+    ("revoke_power", REVOKER_Q, {}),
+    ("revoke_power_quiet", REVOKER_Q, {"revoke_rate": 0.0}),
+)
 SMALL_DEALS = 150  # `marked_small`: the power seasons again with about 150 deals played each
 
 
@@ -372,8 +450,8 @@ def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None,
         tasks.append(("collusion_honest", seed, i, 0.0, {"fdr": fdr}))
         tasks.append(("collusion_power", seed, i, collusion_q, {"fdr": fdr}))
     for i in range(n["revoke"]):
-        tasks.append(("revoke_honest", seed, i, 0.0, {"fdr": fdr}))
-        tasks.append(("revoke_power", seed, i, REVOKER_Q, {"fdr": fdr}))
+        for kind, q, kw in REVOKE_STUDIES:
+            tasks.append((kind, seed, i, q, {"fdr": fdr} | kw))
     for i in range(n.get("human_other", 0)):
         tasks.append(("collusion_human", seed, i, 0.0, {"fdr": fdr, "human": True}))
         tasks.append(("revoke_human", seed, i, 0.0, {"fdr": fdr, "human": True}))
@@ -404,9 +482,9 @@ def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None,
     if "collusion_honest" in done:
         out["studies"]["collusion_honest"] = summarise_flags(done["collusion_honest"], "collusion")
         out["studies"]["collusion_power"] = summarise_flags(done["collusion_power"], "collusion") | {"q": collusion_q}
-    if "revoke_honest" in done:
-        out["studies"]["revoke_honest"] = summarise_flags(done["revoke_honest"], "revoke")
-        out["studies"]["revoke_power"] = summarise_flags(done["revoke_power"], "revoke") | {"q": REVOKER_Q}
+    for kind, q, kw in REVOKE_STUDIES:
+        if kind in done:
+            out["studies"][kind] = summarise_flags(done[kind], "revoke") | {"q": q} | kw
     for key in ("collusion_human", "revoke_human"):
         if key in done:
             out["studies"][key] = summarise_flags(done[key], key.split("_")[0])
@@ -461,13 +539,30 @@ def targets(res: dict) -> list[dict]:
         above = m > 0 and binom.sf(k - 1, m, fdr) < 0.05
         out.append({"target": "realised FDR of marked_ten in honest seasons <= 5%", "met": (not above) if m >= 100
                     else None, "measured": f"{k} of {m} seasons with a flag"})
-    rv = st.get("revoke_power")
-    if rv and "power" in rv:
-        out.append({"target": "deliberate revoker (about one deal in 40) flagged within 1,000 deals",
-                    "met": rv["power"] >= 0.8,
-                    "measured": f"{rv['power']:.0%} of {rv['seasons']} seasons (median "
-                                f"{rv['median_deals_played']:.0f} deals, {rv['deliberate_per_deal']:.3f} "
-                                "deliberate revokes per deal)"})
+    for key, where in (("revoke_power", "the others revoke by accident"),
+                       ("revoke_power_quiet", "nobody else revokes")):
+        rv = st.get(key)
+        if rv and "power" in rv:
+            out.append({"target": f"deliberate revoker (about one deal in 40; {where}) flagged within 1,000 deals "
+                                  "at the audit-wide level in >= 90% of seasons",
+                        "met": rv["power"] >= 0.9 if rv["seasons"] >= 20 else None,
+                        "measured": f"{rv['power']:.0%} of {rv['seasons']} seasons (exact single-test oracle "
+                                    f"{rv['oracle_power']:.0%}; median p {rv['median_p']:.2g}, median "
+                                    f"{rv['median_deals_played']:.0f} deals, {rv['deliberate_per_deal']:.3f} "
+                                    "deliberate revokes per deal)"})
+    for key in ("revoke_honest", "revoke_honest_x10", "revoke_clumsy"):
+        h = st.get(key)
+        if h and h.get("rate<=0.05") is not None:
+            from scipy.stats import binom
+
+            n_t = h["honest_tests"]
+            above = [a for a in REVOKE_ALPHAS if binom.sf(h[f"count<={a}"] - 1, n_t, a) < 0.001]
+            out.append({"target": f"{key}: honest revokers' rate of p <= alpha at most alpha (0.01, 0.05, 0.1)",
+                        "met": not above if n_t >= 200 else None,
+                        "measured": ", ".join(f"{h[f'rate<={a}']:.4f}" for a in REVOKE_ALPHAS) +
+                                    f" over {n_t} tests; {h['seasons_with_a_false_flag']} seasons with a false flag"
+                                    + (f"; paid - sum pi: z = {h['honest_paid_z']:+.2f}"
+                                       if h.get("honest_paid_z") is not None else "")})
     co = st.get("collusion_power")
     if co and "power_either_direction" in co:
         out.append({"target": "collusion at an individual table of 5 caught within 500 deals",
@@ -503,8 +598,8 @@ def format_report(res: dict) -> str:
         lines.append("  controls at the same level: " + ", ".join(
             f"{k[2:-15]} {p[k]:.0%}" for k in p if k.endswith("_power_at_level") and k.startswith("p_")
             and p[k] is not None))
-    for key in ("collusion_honest", "collusion_power", "collusion_human", "revoke_honest", "revoke_power",
-                "revoke_human"):
+    for key in ("collusion_honest", "collusion_power", "collusion_human") + tuple(k for k, _, _ in REVOKE_STUDIES) + (
+            "revoke_human",):
         s = st.get(key)
         if s:
             lines.append(f"{key}: " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}"

@@ -59,6 +59,8 @@ class Study:
     qs: tuple[float, ...] = (0.1, 0.25)  # the cheat strengths of the power table
     curve: bool = True  # a power curve over q
     target: tuple[float, float] | None = None  # (q, power) the issue asks for, at fdr x share
+    seasons_factor: float = 1.0  # share of the requested seasons this study runs (its power is near 1 or 0 and its
+    # honest rates pool 100 subjects a season: half the seasons suffice, and keep `--fast` fast)
 
     def cheat(self, q: float) -> Cheat:
         return {"jack": lambda: Cheat.jack_stacker(q), "turnup": lambda: Cheat("turnup_jack", q),
@@ -89,11 +91,13 @@ STUDIES = {
     # issue 14, each at the audit-wide level (family BH at fdr x its registry share), its target beside it
     "partner_jack": Study("partner_jack", "partner_jack", "scotch_whist/foster", 4, 100, 250, "partner",
                           sides="pairs_opposite", share=SHARES["partner_jack"], qs=(0.15, 0.3), curve=False,
-                          target=(0.3, 0.90)),
+                          target=(0.3, 0.90), seasons_factor=0.5),
     "dealer_cutter": Study("dealer_cutter", "dealer_cutter", "scotch_whist/foster", 4, 11, 1100, "cutter",
-                           share=SHARES["dealer_cutter"], qs=(0.25, 0.5), curve=False, target=(0.5, 0.80)),
+                           share=SHARES["dealer_cutter"], qs=(0.25, 0.5), curve=False, target=(0.5, 0.80),
+                           seasons_factor=0.5),
     "af_dealer_jack": Study("af_dealer_jack", "af_dealer_jack", "all_fours/foster", 4, 100, 150, "af_own_jack",
-                            share=SHARES["af_dealer_jack"], qs=(0.15, 0.3), curve=False, target=(0.3, 0.90)),
+                            share=SHARES["af_dealer_jack"], qs=(0.15, 0.3), curve=False, target=(0.3, 0.90),
+                            seasons_factor=0.5),
 }
 
 
@@ -378,14 +382,15 @@ def calibrate(seed: int = 0, honest_seasons: int = 200, power_seasons: int = 200
     for key, st in STUDIES.items():
         t0 = time.perf_counter()
         level = fdr * st.share  # the family's level: the audit's level x the test's share (1: the old studies)
-        say(f"{key}: {honest_seasons} honest seasons")
-        h = honest_study(st, honest_seasons, seed, level)
+        hs, ps = (max(1, int(round(x * st.seasons_factor))) if x else 0 for x in (honest_seasons, power_seasons))
+        say(f"{key}: {hs} honest seasons")
+        h = honest_study(st, hs, seed, level)
         m = _family_size(st)
         oracle_alpha = h.fpr if h.flagged else exact.per_test_level(level, m)
         pw = {}
         for q in st.qs:
-            say(f"{key}: {power_seasons} seasons with a stacker at q = {q}")
-            pw[str(q)] = power_study(st, q, power_seasons, seed, level, oracle_alpha).to_json()
+            say(f"{key}: {ps} seasons with a stacker at q = {q}")
+            pw[str(q)] = power_study(st, q, ps, seed, level, oracle_alpha).to_json()
             pw[str(q)]["oracle_power_exact_at_fdr_over_m"] = exact.power(
                 ((_null_rate(st), _trials_of(st)),), exact.per_test_level(level, m), q)
             pw[str(q)]["level"] = level

@@ -143,7 +143,7 @@ class Season:
                 if not b or not b["runs"]:
                     continue
                 seen = 0
-                for c in self.decks[i, :cfg.turnup_index + 1]:
+                for c in self.decks[i, :cfg.turnup_index + 1].tolist():
                     seen |= 1 << int(c)
                 for j, (cards, rt) in enumerate(b["runs"], 1):
                     for h in cards:
@@ -337,7 +337,7 @@ def _af_begging(s: Season, rng: np.random.Generator, beg_prob: float, run_prob: 
         if rng.random() >= run_prob:
             out[i] = {"beg": "take_one", "runs": [], "bunched": False}
             continue
-        deck = [int(c) for c in s.decks[i]]
+        deck = s.decks[i].tolist()
         first_suit = suit_of(deck[cfg.turnup_index])
         pos = cfg.turnup_index + 1
         eldest = (int(s.dealer_seat[i]) + 1) % n

@@ -6,8 +6,10 @@ from math import comb
 import numpy as np
 import pytest
 
+from auditor import dealgen
 from auditor.cards import RJ, cards_of, suit_of
 from auditor.dealing import deal, shuffled_pack
+from auditor.detectors.af_dealer_jack import dealt_probs, trial_deals
 from auditor.facts import TURNUP, UNDEALT, config, held_prob, honours_held_pmf, location_probs
 from auditor.rules import layout, resolve
 
@@ -135,3 +137,82 @@ def test_layouts_are_rotation_equivariant():
             L = layout(rules, n, d)
             assert [None if s is None else (s - d) % n for s in L.deal_seat] == list(base.deal_seat)
             assert L.turnup_index == base.turnup_index
+
+
+# ---------------------------------------------------------------- af_dealer_jack (issue 14)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_af_dealer_jack_null_matches_enumeration(n):
+    """For every turn-up card c and every deck position k of the Jack of c's suit (uniform over the positions other
+    than the turn-up's under a uniform shuffle), dealt by `auditor.dealing.deal`: P(the Jack is in relative seat r's
+    dealt hand | turn-up c) = hand size / 51 exactly, whatever c is (not that Jack), as `dealt_probs` gives."""
+    dealer = n - 1
+    L = layout(AF, n, dealer)
+    pack = cards_of(L.pack)
+    P = len(pack)
+    cfg = config(AF, n)
+    for c in pack:
+        jack = suit_of(c) * 13 + RJ
+        if jack == c:
+            continue
+        hits = [0] * n
+        fill = [x for x in pack if x not in (c, jack)]
+        positions = [k for k in range(P) if k != L.turnup_index]
+        for k in positions:
+            deck = list(fill)
+            for s_ in sorted({L.turnup_index, k}):
+                deck.insert(s_, None)
+            deck[L.turnup_index] = c
+            deck[k] = jack
+            d = deal(L, deck)
+            for s in range(n):
+                if jack in d.hands[s]:
+                    hits[(s - dealer) % n] += 1
+        for rel in range(n):
+            assert Fraction(hits[rel], len(positions)) == Fraction(cfg.hand_sizes[rel], P - 1), (n, c, rel)
+    # the detector's table of the same null, on a dealing-only season of this size
+    s = dealgen.season("all_fours/foster", n, n, 20, np.random.default_rng(n))
+    f = s.facts()
+    idx = trial_deals(f)
+    got = dealt_probs(f, idx, RJ)[:, :n]
+    assert np.allclose(got, 6 / 51)
+    assert (f.turnup[idx] % 13 != RJ).all() and len(idx) == int((f.turnup % 13 != RJ).sum())
+
+
+def _af_begging_deals(N, rng, n=4):
+    """N shuffled All Fours deals at n players with begging that depends on the hands (the eldest stands when he
+    holds the Jack of the turned suit, else begs; the dealer then gives when he holds it, else runs): per deal, the
+    Jack of the first turn-up's suit in the dealer's dealt hand, the turn-up a Jack of its own suit, and a run."""
+    L = layout(AF, n, 0)
+    out = np.zeros((N, 3), bool)
+    for i in range(N):
+        d = deal(L, shuffled_pack(L, rng))
+        jack = suit_of(d.turn_up) * 13 + RJ
+        mine = jack in d.hands[L.dealer]
+        stands = jack in d.hands[L.eldest] or rng.random() < 0.5
+        out[i] = (mine, jack == d.turn_up, (not stands) and not mine)
+    return out
+
+
+def _af_bias_check(N, seed):
+    rng = np.random.default_rng(seed)
+    x = _af_begging_deals(N, rng)
+    trial = ~x[:, 1]
+    k, m = int(x[trial, 0].sum()), int(trial.sum())
+    p = 6 / 51
+    assert abs(k - m * p) <= 4 * np.sqrt(m * p * (1 - p)), (k / m, p)  # every deal: exact, whatever the begging
+    # the deals without a run alone are biased: a dealer holding the Jack never runs here, so leaving out the
+    # deals that ran the cards (as a log without their dealt hands would) raises the dealer's rate
+    keep = trial & ~x[:, 2]
+    k2, m2 = int(x[keep, 0].sum()), int(keep.sum())
+    assert k2 / m2 > p + 4 * np.sqrt(p * (1 - p) / m2), (k2 / m2, p)
+
+
+def test_af_dealer_jack_null_holds_whatever_the_begging():
+    _af_bias_check(6000, 31)
+
+
+@pytest.mark.slow
+def test_af_dealer_jack_null_holds_whatever_the_begging_large():
+    _af_bias_check(100_000, 32)

@@ -1048,8 +1048,10 @@ SPEC = TestSpec(
     name='marked_ten',
     title='Players whose play follows the hidden Ten of trumps',
     what="Whether a player's leads and plays fit where the Ten of trumps really is better than anything he could "
-         'legally know explains. Controls beside the score (unmarked cards, deals where he holds the Ten himself, '
-         'late against early decisions) separate a good card reader from a cheat.',
+         'legally know explains, over all his deals and over the deals where the game score made it worth it '
+         '(a side near game, or his side far behind): the stronger of the two counts, corrected for having looked '
+         'twice. Controls beside the score (unmarked cards, deals where he holds the Ten himself, late against early '
+         'decisions) separate a good card reader from a cheat.',
     unit='deals scored',
     unit_short='deals scored',
     event="played to the Ten's true place",
@@ -1176,10 +1178,11 @@ def score_gate(c: MarkedTenCounts, rule: str = "any") -> np.ndarray:
     n_sides = np.where(seated, side + 1, 0).max(1, initial=0) if D else np.zeros(0, np.int64)
     live = np.arange(MAX_SEATS)[None, :] < n_sides[:, None]  # the sides of each deal
     mine = np.take_along_axis(before, np.maximum(side, 0), 1)  # [D, seat]
+    near: np.ndarray
     if rule == "own":
         near = mine >= (target - SCORE_MARGIN)[:, None]
     else:
-        near = (live & (before >= (target - SCORE_MARGIN)[:, None])).any(1)[:, None]
+        near = np.asarray((live & (before >= (target - SCORE_MARGIN)[:, None])).any(1))[:, None]
     # the leading other side of each seat: the best side, or the second best when his side is the best
     b = np.where(live, before, np.iinfo(np.int64).min)
     top = np.sort(b, axis=1)
@@ -1924,7 +1927,9 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         n_gdec = int(gate_dec[sel].sum())
         gate_detail = {"part": gt["part"], "rho": gt["rho"], "p_pooled": gt["pooled"]["p"],
                        "p_gated": gt["gated"]["p"], "deals_gated": gt["gated"]["deals"],
-                       "decisions_gated": n_gdec, "rule": SCORE_RULE}
+                       "decisions_gated": n_gdec, "decisions_pooled": int(len(sel)), "rule": SCORE_RULE}
+        if gt["part"] == "gated":
+            gate_detail["scope_text"] = " where the game score mattered (a side near game or his side far behind)"
         detail = {"decisions": n_gdec if gt["part"] == "gated" else int(len(sel)), "deals": r["deals"],
                   "score_gate": gate_detail, "variance_guard": phi,
                   "excluded": dict(sorted(counts.excluded.get(name, {}).items())),

@@ -17,6 +17,9 @@ from auditor.simulate import CHEAT_KINDS, club_season_spec, simulate_season
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo"
+# the demo season plants one cheater of each kind the simulator had before issue 14; the issue's new dealing cheats
+# are planted by their own studies (tests/test_simulate_issue14.py), not in the shipped demo
+DEMO_KINDS = set(CHEAT_KINDS) - {"partner_stacker", "cutter_stacker", "af_own_jack"}
 runner = CliRunner()
 
 
@@ -33,7 +36,7 @@ def test_club_season_preset_has_the_promised_shape():
     assert {(4, True), (5, False)} <= sw and any(n == 6 for n, _ in sw)
     assert any(t.game == "all_fours" and t.n == 4 and t.sides for t in spec.tables)
     assert any(t.human_shuffle for t in spec.tables) and any(not t.human_shuffle for t in spec.tables)
-    assert {c.kind for c in spec.cheaters} == set(CHEAT_KINDS)
+    assert {c.kind for c in spec.cheaters} == DEMO_KINDS
 
 
 def test_cli_writes_log_key_and_decisions(tmp_path):
@@ -46,7 +49,7 @@ def test_cli_writes_log_key_and_decisions(tmp_path):
     assert {x.deal.game for x in recs} == {"scotch_whist", "all_fours"}
     k = json.loads(key.read_text())
     assert k["seed"] == 5 and k["deals"] == len(recs)
-    assert {c["kind"] for c in k["cheaters"]} == set(CHEAT_KINDS)
+    assert {c["kind"] for c in k["cheaters"]} == DEMO_KINDS
     rep = replay_records(recs)
     found = sorted((f.game_id, f.deal_no, f.trick, f.seat) for f in rep.findings)
     assert found == sorted((v["game_id"], v["deal_no"], v["trick"], v["seat"]) for v in k["revokes"])

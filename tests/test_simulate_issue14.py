@@ -8,10 +8,27 @@ import math
 import numpy as np
 import pytest
 
+from auditor.cards import RJ, parse_card
+from auditor.dealog import record_from_obj
 from auditor.errors import UsageError
+from auditor.replay.run import replay_records
+from auditor.rules import layout, resolve
 from auditor.simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
 from auditor.simulate.cli_support import parse_cheat
+from auditor.simulate.season import simulate_dealing
 from auditor.simulate.spec import score_gate
+
+
+def exact_jack_probs(rules, n: int) -> list[float]:
+    """P(the seat at offset k from the dealer is dealt the Jack of the turn-up's suit) on a uniform deck (as in
+    test_simulate_cheats: 4/P the turn-up is a Jack, else the Jack is at any other deck position alike)."""
+    L = layout(rules, n, 0)
+    P, ti = L.deck_len, L.turnup_index
+    out = []
+    for s in range(n):
+        slots = sum(1 for k in range(P) if L.deal_seat[k] == s and k != ti)
+        out.append((1 - 4 / P) * slots / (P - 1) + (4 / P if L.turnup_owner == s else 0.0))
+    return out
 
 
 def _within(count: int, m: int, p: float, sigmas: float = 4.0) -> bool:
@@ -88,3 +105,123 @@ def test_ungated_marked_ten_key_is_unchanged():
                       cheaters=[CheaterSpec("ada", "marked_ten", 1.0)])
     c = simulate_season(spec, np.random.default_rng(1)).key["cheaters"][0]
     assert "active" not in c and "decisions_changed" in c
+
+
+# ---------------------------------------------------------------------- the new dealing cheats
+
+
+@pytest.mark.parametrize("table,cheat,seat,p0", [
+    # Scotch Whist 4 pairs: the partner (offset 2) holds the Jack of trumps on 8/35 of honest deals
+    (TableSpec("t", 4, sides=partnerships(4, "pairs")), CheaterSpec("x", "partner_stacker", 0.3), 2, 8 / 35),
+    # the cooperating cutter (at the dealer's right) and the dealer's own hand: 11/35 at 4, 9/27 at 5 (+ turn-up)
+    (TableSpec("t", 5), CheaterSpec("x", "cutter_stacker", 0.5, partner="y"), 0, None),
+    (TableSpec("t", 3, game="all_fours"), CheaterSpec("x", "cutter_stacker", 0.4, partner="y"), 0, 12 / 13 * 6 / 51),
+])
+def test_stacker_puts_the_jack_where_q_says(table, cheat, seat, p0):
+    m = 24_000
+    out = simulate_dealing(table, m, np.random.default_rng(21), cheat)
+    if p0 is None:
+        p0 = float(exact_jack_probs(resolve(table.game, table.rules), table.n)[seat])
+    mine = out["dealer"] == 0
+    k = int((out["jack_offset"][mine] == seat).sum())
+    q = cheat.q
+    assert _within(k, int(mine.sum()), q + (1 - q) * p0), (k / mine.sum(), q + (1 - q) * p0)
+    assert _within(int(out["acted"][mine].sum()), int(mine.sum()), q)
+    assert not out["acted"][~mine].any()
+    # the other dealers' deals are honest
+    p_other = float(exact_jack_probs(resolve(table.game, table.rules), table.n)[seat])
+    k2 = int((out["jack_offset"][~mine] == seat).sum())
+    assert _within(k2, int((~mine).sum()), p_other)
+
+
+def test_af_own_jack_puts_the_turnup_suits_jack_in_his_hand_unless_it_is_turned_up():
+    m, q = 24_000, 0.3
+    out = simulate_dealing(TableSpec("t", 4, game="all_fours", sides=partnerships(4, "pairs")), m,
+                           np.random.default_rng(22), CheaterSpec("x", "af_own_jack", q))
+    mine = out["dealer"] == 0
+    n_mine = int(mine.sum())
+    p0 = exact_jack_probs(resolve("all_fours", "foster"), 4)[0]  # 12/13 * 6/51
+    # a Jack turned up (4/52) is left alone; otherwise he holds it with probability q + (1 - q) * 6/51
+    want = (12 / 13) * (q + (1 - q) * (6 / 51))
+    assert _within(int((out["jack_offset"][mine] == 0).sum()), n_mine, want)
+    assert _within(int(out["turnup_jack"][mine].sum()), n_mine, 1 / 13)  # the turn-up is untouched
+    assert _within(int(out["acted"][mine].sum()), n_mine, q * 12 / 13)
+    assert not (out["acted"][mine] & out["turnup_jack"][mine]).any()
+    assert _within(int((out["jack_offset"][~mine] == 0).sum()), m - n_mine, p0)
+
+
+def _holder(r: dict) -> int | None:
+    """The seat dealt the Jack of the turn-up's suit (None: nobody; it is the All Fours turn-up)."""
+    tu = parse_card(r["turn_up"])
+    jack = (tu // 13) * 13 + RJ
+    return next((s for s, h in enumerate(r["hands"]) if jack in [parse_card(x) for x in h]), None)
+
+
+def test_new_dealing_cheats_in_a_season_the_key_lists_each_acted_deal():
+    spec = SeasonSpec(tables=[TableSpec("sw", 4, sides=partnerships(4, "pairs")), TableSpec("sw5", 5),
+                              TableSpec("af", 3, game="all_fours")],
+                      players=12, n_deals=1500,
+                      cheaters=[CheaterSpec("ada", "partner_stacker", 1.0),
+                                CheaterSpec("ben", "cutter_stacker", 1.0, partner="cora"),
+                                CheaterSpec("dan", "af_own_jack", 1.0)])
+    sim = simulate_season(spec, np.random.default_rng(5))
+    by = {(r["game_id"], r["deal_no"]): r for r in sim.records}
+    key = {c["player"]: c for c in sim.key["cheaters"]}
+    ada, ben, dan = key["ada"], key["ben"], key["dan"]
+    # ada: every deal she dealt at the partnership table, the partner named in the key holds the Jack of trumps
+    chances = [r for r in sim.records if r["table"] == "sw" and r["players"][r["dealer"]] == "ada"]
+    assert ada["deals_dealt"] == len(chances) == len(ada["acted"]) > 20
+    for ev in ada["acted"]:
+        r = by[(ev["game_id"], ev["deal_no"])]
+        h = _holder(r)
+        assert r["players"][h] == ev["partner"] and h == (r["dealer"] + 2) % 4
+        assert r["turn_up"][0] != "J"
+    # ben: exactly the deals he dealt with cora on his right (the default cutter)
+    pair = [r for r in sim.records if r["players"][r["dealer"]] == "ben"
+            and r["players"][(r["dealer"] - 1) % len(r["players"])] == "cora" and len(r["players"]) >= 3]
+    assert ben["deals_dealt"] == len(pair) == len(ben["acted"]) > 5
+    assert {(r["game_id"], r["deal_no"]) for r in pair} == {(e["game_id"], e["deal_no"]) for e in ben["acted"]}
+    for r in pair:
+        assert _holder(r) == r["dealer"]
+    # dan: his All Fours deals, the Jack of the turn-up's suit in his dealt hand unless it was turned up
+    mine = [r for r in sim.records if r["game"] == "all_fours" and r["players"][r["dealer"]] == "dan"]
+    assert dan["deals_dealt"] == len(mine) > 20
+    acted = {(e["game_id"], e["deal_no"]) for e in dan["acted"]}
+    for r in mine:
+        if r["turn_up"][0] == "J":
+            assert (r["game_id"], r["deal_no"]) not in acted
+        else:
+            assert (r["game_id"], r["deal_no"]) in acted and _holder(r) == r["dealer"]
+    # nothing in the log names a cheat; the deals replay as logged (only accidental revokes)
+    rep = replay_records(record_from_obj(r, "s", 0, i) for i, r in enumerate(sim.records))
+    assert {f.code for f in rep.findings} <= {"revoke"}
+
+
+@pytest.mark.parametrize("tables,cheat,fixed,needle", [
+    ([TableSpec("t", 5)], CheaterSpec("ada", "partner_stacker", 0.3), False, "never sits at a partnership"),
+    ([TableSpec("t", 4, sides=partnerships(4, "pairs")), TableSpec("u", 2)], CheaterSpec("eve", "partner_stacker", 0.3),
+     True, "never sits at a partnership"),  # eve, the 5th member, sits fixed at the table of 2
+    ([TableSpec("t", 2), TableSpec("u", 2, game="all_fours")], CheaterSpec("ada", "cutter_stacker", 0.5, partner="ben"),
+     False, "never cuts for him"),
+    ([TableSpec("t", 4)], CheaterSpec("ada", "cutter_stacker", 0.5, partner="ben"), True, "never cuts for him"),
+    ([TableSpec("t", 4)], CheaterSpec("ada", "cutter_stacker", 0.5), False, "needs a confederate"),
+    ([TableSpec("t", 4)], CheaterSpec("ada", "af_own_jack", 0.5), False, "no All Fours table"),
+])
+def test_new_cheats_refuse_seasons_where_they_cannot_act(tables, cheat, fixed, needle):
+    spec = SeasonSpec(tables=tables, players=8, cheaters=[cheat], fixed_seats=fixed)
+    with pytest.raises(UsageError, match=needle):
+        spec.check()
+
+
+def test_fixed_seats_with_the_confederate_on_the_right_is_accepted():
+    # fixed seats: ada at seat 0, dan at seat 3 (her right)
+    SeasonSpec(tables=[TableSpec("t", 4)], players=4, fixed_seats=True,
+               cheaters=[CheaterSpec("ada", "cutter_stacker", 0.5, partner="dan")]).check()
+
+
+def test_command_line_takes_the_new_kinds():
+    assert parse_cheat("cutter_stacker:ada:0.5:ben") == CheaterSpec("ada", "cutter_stacker", 0.5, partner="ben")
+    assert parse_cheat("partner_stacker:ada:0.3") == CheaterSpec("ada", "partner_stacker", 0.3)
+    assert parse_cheat("af_own_jack:ada:0.3") == CheaterSpec("ada", "af_own_jack", 0.3)
+    with pytest.raises(UsageError, match="no fourth part"):
+        parse_cheat("af_own_jack:ada:0.3:x")

@@ -40,7 +40,7 @@ def parse_cheat(text: str) -> CheaterSpec:
     except ValueError:
         raise UsageError(f"--cheat {text!r}: strength {q!r} is not a number") from None
     extra = parts[3].strip() if len(parts) > 3 else None
-    if kind == "colluder":
+    if kind in ("colluder", "cutter_stacker"):
         return CheaterSpec(player, kind, qv, partner=extra)
     if kind == "bad_shuffler":
         return CheaterSpec(player, kind, qv, mode=extra or "weak")

@@ -25,7 +25,7 @@ from . import shuffle
 from .play import Ctx, RevokeClock, SeatInfo, Uniforms, af_deal, play_tricks, sw_holdings
 from .policy import Policy
 from .io import write_simulation
-from .spec import SKILLS, CheaterSpec, SeasonSpec, TableSpec, player_names, score_gate
+from .spec import DEALING_CHEATS, SKILLS, CheaterSpec, SeasonSpec, TableSpec, player_names, score_gate
 
 KEY_FORMAT = "sim-key/1"
 
@@ -178,7 +178,8 @@ class _Season:
             return s
         return s[0]
 
-    def make_deck(self, table: _Table, pack_key, L, dealer_name: str, gid: str, deal_no: int) -> list[int]:
+    def make_deck(self, table: _Table, pack_key, L, dealer_name: str, gid: str, deal_no: int,
+                  names: list[str] | None = None) -> list[int]:
         u, rng = self.u, self.rng
         prev = table.gathered.get(pack_key)
         cards = cards_of(L.pack)
@@ -190,6 +191,8 @@ class _Season:
         if ch is None:
             return deck
         kind = ch.kind
+        if kind in ("partner_stacker", "cutter_stacker", "af_own_jack"):
+            return self._new_dealing_cheat(ch, table, deck, L, dealer_name, names, gid, deal_no)
         if kind in ("jack_stacker", "turnup_jack", "bad_shuffler"):
             if kind == "turnup_jack" and table.spec.game != "all_fours":
                 return deck
@@ -211,11 +214,51 @@ class _Season:
                 deck = self._stack_trick(deck, prev, table, L)
         return deck
 
-    def _stack_jack(self, deck: list[int], L) -> list[int]:
-        """Rearrange the deck so that the dealer is dealt the Jack of the suit that will be turned up."""
+    def _new_dealing_cheat(self, ch: CheaterSpec, table: _Table, deck: list[int], L, dealer_name: str,
+                           names: list[str] | None, gid: str, deal_no: int) -> list[int]:
+        """`partner_stacker`, `cutter_stacker`, `af_own_jack` (`CheaterSpec`): count the chance, act with
+        probability q, list the deal in the key."""
+        kind = ch.kind
+        n = table.spec.n
+        event: dict = {"game_id": gid, "deal_no": deal_no}
+        if kind == "partner_stacker":
+            sides = table.sides
+            if not sides:
+                return deck
+            mine = next(side for side in sides if L.dealer in side)
+            partners = [x for x in mine if x != L.dealer]
+            if not partners:
+                return deck
+        elif kind == "cutter_stacker":
+            if n < 3 or names is None or names[(L.dealer - 1) % n] != ch.partner:
+                return deck
+        elif table.spec.game != "all_fours":  # af_own_jack
+            return deck
+        self.cheat_chances[dealer_name] += 1
+        if self.u() >= ch.q:
+            return deck
+        if kind == "partner_stacker":
+            mate = partners[min(int(self.u() * len(partners)), len(partners) - 1)]
+            if names is not None:
+                event["partner"] = names[mate]
+            deck = self._stack_jack(deck, L, mate)
+        elif kind == "cutter_stacker":
+            deck = self._stack_jack(deck, L)
+        else:
+            ti = L.turnup_index
+            if deck[ti] % 13 == RJ:  # the turn-up is the Jack: the deal is left alone
+                return deck
+            deck = self._stack_jack(deck, L)
+        self.cheat_events[dealer_name].append(event)
+        return deck
+
+    def _stack_jack(self, deck: list[int], L, seat: int | None = None) -> list[int]:
+        """Rearrange the deck so that the dealer (or `seat`) is dealt the Jack of the suit that will be turned up,
+        never as the turn-up itself: a turned-up Jack that is not `seat`'s own card (All Fours; Scotch Whist when
+        `seat` is not the dealer) first swaps with another trump outside the seat's hand."""
         deck = list(deck)
         ti = L.turnup_index
-        slots = self._slots(L, L.dealer)
+        slots = self._slots(L, L.dealer if seat is None else seat)
         trump = deck[ti] // 13
         jack = trump * 13 + RJ
         pos = deck.index(jack)
@@ -304,7 +347,7 @@ class _Season:
             packs = ts.packs
             pack_id = packs[table.deals % len(packs)] if packs else None
             table.deals += 1
-            deck = self.make_deck(table, pack_id, L, names[dealer], gid, deal_no)
+            deck = self.make_deck(table, pack_id, L, names[dealer], gid, deal_no, names)
             rec: dict = {"format": FORMAT, "game": game, "rules": ts.rules}
             if ts.options:
                 rec["options"] = dict(ts.options)
@@ -470,7 +513,7 @@ class _Season:
                 entry["partner"] = c.partner
             if c.mode is not None:
                 entry["mode"] = c.mode
-            if c.kind in ("jack_stacker", "turnup_jack", "bad_shuffler"):
+            if c.kind in DEALING_CHEATS:
                 entry["deals_dealt"] = self.cheat_chances[c.player]
                 entry["acted"] = self.cheat_events[c.player]
             else:
@@ -530,11 +573,15 @@ def simulate_dealing(table: TableSpec, n_deals: int, rng: np.random.Generator,
                      cheater: CheaterSpec | None = None) -> dict:
     """Deal only, no play: `n_deals` deals at one table, the deal passing to the left from seat 0, shuffled as the
     season shuffles (perfectly; there are no gathered tricks to riffle). A cheater, if given, sits at seat 0 (his
-    `player` name is ignored). Returns numpy arrays: `dealer`, `jack_offset` (seat holding the Jack of the
+    `player` name is ignored; his `partner`, if any, sits at the last seat, on his right: his cutter). Returns numpy arrays: `dealer`, `jack_offset` (seat holding the Jack of the
     turn-up's suit, counted from the dealer; -1 when no hand holds it), `turnup_jack` (the turn-up is a Jack),
     `acted` (the cheater's trick was used on that deal)."""
     names = player_names(table.n)
-    cheaters = [replace(cheater, player=names[0])] if cheater is not None else []
+    cheaters = []
+    if cheater is not None:
+        # a confederate (a cutter_stacker's partner) sits on the cheater's right, so he cuts for him
+        partner = names[table.n - 1] if cheater.partner is not None else None
+        cheaters = [replace(cheater, player=names[0], partner=partner)]
     spec = SeasonSpec(tables=[table], n_deals=n_deals, players=names, cheaters=cheaters)
     season = _Season(spec, rng, None)
     tab = season.tables[0]
@@ -549,7 +596,7 @@ def simulate_dealing(table: TableSpec, n_deals: int, rng: np.random.Generator,
         dealer = i % n
         L = layout(R, n, dealer)
         before = len(events)
-        deck = season.make_deck(tab, None, L, names[dealer], "dealing", i + 1)
+        deck = season.make_deck(tab, None, L, names[dealer], "dealing", i + 1, names)
         acted_a[i] = len(events) > before
         dealt = _deal(L, deck)
         tu = dealt.turn_up

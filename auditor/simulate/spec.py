@@ -12,7 +12,9 @@ from ..errors import UsageError
 from ..rules import resolve
 
 SKILLS = ("novice", "club", "strong", "reader")
-CHEAT_KINDS = ("jack_stacker", "turnup_jack", "marked_ten", "colluder", "revoker", "bad_shuffler")
+CHEAT_KINDS = ("jack_stacker", "turnup_jack", "marked_ten", "colluder", "revoker", "bad_shuffler", "partner_stacker",
+               "cutter_stacker", "af_own_jack")
+DEALING_CHEATS = ("jack_stacker", "turnup_jack", "bad_shuffler", "partner_stacker", "cutter_stacker", "af_own_jack")
 SIDE_SHAPES = ("pairs", "teams")
 GATE_NEAR = 10  # a score-gated marked-Ten player is active within this many points of the target (Scotch Whist)
 GATE_BEHIND = 10  # ... or when his side trails the leading other side by this many points or more
@@ -92,7 +94,17 @@ class TableSpec:
 @dataclass(frozen=True)
 class CheaterSpec:
     """A planted cheat. `q`: its strength (the fraction of the cheater's deals or decisions it acts on).
-    `partner`: the accomplice of a `colluder`. `mode`: `bad_shuffler` "weak" (one riffle, no cut) or "stack"
+    `partner`: the accomplice of a `colluder`, the confederate cutter of a `cutter_stacker`.
+
+    Dealing cheats (each acts on a fraction q of its chances, the deck otherwise a uniform shuffle or the table's
+    human shuffle): `jack_stacker` deals himself the Jack of the suit turned up; `turnup_jack` (All Fours) turns up
+    a Jack; `bad_shuffler` see `mode`; `partner_stacker` (partnership tables: his deals there) puts the Jack of
+    trumps into a partner's hand (a random partner when his side has several), never the turn-up: the Jack swaps
+    places with a random card of that partner's hand, and a Jack turned up is first swapped with another trump
+    outside the partner's hand; `cutter_stacker` (his deals at tables of 3 or more whose cutter, the seat to the
+    dealer's right, is `partner`) stacks as `jack_stacker` does; `af_own_jack` (All Fours: his deals) puts the Jack
+    of the first turn-up's suit into his own dealt hand (a swap with a random card of it; a turned-up Jack is left
+    alone and the deal is not counted as acted on). `mode`: `bad_shuffler` "weak" (one riffle, no cut) or "stack"
     (the richest trick of the previous deal into his own hand); `marked_ten` None (every deal) or "score": he uses
     his knowledge only on the deals where the score makes it worth it (`score_gate`: before the deal his side is
     within `GATE_NEAR` points of the game target, or trails the leading other side by `GATE_BEHIND` points or more;
@@ -176,10 +188,49 @@ class SeasonSpec:
                     raise UsageError("colluders need a table of 3 or more with individual play")
             if c.kind == "marked_ten" and c.mode not in (None, "score"):
                 raise UsageError(f"marked_ten mode must be 'score' or none, got {c.mode!r}")
+            if c.kind == "partner_stacker" and not any(
+                    self._partner_seats(c.player, t) for t in self.tables):
+                raise UsageError(f"partner_stacker {c.player!r} never sits at a partnership table with a partner")
+            if c.kind == "cutter_stacker":
+                if c.partner is None or c.partner not in members or c.partner == c.player:
+                    raise UsageError(f"cutter_stacker {c.player!r} needs a confederate (partner) who is another "
+                                     "club member")
+                if not self._can_cut_for(c.player, c.partner):
+                    raise UsageError(f"cutter_stacker {c.player!r}: {c.partner!r} never cuts for him (a table of 3 "
+                                     "or more with the confederate on the dealer's right)")
+            if c.kind == "af_own_jack" and not any(t.game == "all_fours" for t in self.tables):
+                raise UsageError("af_own_jack is an All Fours cheat; the season has no All Fours table")
             if c.kind == "bad_shuffler" and (c.mode or "weak") not in ("weak", "stack"):
                 raise UsageError(f"bad_shuffler mode must be 'weak' or 'stack', got {c.mode!r}")
             if c.kind == "turnup_jack" and not any(t.game == "all_fours" for t in self.tables):
                 raise UsageError("turnup_jack is an All Fours cheat; the season has no All Fours table")
+
+    def fixed_seating(self) -> list[list[str]]:
+        """With `fixed_seats`: the members in list order, table by table."""
+        it = iter(self.member_names())
+        return [[next(it) for _ in range(t.n)] for t in self.tables]
+
+    def _partner_seats(self, player: str, t: TableSpec) -> bool:
+        """Whether `player` can sit at table `t` with a partner (a side of two or more)."""
+        if t.sides is None or not any(len(side) > 1 for side in t.sides):
+            return False
+        if not self.fixed_seats:
+            return True
+        row = self.fixed_seating()[self.tables.index(t)]
+        if player not in row:
+            return False
+        seat = row.index(player)
+        return any(seat in side and len(side) > 1 for side in t.sides)
+
+    def _can_cut_for(self, dealer: str, cutter: str) -> bool:
+        """Whether `cutter` can sit on `dealer`'s right (the default cutter's seat) at a table of 3 or more."""
+        if not self.fixed_seats:
+            return any(t.n >= 3 for t in self.tables)
+        for t, row in zip(self.tables, self.fixed_seating(), strict=True):
+            if t.n >= 3 and dealer in row and cutter in row and \
+                    row.index(cutter) == (row.index(dealer) - 1) % t.n:
+                return True
+        return False
 
     def member_names(self) -> list[str]:
         if isinstance(self.players, list):

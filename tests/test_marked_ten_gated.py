@@ -65,7 +65,7 @@ def test_combination_keeps_its_level_on_skewed_blocks():
     exact, not Bonferroni's)."""
     rng = np.random.default_rng(14)
     ps = []
-    for _ in range(3000):
+    for _ in range(2000):
         b = _blocks(rng, 60)
         gate = rng.random(60) < 1 / 3
         ps.append(_combined(b, gate)[0])

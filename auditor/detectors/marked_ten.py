@@ -1062,8 +1062,8 @@ SPEC = TestSpec(
     section=6,
     cost=40,
     chart_controls=('queen', 'plain_ten', 'placebo'),
-    sentence="{subject}'s play fitted the true place of the Ten of trumps with a score of {obs} over {over}; for "
-             'an honest player, whatever he could legally know, about {exp}{z}; {pq}.',
+    sentence="{subject}'s play fitted the true place of the Ten of trumps with a score of {obs} over {over}"
+             '{scope}; for an honest player, whatever he could legally know, about {exp}{z}; {pq}.',
     sentence_needs_n=False,
 )
 

@@ -7,7 +7,8 @@ The sentence is a `str.format` template over these fields, filled by `auditor.re
 ``subject``, ``first`` and ``second`` (the two sides of a pair subject ``a+b``), ``n``, ``obs``, ``exp`` (formatted
 numbers), ``spread`` (" ± sd" of the exact null when known), ``pq`` (p- and q-value), ``over`` ("n unit", with the
 number of decisions when the detail has it), ``z`` (" (z = …)" when the statistic is finite), ``cell`` (the cell
-that misfits most, when the detail has cells) and every word field of the spec (``unit``, ``event``, ``honest``).
+that misfits most, when the detail has cells), ``scope`` (" where …" when the result rests on part of the test's
+data: `detail.score_gate.scope_text`, issue 14) and every word field of the spec (``unit``, ``event``, ``honest``).
 An empty template gives the report's plain sentence.
 """
 

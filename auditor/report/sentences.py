@@ -213,7 +213,7 @@ def _biggest_cell(detail: dict) -> str:
 
 
 # the fields a test's sentence template may use (`auditor.detectors.spec`): the entry's own, then the spec's words
-SENTENCE_FIELDS = ("subject", "first", "second", "n", "obs", "exp", "spread", "pq", "over", "z", "cell")
+SENTENCE_FIELDS = ("subject", "first", "second", "n", "obs", "exp", "spread", "pq", "over", "z", "cell", "scope")
 WORD_FIELDS = ("title", "what", "unit", "unit_short", "event", "cheat", "honest")
 
 
@@ -234,6 +234,8 @@ def sentence_fields(entry: dict, spec: TestSpec) -> dict[str, str]:
         "over": f"{fmt_num(n)} {spec.unit}" + (f" ({fmt_num(dec)} decisions)" if dec is not None else ""),
         "z": f" (z = {z:.1f})" if z is not None else "",
         "cell": _biggest_cell(detail),
+        # the part of a test's data its result rests on, when not all of it (marked_ten: the score-gated deals)
+        "scope": str(as_dict(detail.get("score_gate")).get("scope_text", "")),
     }
     fields.update({k: getattr(spec, k) for k in WORD_FIELDS})
     return fields

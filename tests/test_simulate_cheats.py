@@ -11,7 +11,7 @@ import pytest
 
 from auditor.cards import RJ, R10, parse_card
 from auditor.dealog import FIELD_ORDER, record_from_obj, validate
-from auditor.legal import trick_winner
+from auditor.legal import beats, legal_mask, trick_winner
 from auditor.replay.reference import replay_deal
 from auditor.replay.run import replay_records
 from auditor.rules import layout, resolve
@@ -286,20 +286,47 @@ def test_deliberate_revokes_are_all_found_and_pay(game):
     assert {f.code for f in rep.findings} == {"revoke"}
     assert {r["player"] for r in sim.key["revokes"]} == {"ada"}
     by = {(r["game_id"], r["deal_no"]): r for r in sim.records}
-    gains = 0
+    kinds = {"takes": 0, "keeps": 0}
     for rv in sim.key["revokes"]:
         r = by[(rv["game_id"], rv["deal_no"])]
         res = replay_deal(validate(r))
-        k = rv["trick"] - 1
-        card = parse_card(rv["card"])
-        if game == "scotch_whist":  # he trumped, holding the suit led, over everything played before him
-            trick = [parse_card(c) for c in r["tricks"][k]]
-            before = trick[:trick.index(card)]
-            gains += card // 13 == res.trump and trick_winner(game, before + [card], res.trump) == len(before)
-            assert before and before[0] // 13 != res.trump
-        else:
-            gains += card % 13 not in (8, 9, 10, 11, 12)  # he kept his counting card and threw a blank
-    assert gains == len(sim.key["revokes"])
+        k, seat, card = rv["trick"] - 1, rv["seat"], parse_card(rv["card"])
+        kinds[_revoke_pays(game, res, k, seat, card)] += 1
+    # Scotch Whist: both ways of paying; All Fours: trumping is always legal there, so only keeping a count
+    assert kinds["takes"] > 0 if game == "scotch_whist" else kinds["takes"] == 0
+    assert kinds["keeps"] > 0, kinds
+
+
+def _counting(game: str, trump: int, c: int) -> bool:
+    if game == "scotch_whist":
+        return c // 13 == trump and c % 13 in (RJ, R10, 12, 11, 10)
+    return c % 13 in (R10, 12, 11, 10, RJ)
+
+
+def _revoke_pays(game: str, res, k: int, seat: int, card: int) -> str:
+    """Which way the revoke of `card` by `seat` in trick k pays (the revoke test's definition), asserting one does:
+    an opponent is winning; "takes": no legal card beats the winner and the revoke card does (Scotch Whist);
+    "keeps": the winner beats every legal card, all of them count, and the revoke card does not."""
+    plays = [(s, c) for (t, s, c) in res.plays if t == k]
+    pos = [s for s, _ in plays].index(seat)
+    before = [c for _, c in plays[:pos]]
+    assert before, "a revoke follows a lead"
+    trump = res.trump
+    w = trick_winner(game, before, trump)
+    ws, wc = plays[w]
+    assert ws % 2 != seat % 2, "an opponent is winning (partners opposite)"
+    hold = 0
+    for (t, s, c) in res.plays:  # every card is played: what he holds now is what he plays from here on
+        if s == seat and t >= k:
+            hold |= 1 << c
+    legal = [c for c in range(52) if legal_mask(game, hold, before[0] // 13, trump) >> c & 1]
+    assert card not in legal
+    assert not any(beats(game, c, wc, trump) for c in legal)
+    if beats(game, card, wc, trump):
+        assert game == "scotch_whist"
+        return "takes"
+    assert all(_counting(game, trump, c) for c in legal) and not _counting(game, trump, card)
+    return "keeps"
 
 
 def _rising_sequences(perm: list[int]) -> int:

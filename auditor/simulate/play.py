@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cards import CARD_STR, SUIT_MASK, R10, RJ, cards_of
+from ..cards import CARD_STR, R10, RJ, cards_of
 from ..dealing import af_run, deal
 from ..legal import legal_mask, seats_of_trick, shown_voids, trick_size
-from ..rules import AF_PIPS, Layout, Rules
+from ..rules import AF_PIPS, SW_HONOURS, Layout, Rules
 from .policy import Policy, Public, View, af_keep_order, observe
 from .spec import CheaterSpec
 
@@ -255,33 +255,42 @@ def choose(ctx: Ctx, pub: Public, s: int, hold: int, two_card: bool, trick_no: i
     return card
 
 
-def _deliberate_revoke(pub: Public, s: int, hold: int, legal: int, off: int) -> int | None:
-    """The card a deliberate revoker would play here, or None when a revoke gains him nothing.
+def counting_card(game: str, trump: int, c: int) -> bool:
+    """A counting card for the revoker's rule: Scotch Whist, a trump honour (Jack, Ten, Ace, King, Queen); All
+    Fours, a card with Game pips (Ten, Ace, King, Queen, Jack of any suit) or the Jack of trumps."""
+    if game == "scotch_whist":
+        return c // 13 == trump and c % 13 in SW_HONOURS
+    return c % 13 in AF_PIPS or c == trump * 13 + RJ
 
-    Scotch Whist: trumping while holding the suit led, when that wins the trick from an opponent and a trump
-    honour is in it or he is last to play (a full trick for cards). All Fours (trumping is always legal there): when
-    every card he may play gives a counting card to an opponent's trick, he keeps it and discards a blank."""
-    trump, lead = pub.trump, pub.lead_suit
+
+def _deliberate_revoke(pub: Public, s: int, hold: int, legal: int, off: int) -> int | None:
+    """The card a deliberate revoker would play here, or None when a revoke does not pay.
+
+    A revoke pays (the definition the revoke test uses), when an opponent is winning the trick now and
+    (a) Scotch Whist: a card he may not play beats the winning card while none of his legal (following) cards
+    does: he plays the cheapest such card (a trump on a plain lead) and takes the trick; or
+    (b) both games: the winning card beats every legal card he holds and every legal card is a counting card
+    (`counting_card`): he revokes with his lowest non-counting card, keeping the counting card out of the
+    opponent's trick (the bare Ten of trumps under an opponent's court trump)."""
+    trump = pub.trump
     side = pub.side_of
     ws, wc = pub.win_seat, pub.win_card
-    if side[ws] == side[s]:
-        return None
-    tab = pub.tab
-    if pub.game == "scotch_whist":
-        if lead == trump:
-            return None
-        last = pub.pos == len(pub.order) - 1
-        for c in sorted(cards_of(off & SUIT_MASK[trump]), key=lambda c: tab.spend[c]):
-            if pub.beats(c, wc) and (last or pub.trick_mask & tab.honour_mask):
-                return c
+    if ws < 0 or side[ws] == side[s]:
         return None
     lc = cards_of(legal)
     if any(pub.beats(c, wc) for c in lc):
         return None
-    if min(AF_PIPS.get(c % 13, 0) for c in lc) <= 0:
+    game = pub.game
+    tab = pub.tab
+    offc = cards_of(off)
+    if game == "scotch_whist":
+        takers = [c for c in offc if pub.beats(c, wc)]
+        if takers:
+            return min(takers, key=lambda c: (tab.spend[c], c))
+    if not all(counting_card(game, trump, c) for c in lc):
         return None
-    blanks = [c for c in cards_of(off) if AF_PIPS.get(c % 13, 0) == 0 and c // 13 != trump]
-    return min(blanks, key=lambda c: (c % 13, c)) if blanks else None
+    blanks = [c for c in offc if not counting_card(game, trump, c)]
+    return min(blanks, key=lambda c: (c // 13 == trump, c % 13, c)) if blanks else None
 
 
 def play_tricks(ctx: Ctx, L: Layout, holdings: list[list[int]], trump: int, turnup: int,

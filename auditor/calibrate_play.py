@@ -44,6 +44,7 @@ from .dealog import record_from_obj
 from .detectors.marked_ten import Blocks
 from .detectors.play_facts import deal_exclusion, walk
 from .detectors.registry import DETECTORS, SHARES
+from .detectors.revoke_pattern import RevokePattern
 from .replay.reference import DealResult
 from .replay.result import Replay
 from .replay.run import replay_records
@@ -275,7 +276,7 @@ def revoke_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: in
         "honest_expected": float(sum(t.expected for t in honest)),
         "seconds": 0.0}
     assert rep.table is not None
-    trail = DETECTORS[REVOKE]().count(rep.table).trail
+    trail = RevokePattern().count(rep.table).trail
     names = {t.subject for t in honest}
     out["honest_variance"] = float(sum((n / d) * (1 - n / d) for pl, v in trail.items() if pl in names
                                        for _, n, d in v))

@@ -552,7 +552,7 @@ class RevokePattern:
             gain = float(gain_exact)
             key = np.array([x[0] for x in trail], np.int64)
             pi = np.array([x[1] / x[2] for x in trail], float)
-            t = Trials(key, (key & 1).astype(np.int8), pi)
+            trials = Trials(key, (key & 1).astype(np.int8), pi)
             rf, gf = int(R) - r, int(G) - g  # the field without him
             # control: Fisher's exact test, one-sided: his gainful share above the field's (the old primary test)
             p_fisher = float(st_.hypergeom.sf(g - 1, r + rf, g + gf, r)) if (r + rf) > 0 else 1.0
@@ -584,11 +584,11 @@ class RevokePattern:
                          "unit": "counting points taken in the revoke trick vs the mean legal card"},
                 "timing": timing,
             }
-            res = pb_result(NAME, pl, t, level, METHOD, controls, {}, details=self.details,
+            res = pb_result(NAME, pl, trials, level, METHOD, controls, {}, details=self.details,
                             cheat="revokes when it pays")
             if self.details:  # the timeline with the null variance of the count so far (the report's honest band)
                 res = replace(res, detail=res.detail | {
-                    "timeline": timeline(t.obs, t.p, variance=np.cumsum(t.p * (1 - t.p)))})
+                    "timeline": timeline(trials.obs, trials.p, variance=np.cumsum(trials.p * (1 - trials.p)))})
             out.append(res)
         return out
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
+from auditor.calibrate_play import REVOKER_Q
 from auditor.cards import parse_card
 from auditor.columns import from_results
 from auditor.dealog import validate
@@ -251,7 +252,7 @@ def test_counts_add_exactly_across_tables(accidental):
 def test_deliberate_revoker_is_flagged_within_1000_deals():
     tables = [TableSpec(f"t{i}", 4, sides=partnerships(4, "pairs")) for i in range(2)]
     spec = SeasonSpec(tables=tables, n_deals=2000, players=8, deck=False, time=False,
-                      cheaters=[CheaterSpec("ada", "revoker", 0.06)])
+                      cheaters=[CheaterSpec("ada", "revoker", REVOKER_Q)])
     sim = simulate_season(spec, np.random.default_rng(8))
     played = sum("ada" in r["players"] for r in sim.records)
     assert played <= 1100

@@ -80,7 +80,7 @@ from ..columns import DEAL_NO_MAX, AuditColumns
 from ..facts import DealingFacts
 from ..rules import layout, trump_strength
 from ..stats.family import TestResult
-from .base import timeline
+from .base import deal_order, timeline
 from .field import field_compare
 from .marked_ten_fit import cgf as block_cgf
 from .marked_ten_fit import (
@@ -291,6 +291,8 @@ class MarkedTenCounts:
     deal_no: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     games: list[str] = field(default_factory=list)
     source: list[str] = field(default_factory=list)  # file:line of each deal
+    order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # each deal's canonical order key
+    # (`AuditColumns.order`, `base.deal_order`): the timeline's order, whatever the order of the files (issue 14)
     side: np.ndarray = field(default_factory=lambda: np.zeros((0, MAX_SEATS), np.int8))  # side of each seat, -1 past n
     # the score ledger: one row per Scotch Whist deal of the input (kept or not: an excluded deal's points still
     # move the game's score), from which `finalize` computes every kept deal's pre-deal game score (`pre_deal_scores`)
@@ -325,6 +327,7 @@ class _Builder:
         self.game: list[int] = []
         self.deal_no: list[int] = []
         self.source: list[str] = []
+        self.order: list[int] = []
         self.side: list[list[int]] = []
         self.lgid: dict[str, int] = {}
         self.ledger: list[tuple[int, int, bool, list[int], int, bool]] = []
@@ -350,6 +353,7 @@ class _Builder:
         c.deal_no = np.asarray(self.deal_no, np.int64)
         c.games = sorted(self.gid, key=self.gid.__getitem__)
         c.source = self.source
+        c.order = np.asarray(self.order, np.int64)
         c.side = np.asarray(self.side, np.int8).reshape(-1, MAX_SEATS)
         c.ledger_games = sorted(self.lgid, key=self.lgid.__getitem__)
         L = self.ledger
@@ -432,6 +436,7 @@ def extract_deal(res, counts: MarkedTenCounts, B: _Builder) -> bool:
     B.game.append(B.gid.setdefault(d.game_id, len(B.gid)))
     B.deal_no.append(min(d.deal_no, DEAL_NO_MAX))
     B.source.append(d.source)
+    B.order.append(deal_order(res))
     B.side.append(list(d.side_of) + [-1] * (MAX_SEATS - d.n))
     B.players.append([B.player(p) for p in d.players] + [-1] * (MAX_SEATS - d.n))
     if d.pack is None:
@@ -994,6 +999,7 @@ def count_table(cols: AuditColumns) -> MarkedTenCounts:
                                                   strict=True)]
     for j in np.flatnonzero(np.isin(rows, np.fromiter(cols.source_of, np.int64, len(cols.source_of)))).tolist():
         c.source[j] = cols.source_of[int(rows[j])]
+    c.order = cols.order[rows].astype(np.int64)
 
     # the walk
     arrays = su.arrays(cols)
@@ -1287,6 +1293,7 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
     keys, players, pack, share = [], [], [], []
     games: dict[str, int] = {}
     game, deal_no, source = [], [], []
+    order: list[np.ndarray] = []
     side: list[np.ndarray] = []
     lgames: dict[str, int] = {}
     led: dict[str, list[np.ndarray]] = {k: [] for k in LEDGER_FIELDS}
@@ -1301,6 +1308,7 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         game.append(gmap[p.game])
         deal_no.append(p.deal_no)
         source += p.source
+        order.append(p.order)
         side.append(p.side)
         lmap = np.array([lgames.setdefault(g, len(lgames)) for g in p.ledger_games] + [-1], np.int32)
         for k in LEDGER_FIELDS:
@@ -1335,6 +1343,7 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         out.game = np.concatenate(game).astype(np.int32)
         out.deal_no = np.concatenate(deal_no).astype(np.int64)
         out.side = np.concatenate(side).astype(np.int8)
+        out.order = np.concatenate(order).astype(np.int64)
         for k in LEDGER_FIELDS:
             setattr(out, k, np.concatenate(led[k]).astype(getattr(out, k).dtype))
     out.ledger_games = sorted(lgames, key=lgames.__getitem__)
@@ -1946,40 +1955,18 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
 
 
 def input_rank(scores: dict) -> np.ndarray:
-    """Per deal (in key order), its place in the input: its `source` ("path:line"; simulated deals "game#deal")
-    read as (path, line), ties and unreadable sources by key order. The counts keep no file index, so files are
-    taken in the order of their paths (one file, or files named in date order: the input order)."""
+    """Per deal (in key order), its place in the canonical order of the input (`AuditColumns.order`: table, time,
+    game, deal number, then file and line; issue 14), ties by key order: so the timeline does not depend on how the
+    log was split into files."""
     got = scores.get("input_rank")
     if got is None:
-        src = scores["counts"].source
-        heads, lines = _source_places(src)
+        place = scores["counts"].order
         order = scores["order"]
-        perm = np.lexsort((np.arange(len(order)), lines[order], heads[order])) if len(order) else order
+        perm = np.lexsort((np.arange(len(order)), place[order])) if len(order) else order
         got = np.empty(len(order), np.int64)
         got[perm] = np.arange(len(order))
         scores["input_rank"] = got
     return got
-
-
-def _source_places(src: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """(rank of the path among the sorted paths, line) of each "path:line" (or "name#number"); -1 as the line when
-    the source ends in neither."""
-    n = len(src)
-    if n == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    parts = [s.rpartition(":") for s in src]
-    tails = np.array([p[2] for p in parts])
-    ok = np.char.isdigit(tails) & np.array([bool(p[1]) for p in parts])
-    heads = [p[0] if good else s for p, s, good in zip(parts, src, ok.tolist(), strict=True)]
-    lines = np.full(n, -1, np.int64)
-    if ok.any():
-        lines[ok] = tails[ok].astype(np.int64)
-    for j in np.flatnonzero(~ok).tolist():  # rare: simulated deals, hand-made sources
-        head, sep, tail = src[j].rpartition("#")
-        if sep and tail.isdigit():
-            heads[j], lines[j] = head, int(tail)
-    rank_of_head = {h: k for k, h in enumerate(sorted(set(heads)))}
-    return np.array([rank_of_head[h] for h in heads], np.int64), lines
 
 
 def _deal_timeline(main: TargetScores, sel: np.ndarray, phi: float, scores: dict) -> list[list]:

@@ -20,6 +20,11 @@ softmax(score / temperature). The score of a card is what the player expects his
  - spending a high card costs its future trick-taking value, so cheap winners and low discards are preferred;
  - leading a trump that is not the boss while a partner may hold the key is penalised (keep off trumps).
 
+Every skill level also slips: on a share of his decisions with a choice (novice 4%, club 2%, strong and reader 1%)
+a player plays a uniformly random legal card instead (`Skill.mistake`; mixed into `Policy.weights`, so the season
+still draws one uniform per decision). At individual-play tables this is what makes honest players give counting
+cards to another player's winning trick now and then, the null the `collusion` test is calibrated against.
+
 Skill levels differ in temperature, memory and inference:
  - "novice": remembers only the trump honours played; ignores voids; temperature 1.5;
  - "club": remembers the trumps played and the last trick; uses voids; temperature 0.8;
@@ -63,13 +68,14 @@ class Skill:
     ruff_est: bool
     infer: bool
     beg_tau: float
+    mistake: float = 0.0  # share of decisions with a choice on which he plays a uniformly random legal card
 
 
 SKILL = {
-    "novice": Skill("novice", 1.5, "honours", False, False, False, 0.8),
-    "club": Skill("club", 0.8, "trumps", True, False, False, 0.5),
-    "strong": Skill("strong", 0.4, "all", True, True, False, 0.3),
-    "reader": Skill("reader", 0.35, "all", True, True, True, 0.3),
+    "novice": Skill("novice", 1.5, "honours", False, False, False, 0.8, 0.04),
+    "club": Skill("club", 0.8, "trumps", True, False, False, 0.5, 0.02),
+    "strong": Skill("strong", 0.4, "all", True, True, False, 0.3, 0.01),
+    "reader": Skill("reader", 0.35, "all", True, True, True, 0.3, 0.01),
 }
 
 
@@ -222,15 +228,18 @@ class Policy:
         return out
 
     def weights(self, view: View, legal: list[int]) -> list[float]:
-        """Probabilities aligned with `legal` (a list of card codes)."""
+        """Probabilities aligned with `legal` (a list of card codes): with probability `Skill.mistake` a uniformly
+        random legal card (a slip: the wrong card pulled, a count lost), else softmax(score / temperature)."""
         if len(legal) == 1:
             return [1.0]
         sc = self.scores(view, legal)
         t = self._temp_sw if view.pub.game == "scotch_whist" else self._temp_af
         m = max(sc)
         ws = [math.exp((x - m) * t) for x in sc]
-        z = sum(ws)
-        return [w / z for w in ws]
+        eps = self.sk.mistake
+        z = sum(ws) / (1.0 - eps)
+        floor = eps / len(legal)
+        return [w / z + floor for w in ws]
 
     def scores(self, v: View, legal: list[int]) -> list[float]:
         sk = self.sk

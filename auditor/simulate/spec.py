@@ -287,7 +287,7 @@ def club_season_spec(n_deals: int = 20000, *, deck: bool = True, time: bool = Tr
         CheaterSpec("walt", "marked_ten", 1.0),
         CheaterSpec("rosa", "colluder", 0.8, partner="gus"),
         CheaterSpec("gus", "colluder", 0.8, partner="rosa"),
-        CheaterSpec("ray", "revoker", 0.5),
+        CheaterSpec("ray", "revoker", 0.1),
         CheaterSpec("lou", "bad_shuffler", 0.5, mode="stack"),
     ]
     skills = {"walt": "strong", "ray": "club", "tess": "reader", "max": "reader", "ida": "reader"}

@@ -8,11 +8,29 @@ always wins its trick); All Fours, every card worth Game pips (Ten, Ace, King, Q
 
 Null: the field's rate of giving in the same situation (cell: game and player count, following suit or void,
 trump led, `a` last to play, `b` holding a sure winner, how many of `a`'s legal cards count), estimated from every
-other ordered pair (leave-pair-out). The pair's event count is then an exact one-sided Poisson-binomial test. Every
-ordered pair with an opportunity is one test of the `collusion` family (thousands of pairs in a large club).
+other ordered pair (leave-pair-out): r_cell per chance.
 
-Controls (in no family): the giver's own rate of giving to everyone else in the same cells (a generous or careless
-giver is generous to everybody; a colluder only to his accomplice), and the reverse pair.
+One trial per deal (issue 14). An honest player's chances within one deal are not independent trials: the same hand
+meets the same trick situation again and again, so a player whose hand or habit makes him give once tends to give
+again in the same deal (the demo's honest iris+kate gave 5 times in 5 chances, 4 of them in one All Fours deal, p
+1e-7 as independent chances). The trial is therefore a (pair, deal) with at least one chance; its event is "gave at
+least once in the deal"; its null probability is 1 - prod(1 - r_cell) over the deal's chances. That is exact when
+the chances are independent and an upper bound when they are positively associated (same hand, same habit: by
+Harris' inequality the "did not give" events, decreasing events, are positively associated too, so P(no gift) >=
+prod(1 - r_cell)), so the test keeps its level under the dependence honest play has. Deals are dealt afresh, so
+deals are independent trials given the field's rates. The pair's count of deals with a gift is then an exact
+one-sided Poisson-binomial test over its deals. Every ordered pair with a chance is one test of the `collusion`
+family (thousands of pairs in a large club). The per-chance test of before is kept as a control (`per_chance`).
+
+Each deal's chances are counted as its *pattern* (the sorted cells of its chances with their multiplicities) per
+ordered pair, with how many of the pair's deals had that pattern and in how many of them the pair gave: a deal lives
+in exactly one part of any partition of the input, so the patterns add exactly across parts whatever the parts'
+order keys (`deals_of`).
+
+Controls (in no family): the giver's own rate of giving to everyone else in the same cells, per deal the same way
+(a generous or careless giver is generous to everybody; a colluder only to his accomplice), the reverse pair, and
+the per-chance test (every chance an independent trial: what the test was before issue 14; it overstates the
+evidence of a pair that gives repeatedly within one deal).
 
 Counting. `Collusion.count(table)` counts over the table (`auditor.columns.AuditColumns`) with one numba walk of
 every deal's plays (`_gifts`); `count_results(results)`, over `DealResult`s with `play_facts.walk`, is its
@@ -20,10 +38,11 @@ executable spec (the tests' oracle: the two give equal counts, field for field).
 
 The kernel transcribes `count_deal` over the walk of `play_columns.walk_deal`: at every play that is not a lead, not
 the Russian two-card turn and not a revoke, when another seat is winning the trick, it classifies the giver's legal
-cards and, for an opportunity, emits one int64 key, (giver player, receiver player, cell), and its `base.trail_code`
-(deal order, play index, event). Sorted by key, the runs of equal keys are the pairs' cells: their lengths the
-opportunities, their codes' low bits the events, their codes the trails; they become the same `CollusionCounts`
-dicts the Python counter builds (cells as the same tuples, values as Python ints). Key layout: (giver * n_players +
+cards and, for an opportunity, emits one int64 key, (giver player, receiver player, cell), its `base.trail_code`
+(deal order, play index, event) and its row. Sorted by key, the runs of equal keys are the pairs' cells: their
+lengths the opportunities, their codes' low bits the events, their codes the trails; sorted by (pair, row, cell),
+the runs of equal (pair, row) are the pairs' deals, whose cells make the deal patterns; they become the same
+`CollusionCounts` dicts the Python counter builds (cells as the same tuples, values as Python ints). Key layout: (giver * n_players +
 receiver) << 11 | cell, cell = af << 10 | n << 6 | following << 5 | trump_led << 4 | last << 3 | sure << 2 |
 min(counting legal cards, 3).
 """
@@ -73,6 +92,7 @@ from .spec import TestSpec
 NAME = "collusion"
 Cell = tuple[str, int, int, int, int, int, int]  # game, players, following, trump led, last, sure, counting cards
 Pair = tuple[str, str]  # (giver, receiver)
+Pattern = tuple[tuple[Cell, int], ...]  # one deal's chances of one pair: (cell, chances in it), sorted by cell
 
 
 def individual(deal: Any) -> bool:
@@ -87,13 +107,17 @@ class CollusionCounts:
     `trail`, per ordered pair and cell, lists the pair's opportunities one by one as `trail_code(deal order, play
     index, event)` (deal order = file index << 32 | line, play index = the play's place in the deal's plays), in
     ascending order: the timeline of the pair's gifts in input order. Sorted, so that any partition of the input
-    merges to the same lists."""
+    merges to the same lists.
+
+    `deals_of`, per ordered pair and deal pattern (the sorted (cell, chances) of one deal's chances of the pair),
+    [deals with that pattern, of them deals where the pair gave at least once]: the trials of the test."""
 
     field: dict[Cell, list[int]] = dc_field(default_factory=dict)
     pairs: dict[Pair, dict[Cell, list[int]]] = dc_field(default_factory=dict)
     excluded_deals: dict[str, int] = dc_field(default_factory=dict)
     deals: int = 0
     trail: dict[Pair, dict[Cell, list[int]]] = dc_field(default_factory=dict)
+    deals_of: dict[Pair, dict[Pattern, list[int]]] = dc_field(default_factory=dict)
 
 
 def sort_trail(trail: dict[Pair, dict[Cell, list[int]]]) -> None:
@@ -102,7 +126,7 @@ def sort_trail(trail: dict[Pair, dict[Cell, list[int]]]) -> None:
             codes.sort()
 
 
-def _add(dct: dict[Cell, list[int]], key: Cell, opp: int, ev: int) -> None:
+def _add(dct: dict[Any, list[int]], key: Any, opp: int, ev: int) -> None:
     v = dct.get(key)
     if v is None:
         dct[key] = [opp, ev]
@@ -131,7 +155,8 @@ def count_deal(res: Any, c: CollusionCounts) -> None:
         return
     c.deals += 1
     game = d.game
-    order = deal_order(d)
+    order = deal_order(res)
+    mine: dict[Pair, tuple[dict[Cell, int], list[int]]] = {}  # this deal's chances per pair: cells, gave
     for play, st in enumerate(walk(res)):
         w = st.current_winner()
         if w is None or st.two_card_turn or st.revoke:  # a lead (nobody is winning yet)
@@ -165,15 +190,20 @@ def count_deal(res: Any, c: CollusionCounts) -> None:
         pair = (d.players[a], d.players[ws])
         _add(c.pairs.setdefault(pair, {}), cell, 1, ev)
         c.trail.setdefault(pair, {}).setdefault(cell, []).append(trail_code(order, play, ev))
+        cells, gave = mine.setdefault(pair, ({}, [0]))
+        cells[cell] = cells.get(cell, 0) + 1
+        gave[0] |= ev
+    for pair, (cells, gave) in mine.items():
+        _add(c.deals_of.setdefault(pair, {}), tuple(sorted(cells.items())), 1, gave[0])
 
 
 # ---------------------------------------------------------------- the count over the table
 
 
 @numba.njit(cache=True)
-def _gifts(use, arrays, count_tab, seat_player, n_players, order, keys, codes):
-    """`count_deal` over the rows `use` (`play_columns.walk_deal`): each opportunity's key and trail code into
-    keys[m] / codes[m]; returns m."""
+def _gifts(use, arrays, count_tab, seat_player, n_players, order, keys, codes, rows):
+    """`count_deal` over the rows `use` (`play_columns.walk_deal`): each opportunity's key, trail code and row into
+    keys[m] / codes[m] / rows[m]; returns m."""
     buf = walk_buffers(arrays)
     W = buf.plays
     T = buf.tricks
@@ -224,6 +254,7 @@ def _gifts(use, arrays, count_tab, seat_player, n_players, order, keys, codes):
             b = np.int64(seat_player[row, ws])
             keys[m] = ((g * n_players + b) << 11) | cell
             codes[m] = (((order[row] << 6) | i) << 1) | np.int64(ev)
+            rows[m] = row
             m += 1
     return m
 
@@ -231,10 +262,10 @@ def _gifts(use, arrays, count_tab, seat_player, n_players, order, keys, codes):
 SPEC = TestSpec(
     name='collusion',
     title='Pairs who feed each other counting cards',
-    what='For each ordered pair of players at individual-play tables, how often the first gives counting cards to '
-         'tricks the second is winning, against what honest play gives.',
-    unit='chances to give',
-    unit_short='chances to give',
+    what='For each ordered pair of players at individual-play tables, in how many deals the first gives counting '
+         'cards to tricks the second is winning, against what honest play gives in the same situations.',
+    unit='deals with a chance to give',
+    unit_short='deals with a chance',
     event='gave counting cards',
     cheat='a feeding rate',
     honest='an honest pair',
@@ -243,8 +274,8 @@ SPEC = TestSpec(
     section=7,
     cost=20,
     bernoulli=True,
-    sentence='{first} gave a counting card to a trick {second} was winning in {obs} of the {n} chances they had; '
-             'players in the same situations give about {exp}; {pq}.',
+    sentence='{first} gave a counting card to a trick {second} was winning in {obs} of the {n} deals where there '
+             'was a chance to; players in the same situations would in about {exp}; {pq}.',
 )
 
 
@@ -276,8 +307,11 @@ class Collusion:
         cap = int(table.n_plays[use].astype(np.int64).sum())
         keys = np.empty(max(cap, 1), np.int64)
         codes = np.empty(max(cap, 1), np.int64)
-        m = _gifts(use, su.arrays(table), counting_table(), table.seat_player, n_players, table.order, keys, codes)
-        keys, codes = keys[:m], codes[:m]
+        rows = np.empty(max(cap, 1), np.int64)
+        m = _gifts(use, su.arrays(table), counting_table(), table.seat_player, n_players, table.order, keys, codes,
+                   rows)
+        keys, codes, rows = keys[:m], codes[:m], rows[:m]
+        c.deals_of = _patterns(keys, codes, rows, table.players, n_players)
         # group by (pair, cell), each group's trail ascending: rows in input order emit ascending codes already, so a
         # stable sort by key suffices; otherwise sort by (key, code)
         if m > 1 and not (codes[1:] >= codes[:-1]).all():
@@ -288,7 +322,6 @@ class Collusion:
         starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if m else np.zeros(0, np.int64)
         ends = np.r_[starts[1:], m].astype(np.int64) if m else starts
         ev_cum = np.r_[0, np.cumsum(codes & 1)]
-        games = ("scotch_whist", "all_fours")
         cell_of: dict[int, Cell] = {}
         players = table.players
         trail = codes.tolist()
@@ -296,9 +329,7 @@ class Collusion:
             code = key & 2047
             cell = cell_of.get(code)
             if cell is None:
-                cell = (games[code >> 10], (code >> 6) & 15, (code >> 5) & 1, (code >> 4) & 1, (code >> 3) & 1,
-                        (code >> 2) & 1, code & 3)
-                cell_of[code] = cell
+                cell = cell_of[code] = _cell(code)
             gb = key >> 11
             pair = (players[gb // n_players], players[gb % n_players])
             o, e = b - a, int(ev_cum[b] - ev_cum[a])
@@ -328,6 +359,10 @@ class Collusion:
                 dst_t = out.trail.setdefault(pair, {})
                 for cell, codes in cells.items():
                     dst_t.setdefault(cell, []).extend(codes)
+            for pair, pats in p.deals_of.items():
+                dst_p = out.deals_of.setdefault(pair, {})
+                for pat, (k, g) in pats.items():
+                    _add(dst_p, pat, k, g)
         sort_trail(out.trail)
         return out
 
@@ -344,61 +379,146 @@ class Collusion:
             n_opp = sum(o for o, _ in cells.values())
             if n_opp < self.min_opportunities:
                 continue
-            obs = sum(e for _, e in cells.values())
-            groups: list[tuple[float, int]] = []
-            own_groups: list[tuple[float, int]] = []
-            own_ok = True
-            p_of: dict[tuple, float] = {}
+            gifts = sum(e for _, e in cells.values())
+            chance_groups: list[tuple[float, int]] = []
+            p_of: dict[tuple, float] = {}  # the field's leave-pair-out rate per chance, by cell
+            own_of: dict[tuple, float] = {}  # the giver's own rate to everyone else, by cell
             for cell in sorted(cells, key=repr):
                 o, e = cells[cell]
                 fo, fe = counts.field[cell]
-                ro, re = fo - o, fe - e  # leave the pair out
-                p = p_of[cell] = _rate(re, ro)
-                groups.append((p, o))
+                p = p_of[cell] = _rate(fe - e, fo - o)  # leave the pair out
+                chance_groups.append((p, o))
                 go, ge = giver[a][cell]
-                oo, oe = go - o, ge - e  # the giver to everyone else
-                if oo > 0:
-                    own_groups.append((_rate(oe, oo), o))
+                if go - o > 0:  # the giver to everyone else
+                    own_of[cell] = _rate(ge - e, go - o)
+            pats = counts.deals_of.get((a, b), {})
+            deal_groups: list[tuple[float, int]] = []
+            own_groups: list[tuple[float, int]] = []
+            own_ok = True
+            n_deals = obs = 0
+            for pat in sorted(pats, key=repr):
+                k, g = pats[pat]
+                n_deals += k
+                obs += g
+                deal_groups.append((_at_least_one(pat, p_of), k))
+                if all(cell in own_of for cell, _ in pat):
+                    own_groups.append((_at_least_one(pat, own_of), k))
                 else:
                     own_ok = False
-            groups_t = _merge(groups)
+            groups_t = _merge(deal_groups)
             dist = exact.poisson_binomial(groups_t)
             pval = dist.sf(obs)
             expct = sum(p * k for p, k in groups_t)
             z = exact.z_score(obs, dist)
             controls: dict[str, Any] = {}
+            cg = _merge(chance_groups)
+            controls["per_chance"] = {
+                "opportunities": n_opp, "gifts": gifts, "expected": sum(p * k for p, k in cg),
+                "pvalue": exact.poisson_binomial(cg).sf(gifts),
+                "note": "every chance an independent trial (the test before issue 14): overstates the evidence of "
+                        "a pair that gives again and again within one deal"}
             if own_groups:
                 og = _merge(own_groups)
                 od = exact.poisson_binomial(og)
                 controls["giver_to_others"] = {
                     "expected": sum(p * k for p, k in og), "pvalue": od.sf(obs),
                     "complete": own_ok,
-                    "note": "null = the giver's own rate of giving to the other players in the same situations"}
+                    "note": "null = the giver's own rate of giving to the other players in the same situations, "
+                            "per deal (deals where he had a chance against the pair in a situation he never met "
+                            "against anyone else are left out)"}
             rev = counts.pairs.get((b, a))
             if rev:
                 controls["reverse_pair"] = {"opportunities": sum(o for o, _ in rev.values()),
-                                            "gifts": sum(e for _, e in rev.values())}
-            detail = {"opportunities": n_opp, "gifts": obs, "cells": len(cells),
+                                            "gifts": sum(e for _, e in rev.values()),
+                                            "deals": sum(k for k, _ in counts.deals_of.get((b, a), {}).values()),
+                                            "deals_with_a_gift": sum(g for _, g in
+                                                                     counts.deals_of.get((b, a), {}).values())}
+            detail = {"deals": n_deals, "deals_with_a_gift": obs, "opportunities": n_opp, "gifts": gifts,
+                      "cells": len(cells),
                       "timeline": pair_timeline(counts.trail.get((a, b), {}), p_of)} if self.details else {}
             out.append(TestResult(
-                test=NAME, subject=f"{a}+{b}", n=int(n_opp), observed=float(obs), expected=float(expct),
+                test=NAME, subject=f"{a}+{b}", n=int(n_deals), observed=float(obs), expected=float(expct),
                 statistic=float(z), pvalue=float(pval),
-                method="exact poisson-binomial, one-sided; null = the field's rate in the same situations "
-                       "(leave-pair-out)", controls=controls, detail=detail))
+                method="exact poisson-binomial over the pair's deals with a chance, one-sided; event = gave at "
+                       "least once in the deal; null = 1 - prod(1 - r) over the deal's chances, r = the field's "
+                       "rate in the same situation (leave-pair-out)", controls=controls, detail=detail))
         return out
 
 
+def _at_least_one(pat: Pattern, rate: dict[tuple, float]) -> float:
+    """The null chance of at least one gift in a deal with these chances: 1 - prod(1 - r_cell) (exact if the
+    chances were independent, an upper bound when they are positively associated)."""
+    return float(-np.expm1(sum(k * np.log1p(-rate[cell]) for cell, k in pat)))
+
+
+_GAMES = ("scotch_whist", "all_fours")
+
+
+def _cell(code: int) -> Cell:
+    """The cell of an 11-bit kernel cell code (the module docstring's layout)."""
+    return (_GAMES[code >> 10], (code >> 6) & 15, (code >> 5) & 1, (code >> 4) & 1, (code >> 3) & 1, (code >> 2) & 1,
+            code & 3)
+
+
+def _patterns(keys: np.ndarray, codes: np.ndarray, rows: np.ndarray, players: Sequence[str],
+              n_players: int) -> dict[Pair, dict[Pattern, list[int]]]:
+    """`CollusionCounts.deals_of` from the kernel's opportunities (key = pair << 11 | cell, trail code, row): the
+    runs of equal (pair, row, cell) are one deal's chances of one pair in one cell; the runs of equal (pair, row)
+    are its deals, each a pattern of (cell, chances) sorted by cell, with whether any of its chances was a gift.
+    Within one deal the game and player count are fixed, and the remaining fields of a cell are its code's bits in
+    the tuple's order, so ascending codes are ascending cells: the oracle's sorted tuples."""
+    out: dict[Pair, dict[Pattern, list[int]]] = {}
+    m = len(keys)
+    if m == 0:
+        return out
+    pk = keys >> 11
+    idx = np.lexsort((keys & 2047, rows, pk))
+    pk, rw, cc, ev = pk[idx], rows[idx], (keys & 2047)[idx], (codes & 1)[idx]
+    new_cell = np.r_[True, (pk[1:] != pk[:-1]) | (rw[1:] != rw[:-1]) | (cc[1:] != cc[:-1])]
+    starts = np.flatnonzero(new_cell)
+    n_in = np.diff(np.r_[starts, m])
+    ev_in = np.maximum.reduceat(ev, starts)
+    new_deal = np.r_[True, (pk[starts][1:] != pk[starts][:-1]) | (rw[starts][1:] != rw[starts][:-1])]
+    cell_of: dict[int, Cell] = {}
+    pair_of: dict[int, Pair] = {}
+    cur: list[tuple[Cell, int]] = []
+    gave = 0
+    pair: Pair = ("", "")
+    for first, p, code, k, e in zip(new_deal.tolist(), pk[starts].tolist(), cc[starts].tolist(), n_in.tolist(),
+                                    ev_in.tolist(), strict=True):
+        if first:
+            if cur:
+                _add(out.setdefault(pair, {}), tuple(cur), 1, gave)
+            pr = pair_of.get(p)
+            if pr is None:
+                pr = pair_of[p] = (players[p // n_players], players[p % n_players])
+            pair, cur, gave = pr, [], 0
+        cell = cell_of.get(code)
+        if cell is None:
+            cell = cell_of[code] = _cell(code)
+        cur.append((cell, k))
+        gave |= e
+    _add(out.setdefault(pair, {}), tuple(cur), 1, gave)
+    return out
+
+
 def pair_timeline(trail: dict[tuple, list[int]], p_of: dict[tuple, float]) -> list[list]:
-    """The pair's gifts over its opportunities in input order against the null of each (its cell's leave-pair-out
-    rate), cumulative, with the exact null variance so far (sum of p(1 - p): independent Bernoulli trials)."""
+    """The pair's deals with a chance in input order (the trail codes' deal order, `code >> 7`), cumulative: deals
+    where the pair gave at least once against the null of each (1 - prod(1 - r_cell) over its chances), with the
+    exact null variance so far (sum of p(1 - p): independent deals). Deals sharing an order key (results made outside
+    a replay, without a line) are one point."""
     cells = [c for c in sorted(trail, key=repr) if trail[c]]
     if not cells:
         return []
     codes = np.concatenate([np.asarray(trail[c], np.int64) for c in cells])
-    p = np.concatenate([np.full(len(trail[c]), p_of[c]) for c in cells])
+    logq = np.concatenate([np.full(len(trail[c]), np.log1p(-p_of[c])) for c in cells])
     order = np.argsort(codes, kind="stable")
-    codes, p = codes[order], p[order]
-    return timeline((codes & 1).astype(np.int64), p, variance=np.cumsum(p * (1 - p)))
+    codes, logq = codes[order], logq[order]
+    deal = codes >> 7
+    starts = np.flatnonzero(np.r_[True, deal[1:] != deal[:-1]])
+    gave = np.maximum.reduceat(codes & 1, starts).astype(np.int64)
+    p = -np.expm1(np.add.reduceat(logq, starts))
+    return timeline(gave, p, variance=np.cumsum(p * (1 - p)))
 
 
 def _rate(events: int, opps: int, prior: float = 0.5) -> float:

@@ -8,6 +8,7 @@ from scipy.stats import binom
 
 from auditor.cards import CARD_STR
 from auditor.dealog import validate
+from auditor.detectors.base import trail_code
 from auditor.detectors.collusion import Collusion, CollusionCounts, count_deal, count_results, individual
 from auditor.detectors.play_facts import counting
 from auditor.replay.reference import replay_deal
@@ -126,7 +127,7 @@ def _check_points(tl, n):
     assert all(b[3] >= a[3] for a, b in zip(tl, tl[1:], strict=False))
 
 
-def test_timeline_follows_each_pair_over_its_chances_in_input_order(random_tables):
+def test_timeline_follows_each_pair_over_its_deals_in_input_order(random_tables):
     det = Collusion()
     counts = count_results(random_tables)
     tests = det.finalize(counts)
@@ -146,21 +147,24 @@ def test_timeline_follows_each_pair_over_its_chances_in_input_order(random_table
         _check_points(tl, t.n)
         p_of = {cell: (counts.field[cell][1] - e + 0.5) / (counts.field[cell][0] - o + 1.0)
                 for cell, (o, e) in cells.items()}
-        last = tl[-1]
-        assert last[1] == t.observed and last[2] == pytest.approx(t.expected, abs=1e-3)
-        assert last[3] == pytest.approx(sum(o * p * (1 - p) for (o, _), p in zip(cells.values(), p_of.values(),
-                                                                                 strict=True)),
-                                        abs=1e-3)
-        # at the end of each deal where the pair had a chance, the point is that deal's running total
+        # at the end of each deal where the pair had a chance, the point is that deal's running total: deals, deals
+        # with a gift, the sum of each deal's 1 - prod(1 - p) and of its p(1 - p)
         at = {p[0]: p for p in tl}
         n = g = 0
-        ex = 0.0
+        ex = var = 0.0
         for pairs in per_deal:
-            for cell, (o, e) in pairs.get(pair, {}).items():
-                n, g, ex = n + o, g + e, ex + o * p_of[cell]
-            if pair in pairs and n in at:
+            if pair not in pairs:
+                continue
+            q = 1.0
+            for cell, (o, _e) in pairs[pair].items():
+                q *= (1 - p_of[cell]) ** o
+            n, g = n + 1, g + int(any(e for _o, e in pairs[pair].values()))
+            ex, var = ex + (1 - q), var + q * (1 - q)
+            if n in at:
                 assert at[n][1] == g and at[n][2] == pytest.approx(ex, abs=1e-3), (t.subject, n)
+                assert at[n][3] == pytest.approx(var, abs=1e-3), (t.subject, n)
                 checked += 1
+        assert n == t.n and g == t.observed and ex == pytest.approx(t.expected, abs=1e-9)
     assert checked > 500
 
 
@@ -171,3 +175,70 @@ def test_trail_lists_every_chance_once(random_tables):
         for cell, (o, e) in cells.items():
             codes = c.trail[pair][cell]
             assert len(codes) == o and sum(k & 1 for k in codes) == e and codes == sorted(codes)
+
+
+A = ("scotch_whist", 5, 1, 0, 0, 0, 1)  # one cell: following suit, plain led, not last, no sure winner, 1 counting
+
+
+def test_one_trial_per_deal_hand_worked():
+    """x gives to y: deal 1, two chances in cell A, gave at both; deal 2, one chance in A, no gift. The rest of the
+    field (z to y, 19 deals of one chance) gave once in 19 chances. Leave-pair-out rate r = (1 + 0.5) / (19 + 1) =
+    0.075. Deal 1's null: 1 - 0.925^2 = 0.144375; deal 2's: 0.075. Deals with a gift: 1, expected 0.219375,
+    p = 1 - (1 - 0.144375)(1 - 0.075) = 1 - 0.855625 * 0.925 = 0.208546875. As independent chances (the per_chance
+    control): 2 gifts in 3 chances at 0.075, p = 3 * 0.075^2 * 0.925 + 0.075^3 = 0.01603125."""
+    c = CollusionCounts(
+        field={A: [22, 3]},
+        pairs={("x", "y"): {A: [3, 2]}, ("z", "y"): {A: [19, 1]}},
+        deals_of={("x", "y"): {((A, 2),): [1, 1], ((A, 1),): [1, 0]}, ("z", "y"): {((A, 1),): [19, 1]}},
+        trail={("x", "y"): {A: [trail_code(0, 1, 1), trail_code(0, 3, 1), trail_code(1, 2, 0)]},
+               ("z", "y"): {A: [trail_code(2 + i, 1, int(i == 5)) for i in range(19)]}},
+        deals=21)
+    t = {r.subject: r for r in Collusion().finalize(c)}["x+y"]
+    assert t.n == 2 and t.observed == 1
+    assert t.expected == pytest.approx(0.219375, abs=1e-12)
+    assert t.pvalue == pytest.approx(0.208546875, abs=1e-12)
+    assert t.controls["per_chance"]["pvalue"] == pytest.approx(0.01603125, abs=1e-12)
+    assert t.detail["deals"] == 2 and t.detail["opportunities"] == 3 and t.detail["gifts"] == 2
+    assert t.detail["timeline"] == [[1, 1, 0.1444, 0.1235], [2, 1, 0.2194, 0.1929]]  # p(1 - p) summed per deal
+    assert "giver_to_others" not in t.controls  # x gave to nobody else
+
+
+def _clustered_counts(seed: int, pairs: int = 400) -> CollusionCounts:
+    """Counts of an honest field whose gifts cluster within deals (the dependence that made the per-chance test
+    wrong): in each deal a giver either slips at every chance he has (probability pi of the cell) or at none.
+    Each pair has 1-6 deals of 1-5 chances in one of three cells."""
+    rng = np.random.default_rng(seed)
+    cells = [(A, 0.05), (("all_fours", 3, 0, 1, 1, 0, 2), 0.15), (("all_fours", 3, 1, 0, 0, 1, 3), 0.02)]
+    c = CollusionCounts()
+    order = 0
+    for i in range(pairs):
+        pair = (f"g{i}", f"r{i}")
+        for _ in range(int(rng.integers(1, 7))):
+            cell, pi = cells[int(rng.integers(len(cells)))]
+            k = int(rng.integers(1, 6))
+            gave = int(rng.random() < pi)
+            for lst in (c.field, c.pairs.setdefault(pair, {})):
+                v = lst.setdefault(cell, [0, 0])
+                v[0] += k
+                v[1] += k * gave
+            v = c.deals_of.setdefault(pair, {}).setdefault(((cell, k),), [0, 0])
+            v[0] += 1
+            v[1] += gave
+            c.trail.setdefault(pair, {}).setdefault(cell, []).extend(trail_code(order, j, gave) for j in range(k))
+            order += 1
+            c.deals += 1
+    return c
+
+
+def test_the_level_holds_when_gifts_cluster_within_deals():
+    """Honest gifts perfectly clustered within deals: the per-deal test holds its level at 0.01 and 0.05 (it is
+    conservative here: 1 - (1 - pi)^k exceeds the true pi), while the per-chance test it replaced (the per_chance
+    control, on the same counts) rejects far more often than alpha: the fixture has teeth."""
+    tests = [t for s in (1, 2, 3) for t in Collusion(details=False).finalize(_clustered_counts(s))]
+    p = np.array([t.pvalue for t in tests])
+    pc = np.array([t.controls["per_chance"]["pvalue"] for t in tests])
+    n = len(p)
+    assert n == 1200 and (p < 1).sum() > 200
+    for a in (0.01, 0.05):
+        assert binom.sf(int(np.sum(p <= a)) - 1, n, a) > 0.001, (a, int(np.sum(p <= a)))
+        assert binom.sf(int(np.sum(pc <= a)) - 1, n, a) < 1e-6, (a, int(np.sum(pc <= a)))

@@ -9,7 +9,9 @@ from __future__ import annotations
 import pytest
 from scipy.stats import binom
 
+from auditor.audit import audit, replay_for_audit
 from auditor.calibrate_play import collusion_season
+from auditor.detectors.registry import make_detectors
 
 SEED = 14
 
@@ -35,3 +37,19 @@ def test_forty_honest_seasons_hold_the_level_and_colluders_are_caught():
     _assert_level([collusion_season(SEED, i, 0.0) for i in range(40)])
     caught = [any(collusion_season(SEED, i, 0.7)["pair_flagged"]) for i in range(5)]
     assert sum(caught) >= 4, caught
+
+
+DEMO = "fixtures/demo/season.jsonl.gz"
+
+
+def test_demo_flags_the_colluders_and_no_honest_pair():
+    """The regenerated demo (fixtures/demo/README.md): `collusion` alone, at the whole level 0.05 (more lenient than
+    its audit-wide share), flags rosa+gus and gus+rosa (the planted colluders) and no honest pair. Before the per-deal trial the honest iris+kate was flagged: 5 gifts
+    in 5 chances (p 1.5e-7 as independent chances), 4 of them in one All Fours deal; as deals, 2 of 2."""
+    rep = replay_for_audit([DEMO])
+    tests = audit(rep, seed=0, detectors=make_detectors(0.05, only=["collusion"], audit_wide=False)).tests
+    flagged = {t.subject for t in tests if t.flagged}
+    assert flagged == {"rosa+gus", "gus+rosa"}, flagged
+    ik = next(t for t in tests if t.subject == "iris+kate")
+    assert (ik.n, ik.observed) == (2, 2) and ik.detail["opportunities"] == 5 and ik.detail["gifts"] == 5
+    assert ik.controls["per_chance"]["pvalue"] < 1e-6 < ik.pvalue

@@ -31,7 +31,7 @@ from typing import Callable
 import numpy as np
 
 from .audit import audit_paths
-from .calibrate_play import lr_yardstick
+from .calibrate_play import REVOKER_Q, lr_yardstick
 from .dealog import record_from_obj
 from .replay.reference import DealResult, replay_deal
 from .simulate import CheaterSpec, SeasonSpec, SimulationError, TableSpec, partnerships, simulate_season
@@ -40,6 +40,7 @@ from .stats import exact
 
 ALPHAS = (0.001, 0.01, 0.05)
 CHEATER = "cheat"  # the lone cheater's name in the power studies
+CONFEDERATE = "confed"  # a cutter_stacker's confederate (honest otherwise)
 
 # the simulator's skill mixes, in turn: most members novices, club players, strong players, readers
 MIXES = {
@@ -102,7 +103,7 @@ def honest_club_spec(rng: np.random.Generator, i: int, n_deals: int):
 
 @dataclass(frozen=True)
 class PowerStudy:
-    """A lone cheater in an otherwise honest club of 60."""
+    """A lone cheater in an otherwise honest club (60 members unless `members` says otherwise)."""
 
     key: str
     test: str  # the test meant to catch him
@@ -112,19 +113,34 @@ class PowerStudy:
     table_size: int
     deals: int  # deals of the season (so that each member deals or plays about as the target says)
     target: float  # the share of seasons in which he must be flagged
-    per: str  # what the season's size counts for him
+    per: str  # what the season's size counts for him: deals dealt, deals played or pair deals
+    mode: str | None = None  # the cheat's mode (a score-gated marked Ten: "score")
+    confederate: bool = False  # a cutter_stacker's confederate (CONFEDERATE, an honest player otherwise)
+    members: int = 60
+    revoke_rate: float | None = None  # the club's accidental revokes per chance (None: the simulator's 1/300)
+
+    @property
+    def subject(self) -> str:
+        """The subject of `test` that names the cheat (a pair test names dealer+cutter)."""
+        return f"{CHEATER}+{CONFEDERATE}" if self.confederate else CHEATER
 
     def spec(self):
 
         n = self.table_size
         tables = [TableSpec(f"t{j}", n, game=self.game, sides=partnerships(n, "pairs") if n == 4 else None)
-                  for j in range(60 // n)]
+                  for j in range(self.members // n)]
         skill = "strong" if self.kind == "marked_ten" else "club"
-
-        return SeasonSpec(tables=tables, n_deals=self.deals, players=[CHEATER] + player_names(59),
-                          skills={CHEATER: skill},
-                          cheaters=[CheaterSpec(CHEATER, self.kind, self.q)], deck=False,
-                          log_decisions=self.kind == "marked_ten", season=self.key)
+        others = player_names(self.members - 1)
+        if self.confederate:
+            others = [CONFEDERATE] + others[:-1]
+        cheat = CheaterSpec(CHEATER, self.kind, self.q, mode=self.mode,
+                            partner=CONFEDERATE if self.confederate else None)
+        spec = SeasonSpec(tables=tables, n_deals=self.deals, players=[CHEATER] + others, skills={CHEATER: skill},
+                          cheaters=[cheat], deck=False,
+                          log_decisions=self.kind == "marked_ten" and self.mode is None, season=self.key)
+        if self.revoke_rate is not None:
+            spec.revoke_rate = self.revoke_rate
+        return spec
 
 
 POWER = {
@@ -136,6 +152,19 @@ POWER = {
                                   0.80, "deals played"),
     "turnup_stacker": PowerStudy("turnup_stacker", "turnup_jack", "turnup_jack", 0.25, "all_fours", 2, 3_600,
                                  0.80, "deals dealt"),
+    # issue 14: the cheats that slipped through
+    "revoker_alone": PowerStudy("revoker_alone", "revoke_pattern", "revoker", REVOKER_Q, "scotch_whist", 4,
+                                15_000, 0.90, "deals played", revoke_rate=0.0),
+    "revoker_field": PowerStudy("revoker_field", "revoke_pattern", "revoker", REVOKER_Q, "scotch_whist", 4,
+                                15_000, 0.90, "deals played"),
+    "partner_stacker": PowerStudy("partner_stacker", "partner_jack", "partner_stacker", 0.3, "scotch_whist", 4,
+                                  15_000, 0.90, "deals dealt"),
+    "cutter_stacker": PowerStudy("cutter_stacker", "dealer_cutter", "cutter_stacker", 0.5, "scotch_whist", 4,
+                                 13_200, 0.80, "pair deals", confederate=True, members=12),
+    "af_own_jack": PowerStudy("af_own_jack", "af_dealer_jack", "af_own_jack", 0.3, "all_fours", 2, 9_000, 0.90,
+                              "deals dealt"),
+    "marked_ten_score": PowerStudy("marked_ten_score", "marked_ten", "marked_ten", 1.0, "scotch_whist", 4, 30_000,
+                                   0.80, "deals played", mode="score"),
 }
 
 
@@ -188,22 +217,25 @@ def power_season(seed: int, key: str, i: int) -> dict:
     rng = _rng(seed, key, i)
     sim = simulate_season(st.spec(), rng)
     doc = _audit_records(sim.records, seed=int(rng.integers(2**31)))
-    mine = next((t for t in doc["tests"] if t["test"] == st.test and t["subject"] == CHEATER), None)
+    mine = next((t for t in doc["tests"] if t["test"] == st.test and t["subject"] == st.subject), None)
     level = doc["audit"]["per_test_level"].get(st.test)
     flags = doc["flags"]
-    dealt = played = 0
+    dealt = played = pair = 0
     for r in sim.records:
         if CHEATER in r["players"]:
+            players = r["players"]
             played += 1
-            dealt += r["players"][r["dealer"]] == CHEATER
+            if players[r["dealer"]] == CHEATER:
+                dealt += 1
+                pair += players[r.get("cutter", (r["dealer"] - 1) % len(players))] == CONFEDERATE
     out = {"i": i, "deals": doc["deals"], "tests": doc["audit"]["tests"], "level": level,
            "p": None if mine is None else mine["pvalue"], "n": None if mine is None else mine["n"],
            "expected": None if mine is None else mine["expected"],
            "flagged_own": bool(mine and mine["flagged"]), "strong_own": bool(mine and mine["strong"]),
            "flagged_any": any(CHEATER in _named(f["subject"]) for f in flags),
            "false_flags": sum(CHEATER not in _named(f["subject"]) for f in flags), "flags": len(flags),
-           "dealt": dealt, "played": played}
-    if st.kind == "marked_ten" and level is not None:
+           "dealt": dealt, "played": played, "pair": pair}
+    if st.kind == "marked_ten" and st.mode is None and level is not None:
         results = [_replay_simulated(r, k) for k, r in enumerate(sim.records)]
         ys = lr_yardstick(sim, results, st.q, {CHEATER}).get(CHEATER)
         out["yardstick_p"] = None if ys is None else ys["p"]
@@ -271,6 +303,9 @@ def summarise_honest(rows: list[dict], level: float = 0.05) -> dict:
     }
 
 
+_PER = {"deals dealt": "dealt", "deals played": "played", "pair deals": "pair"}
+
+
 def oracle_exact(st: PowerStudy, rows: list[dict]) -> float | None:
     """The exact binomial test of the cheater's own deals alone at the per-test level the audit gave him, averaged
     over the seasons (his deals and the level vary a little from season to season)."""
@@ -293,7 +328,7 @@ def summarise_power(key: str, rows: list[dict]) -> dict:
     false = sum(r["false_flags"] for r in rows)
     out = {
         "cheat": f"{st.kind} q = {st.q:g}", "test": st.test, "seasons": n, "target": st.target,
-        "per_cheater": f"about {round(np.mean([r['dealt' if st.per == 'deals dealt' else 'played'] for r in rows]))}"
+        "per_cheater": f"about {round(np.mean([r[_PER[st.per]] for r in rows]))}"
                        f" {st.per}" if n else "",
         "power_own_test": round(own / n, 4) if n else None, "power_wilson_95": [round(lo, 4), round(hi, 4)],
         "power_any_test": round(anyf / n, 4) if n else None,
@@ -309,7 +344,13 @@ def summarise_power(key: str, rows: list[dict]) -> dict:
         "met": bool(n) and own / n >= st.target,
         "seconds": round(sum(r["seconds"] for r in rows), 1),
     }
-    if st.kind == "marked_ten":
+    if st.kind == "revoker" or (st.kind == "marked_ten" and st.mode is not None):
+        # no closed-form oracle (the revokes' nulls vary; the marked-Ten yardstick assumes a cheat on every
+        # decision): his own test alone at the per-test level, with no search over the other subjects
+        own_p = [r for r in rows if r["p"] is not None and r["level"]]
+        out["oracle"] = "his own test alone at the same per-test level"
+        out["oracle_power"] = round(sum(r["p"] <= r["level"] for r in own_p) / n, 4) if n else None
+    elif st.kind == "marked_ten":
         ys = [r for r in rows if r.get("yardstick_p") is not None]
         out["oracle"] = "likelihood-ratio yardstick at the same per-test level"
         out["oracle_power"] = round(sum(r["yardstick_p"] <= r["level"] for r in ys) / len(ys), 4) if ys else None

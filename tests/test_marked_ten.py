@@ -426,7 +426,9 @@ def test_finalize_is_pinned_to_its_numbers(pin_counts):
     season itself changes (the simulator), re-pin with an unchanged finalize: `python tests/test_marked_ten.py`."""
     want = json.loads(PINNED.read_text())
     got = _pinned_numbers(M.MarkedTen().finalize(pin_counts))
-    assert len(want["folds5"]) > 2000 and got["ada/pvalue"] < 1e-4  # the cheater, and something to compare
+    # the cheater shows, and there is something to compare (his p was below 1e-4 before the simulator's honest
+    # slips of issue 14 changed the season's draws; about 50 scored deals of his give 0.01 now)
+    assert len(want["folds5"]) > 2000 and got["ada/pvalue"] < 0.05
     assert _differences(got, want["folds5"]) == []
     assert _differences(_pinned_numbers(M.MarkedTen(folds=1).finalize(pin_counts), False), want["folds1"]) == []
 

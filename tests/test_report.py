@@ -188,7 +188,14 @@ SENTENCES = [
      "(Pearson X², about 40 for a fair deal); p = 4e-05. Most of it: the trump Jack in the dealer's hand 61 times, "
      "where a fair deal gives about 17."),
     ({"test": "dealer_cutter", "subject": "ann+bob", "n": 40, "observed": 30, "expected": 21.5, "pvalue": 0.02},
-     "When bob cut for ann, ann was dealt 30 trump honours in 40 deals; a fair deal gives about 22; p = 0.02."),
+     "When bob cut for ann, ann was dealt the Jack of trumps in 30 of 40 deals; a fair deal gives about 22 ± 3.2; "
+     "p = 0.02."),
+    ({"test": "partner_jack", "subject": "kate", "n": 250, "observed": 119, "expected": 62.5, "pvalue": 3e-15,
+      "qvalue": 2e-13}, "kate dealt the Jack of trumps to a partner in 119 of the 250 partnership deals they dealt; "
+                        "an honest dealer would in about 62 ± 6.8; p = 3e-15, q = 2e-13."),
+    ({"test": "af_dealer_jack", "subject": "otto", "n": 150, "observed": 57, "expected": 17.6, "pvalue": 1e-14},
+     "otto dealt himself the Jack of the suit he turned up in 57 of the 150 deals they dealt; an honest dealer "
+     "would in about 18 ± 3.9; p = 1e-14."),
     ({"test": "shuffle_residue", "subject": "bess", "n": 126, "observed": 200, "expected": 176, "pvalue": 0.006},
      "bess's deals kept 200 pairs of cards from the previous deal's tricks side by side over the 126 deals they "
      "dealt; the other dealers of the same tables would keep about 176; p = 0.006."),
@@ -206,7 +213,8 @@ SENTENCES = [
      "rosa gave a counting card to a trick gus was winning in 42 of the 126 chances they had; players in the same "
      "situations give about 5.7; p = 2e-28."),
     ({"test": "revoke_pattern", "subject": "ray", "n": 65, "observed": 51, "expected": 15, "pvalue": 8e-28},
-     "51 of ray's 65 revokes won a counting card; accidental revokes in the field would win about 15; p = 8e-28."),
+     "51 of ray's 65 revokes paid (took the trick or kept a counting card); accidental revokes at the same moments "
+     "would pay about 15 ± 3.4; p = 8e-28."),
     ({"test": "revoke_pattern", "subject": "ray", "observed": 51, "expected": 15, "pvalue": 0.3},
      "ray: 51 observed, about 15 expected; p = 0.30."),  # the template needs n: the plain sentence
     ({"test": "future_test", "subject": "al", "n": 10, "observed": 3, "expected": 1.5, "pvalue": 0.2,

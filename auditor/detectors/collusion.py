@@ -361,8 +361,8 @@ class Collusion:
                     dst_t.setdefault(cell, []).extend(codes)
             for pair, pats in p.deals_of.items():
                 dst_p = out.deals_of.setdefault(pair, {})
-                for pat, (k, g) in pats.items():
-                    _add(dst_p, pat, k, g)
+                for pat, (nd, ng) in pats.items():
+                    _add(dst_p, pat, nd, ng)
         sort_trail(out.trail)
         return out
 
@@ -397,12 +397,12 @@ class Collusion:
             own_ok = True
             n_deals = obs = 0
             for pat in sorted(pats, key=repr):
-                k, g = pats[pat]
-                n_deals += k
-                obs += g
-                deal_groups.append((_at_least_one(pat, p_of), k))
+                nd, ng = pats[pat]
+                n_deals += nd
+                obs += ng
+                deal_groups.append((_at_least_one(pat, p_of), nd))
                 if all(cell in own_of for cell, _ in pat):
-                    own_groups.append((_at_least_one(pat, own_of), k))
+                    own_groups.append((_at_least_one(pat, own_of), nd))
                 else:
                     own_ok = False
             groups_t = _merge(deal_groups)

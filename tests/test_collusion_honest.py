@@ -53,3 +53,35 @@ def test_demo_flags_the_colluders_and_no_honest_pair():
     ik = next(t for t in tests if t.subject == "iris+kate")
     assert (ik.n, ik.observed) == (2, 2) and ik.detail["opportunities"] == 5 and ik.detail["gifts"] == 5
     assert ik.controls["per_chance"]["pvalue"] < 1e-6 < ik.pvalue
+
+
+@pytest.mark.slow
+def test_honest_all_fours_tables_of_three_hold_the_level():
+    """Honest All Fours tables of three (bench/study_collusion_honest.py --all-fours): the givers differ (slips of
+    1-4% by skill), which one field rate per situation does not allow for; against the field alone the test
+    rejected at 2.9% / 7.7% at alpha 0.01 / 0.05 (seed 14, 40 seasons). The giver's own rate as a second null
+    (intersection-union) brings it to the level: measured 0.7% / 2.8%."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("study", "bench/study_collusion_honest.py")
+    study = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(study)
+    doc = study.study_af(40, SEED, 2)
+    n = doc["pair_tests"]
+    for a in (0.01, 0.05):
+        k = round(doc["per_deal"][f"rate_p<={a}"] * n)
+        assert binom.sf(k - 1, n, a) > 0.001, (a, k, n)
+    assert doc["per_deal"]["seasons_with_a_false_flag"] <= 5  # at collusion's whole level 0.05, not its share
+
+
+def test_the_pair_must_be_unusual_against_the_field_and_the_givers_own_habit():
+    """The p-value is the larger of the two nulls' (an intersection-union test), on every pair of the demo."""
+    rep = replay_for_audit([DEMO])
+    tests = audit(rep, seed=0, detectors=make_detectors(0.05, only=["collusion"], audit_wide=False)).tests
+    both = 0
+    for t in tests:
+        pf = t.controls["against_field"]["pvalue"]
+        own = t.controls.get("giver_to_others")
+        assert t.pvalue == pytest.approx(max(pf, own["pvalue"]) if own else pf, rel=1e-5)  # controls are rounded
+        both += own is not None and own["pvalue"] > pf * 1.01
+    assert both > 40  # the giver's null binds on many pairs (57 of the demo's)

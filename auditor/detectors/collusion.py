@@ -27,6 +27,15 @@ ordered pair, with how many of the pair's deals had that pattern and in how many
 in exactly one part of any partition of the input, so the patterns add exactly across parts whatever the parts'
 order keys (`deals_of`).
 
+Two nulls, one test (issue 14). Honest givers differ (a careless player gives more to everybody), which one field
+rate per situation does not allow for: on honest All Fours tables of three the field null alone rejected at 2.9% /
+7.7% at alpha 0.01 / 0.05. So the same per-deal count is also tested against the giver's own rate of giving to the
+other players in the same situations (leave-receiver-out; shrunk towards the field's rate by `OWN_PRIOR` chances,
+so a situation he met a few times gets about the field's rate), and the pair's p-value is the larger of the two: an
+intersection-union test, valid whichever of the two nulls holds. A colluder gives to his accomplice beyond both the
+field and his own habit; a generous honest giver is beyond the field only. Both parts are controls
+(`against_field`, `giver_to_others`; `binding` names the part whose p is the test's).
+
 Controls (in no family): the giver's own rate of giving to everyone else in the same cells, per deal the same way
 (a generous or careless giver is generous to everybody; a colluder only to his accomplice), the reverse pair, and
 the per-chance test (every chance an independent trial: what the test was before issue 14; it overstates the
@@ -389,8 +398,8 @@ class Collusion:
                 p = p_of[cell] = _rate(fe - e, fo - o)  # leave the pair out
                 chance_groups.append((p, o))
                 go, ge = giver[a][cell]
-                if go - o > 0:  # the giver to everyone else
-                    own_of[cell] = _rate(ge - e, go - o)
+                if go - o > 0:  # the giver to everyone else, shrunk towards the field where he met it rarely
+                    own_of[cell] = (ge - e + OWN_PRIOR * p) / (go - o + OWN_PRIOR)
             pats = counts.deals_of.get((a, b), {})
             deal_groups: list[tuple[float, int]] = []
             own_groups: list[tuple[float, int]] = []
@@ -410,22 +419,35 @@ class Collusion:
             pval = dist.sf(obs)
             expct = sum(p * k for p, k in groups_t)
             z = exact.z_score(obs, dist)
-            controls: dict[str, Any] = {}
+            field_part = {"expected": expct, "pvalue": pval}
+            controls: dict[str, Any] = {"against_field": field_part}
             cg = _merge(chance_groups)
             controls["per_chance"] = {
                 "opportunities": n_opp, "gifts": gifts, "expected": sum(p * k for p, k in cg),
                 "pvalue": exact.poisson_binomial(cg).sf(gifts),
                 "note": "every chance an independent trial (the test before issue 14): overstates the evidence of "
                         "a pair that gives again and again within one deal"}
+            binding = "field"
             if own_groups:
                 og = _merge(own_groups)
                 od = exact.poisson_binomial(og)
+                # the deals of the pair in situations the giver met against others (all of them when complete)
+                obs_own = obs if own_ok else _gifts_in(pats, own_of)
+                p_own = od.sf(obs_own)
                 controls["giver_to_others"] = {
-                    "expected": sum(p * k for p, k in og), "pvalue": od.sf(obs),
+                    "expected": sum(p * k for p, k in og), "observed": obs_own, "pvalue": p_own,
                     "complete": own_ok,
                     "note": "null = the giver's own rate of giving to the other players in the same situations, "
                             "per deal (deals where he had a chance against the pair in a situation he never met "
                             "against anyone else are left out)"}
+                # the test: the pair is unusual against the field AND against the giver's own habit (an
+                # intersection-union test, valid whichever null holds): a generous or careless honest giver, who
+                # gives to everybody, is not accused of colluding with each of them (issue 14: honest givers
+                # differ, by skill, more than one field rate per situation allows)
+                if p_own > pval:
+                    binding = "giver"
+                    pval, expct, z = p_own, sum(p * k for p, k in og), exact.z_score(obs_own, od)
+            controls["binding"] = binding
             rev = counts.pairs.get((b, a))
             if rev:
                 controls["reverse_pair"] = {"opportunities": sum(o for o, _ in rev.values()),
@@ -441,8 +463,15 @@ class Collusion:
                 statistic=float(z), pvalue=float(pval),
                 method="exact poisson-binomial over the pair's deals with a chance, one-sided; event = gave at "
                        "least once in the deal; null = 1 - prod(1 - r) over the deal's chances, r = the field's "
-                       "rate in the same situation (leave-pair-out)", controls=controls, detail=detail))
+                       "rate in the same situation (leave-pair-out) and, separately, the giver's own rate to the "
+                       "other players; p = the larger of the two (intersection-union)", controls=controls,
+                detail=detail))
         return out
+
+
+def _gifts_in(pats: dict, rate: dict[tuple, float]) -> int:
+    """Deals with a gift among the pair's deal patterns whose every cell has a rate in `rate`."""
+    return sum(ng for pat, (_nd, ng) in pats.items() if all(cell in rate for cell, _ in pat))
 
 
 def _at_least_one(pat: Pattern, rate: dict[tuple, float]) -> float:
@@ -519,6 +548,10 @@ def pair_timeline(trail: dict[tuple, list[int]], p_of: dict[tuple, float]) -> li
     gave = np.maximum.reduceat(codes & 1, starts).astype(np.int64)
     p = -np.expm1(np.add.reduceat(logq, starts))
     return timeline(gave, p, variance=np.cumsum(p * (1 - p)))
+
+
+OWN_PRIOR = 20  # the giver's own rate in a cell counts the field's rate there as this many chances (a giver seen
+# in a situation a few times is given about the field's rate, one seen hundreds of times his own)
 
 
 def _rate(events: int, opps: int, prior: float = 0.5) -> float:

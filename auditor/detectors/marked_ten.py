@@ -1620,7 +1620,8 @@ def _exact_sf_short(t: float, V: np.ndarray, P: np.ndarray, grp: np.ndarray, nb:
     of two or three values, it gave a quarter of the exact tail at worst (anti-conservative at the atoms), while
     the enumeration costs at most 65,536 sums."""
     sizes = np.bincount(grp, minlength=nb)
-    if nb == 0 or float(np.prod(sizes.astype(float))) > EXACT_STATES:
+    # the number of outcomes as a sum of logs: their product overflows a float for a long sum (a numpy warning)
+    if nb == 0 or (sizes.min() > 0 and float(np.log(sizes.astype(float)).sum()) > math.log(EXACT_STATES)):
         return None
     order = np.argsort(grp, kind="stable")
     starts = np.concatenate(([0], np.cumsum(sizes)))

@@ -210,8 +210,8 @@ SENTENCES = [
      "walt's play fitted the true place of the Ten of trumps with a score of 25.4 over n/a deals scored; for an "
      "honest player, whatever he could legally know, about 8.3; p = 0.50."),  # needs no n
     ({"test": "collusion", "subject": "rosa+gus", "n": 126, "observed": 42, "expected": 5.7, "pvalue": 2e-28},
-     "rosa gave a counting card to a trick gus was winning in 42 of the 126 chances they had; players in the same "
-     "situations give about 5.7; p = 2e-28."),
+     "rosa gave a counting card to a trick gus was winning in 42 of the 126 deals where there was a chance to; "
+     "players in the same situations would in about 5.7; p = 2e-28."),
     ({"test": "revoke_pattern", "subject": "ray", "n": 65, "observed": 51, "expected": 15, "pvalue": 8e-28},
      "51 of ray's 65 revokes paid (took the trick or kept a counting card); accidental revokes at the same moments "
      "would pay about 15 ± 3.4; p = 8e-28."),

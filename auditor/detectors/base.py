@@ -272,3 +272,27 @@ class TrialsDetector:
 
     def merge(self, parts: Sequence[dict]) -> dict:
         return merge_streams(parts)
+
+    # what `finalize` reads (the shared finalize of the exact Jack tests: one tested stream per subject, controls
+    # from other streams, a funnel)
+    stream = "deal"  # the tested stream of each subject's counts
+    controls_of: Mapping[str, str] = {}  # control name -> stream (each an exact test in no family)
+    method = ""
+    cheat = ""  # what the modelled cheat does, for the "smallest cheat it could have revealed" sentence
+
+    def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
+        """One exact one-sided Poisson-binomial test per subject with trials in `stream`."""
+        subjects = sorted(s for s, st in counts.items() if len(st.get(self.stream, Trials.empty())))
+        level = exact.per_test_level(self.fdr, len(subjects))
+        out = []
+        for s in subjects:
+            st = counts[s]
+            t = st[self.stream]
+            controls: dict[str, Any] = {}
+            detail: dict[str, Any] = {}
+            if self.details:
+                controls = {name: control(st.get(k, Trials.empty())) for name, k in self.controls_of.items()}
+                detail = {"funnel": funnel(t)}
+            out.append(pb_result(self.name, s, t, level, self.method, controls, detail, details=self.details,
+                                 cheat=self.cheat))
+        return out

@@ -13,9 +13,7 @@ import numpy as np
 
 from ..cards import RJ
 from ..facts import MAX_SEATS, DealingFacts, held_prob
-from ..stats import exact
-from ..stats.family import TestResult
-from .base import Trials, TrialsDetector, control, funnel, pb_result, split_trials
+from .base import Trials, TrialsDetector, split_trials
 from .spec import TestSpec
 
 RA, RT = 12, 8
@@ -98,22 +96,6 @@ class DealerJack(TrialsDetector):
     name = "dealer_jack"
     count_facts = staticmethod(count_facts)
 
-    def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
-        subjects = sorted(s for s, st in counts.items() if len(st.get("deal", Trials.empty())))
-        level = exact.per_test_level(self.fdr, len(subjects))
-        out = []
-        for s in subjects:
-            st = counts[s]
-            t = st["deal"]
-            controls = {}
-            detail = {}
-            if self.details:
-                controls = {
-                    "not_dealing": control(st.get("other", Trials.empty())),
-                    "trump_ace_as_dealer": control(st.get("ace", Trials.empty())),
-                    "trump_ten_as_dealer": control(st.get("ten", Trials.empty())),
-                }
-                detail = {"funnel": funnel(t)}
-            out.append(pb_result(self.name, s, t, level, METHOD, controls, detail, details=self.details,
-                                 cheat="deals himself the Jack of trumps"))
-        return out
+    method = METHOD
+    cheat = "deals himself the Jack of trumps"
+    controls_of = {"not_dealing": "other", "trump_ace_as_dealer": "ace", "trump_ten_as_dealer": "ten"}

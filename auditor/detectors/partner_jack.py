@@ -28,9 +28,7 @@ import numpy as np
 from ..cards import RJ
 from ..columns import AuditColumns
 from ..facts import MAX_SEATS, DealingFacts, facts_from_columns, held_prob
-from ..stats import exact
-from ..stats.family import TestResult
-from .base import Trials, TrialsDetector, control, funnel, pb_result, split_trials
+from .base import Trials, TrialsDetector, split_trials
 from .spec import TestSpec
 
 RA = 12
@@ -171,23 +169,7 @@ class PartnerJack(TrialsDetector):
         facts = facts if facts is not None else facts_from_columns(table)
         return count_facts(facts, sides_from_table(table, facts))
 
-    def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
-        subjects = sorted(s for s, st in counts.items() if len(st.get("deal", Trials.empty())))
-        level = exact.per_test_level(self.fdr, len(subjects))
-        out = []
-        for s in subjects:
-            st = counts[s]
-            t = st["deal"]
-            controls = {}
-            detail = {}
-            if self.details:
-                controls = {
-                    "partners_when_others_deal": control(st.get("others", Trials.empty())),
-                    "own_jack_as_dealer": control(st.get("own", Trials.empty())),
-                    "opponents_as_dealer": control(st.get("opp", Trials.empty())),
-                    "partner_ace_as_dealer": control(st.get("ace", Trials.empty())),
-                }
-                detail = {"funnel": funnel(t)}
-            out.append(pb_result(self.name, s, t, level, METHOD, controls, detail, details=self.details,
-                                 cheat="deals the Jack of trumps to his partner"))
-        return out
+    method = METHOD
+    cheat = "deals the Jack of trumps to his partner"
+    controls_of = {"partners_when_others_deal": "others", "own_jack_as_dealer": "own", "opponents_as_dealer": "opp",
+                   "partner_ace_as_dealer": "ace"}

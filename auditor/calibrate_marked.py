@@ -26,7 +26,6 @@ Studies (every season seeded from (seed, study, season index)):
 
 from __future__ import annotations
 
-import math
 import time
 import zlib
 from concurrent.futures import ProcessPoolExecutor
@@ -180,16 +179,6 @@ def format_report(res: dict) -> str:
                          f"false new={s['false_flags_new']} old={s['false_flags_old']} "
                          + " ".join(f"{k}={v}" for k, v in s.items() if k.startswith(("rate_", "cheater_"))))
     return "\n".join(lines)
-
-
-def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    den = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / den
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, c - h), min(1.0, c + h))
 
 
 if __name__ == "__main__":  # pragma: no cover

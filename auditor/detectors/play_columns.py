@@ -159,11 +159,17 @@ def setup_of(table: AuditColumns) -> WalkSetup:
 def counting_table() -> np.ndarray:
     """[game (0 Scotch Whist, 1 All Fours), card is trump (0/1), rank] -> `play_facts.counting`, from the Python
     definition."""
+    return rank_table(counting)
+
+
+def rank_table(fn) -> np.ndarray:
+    """[game (0 Scotch Whist, 1 All Fours), card is trump (0/1), rank] -> fn(game, trump, card): a per-card rule
+    of the Python spec as the kernels' lookup table."""
     t = np.zeros((2, 2, 13), np.bool_)
     for g, game in enumerate(("scotch_whist", "all_fours")):
         for card in range(13):  # a spade, with spades trumps and then hearts trumps
-            t[g, 1, rank_of(card)] = counting(game, 0, card)
-            t[g, 0, rank_of(card)] = counting(game, 1, card)
+            t[g, 1, rank_of(card)] = fn(game, 0, card)
+            t[g, 0, rank_of(card)] = fn(game, 1, card)
     return t
 
 

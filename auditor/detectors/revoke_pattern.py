@@ -52,7 +52,7 @@ import numba
 import numpy as np
 from scipy import stats as st_
 
-from ..cards import rank_of, suit_of
+from ..cards import cards_of, rank_of, suit_of
 from ..columns import AuditColumns
 from ..facts import DealingFacts
 from ..rules import AF_PIPS, SW_HONOURS
@@ -77,6 +77,7 @@ from .play_columns import (
     beats,
     count_bits,
     counting_table,
+    rank_table,
     low_bit,
     setup_of,
     walk_buffers,
@@ -119,15 +120,6 @@ def pay_counting(game: str, trump: int, card: int) -> bool:
     return counting(game, trump, card)
 
 
-def _bits(m: int) -> list[int]:
-    out = []
-    while m:
-        low = m & -m
-        out.append(low.bit_length() - 1)
-        m ^= low
-    return out
-
-
 def pay_state(st: PlayState) -> tuple[bool, bool]:
     """(a revoke can pay at all here, every legal card is a counting card): an opponent of the seat is winning the
     trick so far and none of his legal cards beats the winning card; the second element matters only then."""
@@ -135,7 +127,7 @@ def pay_state(st: PlayState) -> tuple[bool, bool]:
     if w is None or st.side_of[w[0]] == st.side_of[st.seat]:
         return False, False
     all_count = True
-    for c in _bits(st.legal):
+    for c in cards_of(st.legal):
         if st.beats(c, w[1]):
             return False, False
         all_count &= pay_counting(st.game, st.trump, c)
@@ -157,7 +149,7 @@ def pay_odds(st: PlayState) -> tuple[int, int]:
     """(off cards that would pay, off cards): the exact chance pi that an accidental revoke here (the card uniform
     over the seat's cards outside his legal ones) pays."""
     off = st.hold[st.seat] & ~st.legal
-    return sum(pays(st, c) for c in _bits(off)), off.bit_count()
+    return sum(pays(st, c) for c in cards_of(off)), off.bit_count()
 
 
 Cell = tuple[str, int]  # (game, players)
@@ -239,7 +231,7 @@ def count_deal(res: Any, c: RevokeCounts) -> None:
         alt_side_pts = []
         alt_win = False
         alt_gives = True  # every legal card gives a counting card to an opponent's trick
-        for alt in _bits(st.legal):
+        for alt in cards_of(st.legal):
             trial = full[:pos] + [(s, alt)] + full[pos + 1:]
             w = _winner(st, trial)
             mine = side[w] == side[s]
@@ -289,12 +281,7 @@ def _trick_points(af, trump, pts_tab, cards, cnt):
 def pay_counting_table() -> np.ndarray:
     """[game (0 Scotch Whist, 1 All Fours), card is trump (0/1), rank] -> `pay_counting`, from the Python
     definition."""
-    t = np.zeros((2, 2, 13), np.bool_)
-    for g, game in enumerate(("scotch_whist", "all_fours")):
-        for card in range(13):  # a spade, with spades trumps and then hearts trumps
-            t[g, 1, rank_of(card)] = pay_counting(game, 0, card)
-            t[g, 0, rank_of(card)] = pay_counting(game, 1, card)
-    return t
+    return rank_table(pay_counting)
 
 
 @numba.njit(cache=True)

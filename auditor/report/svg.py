@@ -246,6 +246,9 @@ def exact_limits(detail: Any) -> dict[str, tuple[float, float]]:
     return out
 
 
+MAX_COUNT = 2 ** 53  # the largest count a float holds exactly
+
+
 def _binom_limits(n: int, p: float, tail: float) -> tuple[float, float]:
     from scipy.stats import binom  # scipy.stats takes seconds to import: only when a chart is drawn
 
@@ -256,8 +259,8 @@ def funnel(test: str, entries: list[dict], unit: str = "deals dealt", event: str
     pts = []
     for e in entries:
         n, o, x = _fin(e.get("n")), _fin(e.get("observed")), _fin(e.get("expected"))
-        if n is None or o is None or x is None or n <= 0 or x <= 0:
-            continue
+        if n is None or o is None or x is None or n <= 0 or x <= 0 or n > MAX_COUNT:
+            continue  # beyond MAX_COUNT n is no count of deals (and scipy's binomial limits fail on it)
         pts.append((e, n, o, x))
     if not pts:
         return ""

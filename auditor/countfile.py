@@ -1,0 +1,577 @@
+"""Saved counts (issue 15): the merged counts of every detector in one Parquet file, loaded back equal.
+
+`save_counts(path, counts, meta, blobs)` writes `counts` (detector name -> counts tree), the caller's `meta` (JSON)
+and named byte strings (`blobs`) as one file, atomically (`auditor.atomic`); `load_counts(path)` gives
+`(counts, meta, blobs)` back: the same types, dtypes, shapes, bit-exact floats. No pickle, nothing executable: a
+file names only data kinds, numpy dtypes and dataclasses of the auditor package, which are re-created without
+running their `__init__`/`__post_init__` (the saved fields are the state) and only if the class is one of the
+package's own (its module is `auditor` or `auditor.*`, found in the package's folder).
+
+A counts tree is plain data: dataclasses of `auditor.*`, `dict` (keys: any hashable value of the tree: str, int,
+float, bool, None, tuples and frozen dataclasses of those), `list`, `tuple`, `set`, `frozenset`, numpy arrays
+(bool, integer, float, complex, datetime/timedelta, fixed-width str/bytes dtypes; any shape; read back
+C-contiguous), numpy arrays of dtype object whose elements are scalars of the tree (str, int, float, bool, None),
+numpy scalars, `str`, `bytes`, `int` (any size), `float` (bit-exact: nan payloads, -0.0, inf), `bool`, `None`,
+`fractions.Fraction`. Exact types only: a subclass (defaultdict, a named tuple, a masked array) is refused, as is
+anything else, with the path of the value in the tree.
+
+Layout (version 1). One row per node of the tree, in pre-order (a container's row, then its children's rows), then
+one row per blob:
+
+| column | type | holds |
+|---|---|---|
+| `kind` | dictionary string | the node's kind: `dict list tuple set frozenset dataclass ndarray objarray npscalar int bigint float bool str bytes none fraction`; `more` (a continuation of the data above); `blob` |
+| `n` | int64 | containers: children (a dict: key/value pairs, each pair two nodes, key first); `dataclass`: fields; `objarray`: elements (C order); `fraction`: 2 (numerator, denominator); `ndarray`, `bytes`, `str`, `bigint`, `blob`: the `more` rows that follow it; else 0 |
+| `field` | string, null | the field name of a dataclass's child; a blob's name |
+| `name` | string, null | `dataclass`: `module:qualname`; `ndarray`, `npscalar`: the numpy dtype (`dtype.str`, byte order included); `objarray`: `object` |
+| `shape` | list<int64>, null | `ndarray`, `objarray`: the shape |
+| `i64` | int64, null | `int` (-2^63 <= x < 2^63), `bool` (0/1), `float` (its IEEE-754 bits as a signed int64) |
+| `data` | large_binary | `ndarray`: the elements in C order; `npscalar`: its bytes; `str`: UTF-8 (lone surrogates kept, `surrogatepass`); `bytes`, `blob`: the bytes; `bigint`: two's complement, little-endian; `more`: the next piece (pieces are at most `PIECE` bytes, so no value is near Arrow's or Parquet's limits); else empty |
+
+The root node is the `counts` dict. The file's key-value metadata: `auditor.format` = `auditor.counts`,
+`auditor.layout` = `1`, `auditor.version` (the package that wrote it), `auditor.meta` (the caller's `meta`, JSON),
+`auditor.check` (CRC-32 of the four values above, so that a damaged footer is seen). Pages are written with
+checksums (zstd-compressed) and verified on reading.
+
+`load_counts` refuses with `CountsFileError` (an `InputError`: the CLI prints one line, exit 2) a file that cannot be
+read (missing, truncated, corrupt), that is not a counts file, whose layout it does not know, written by another
+version of the auditor (unless `allow_other_version`), or whose `meta["fingerprint"]` differs from
+`expect_fingerprint` (the message names what differs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import json
+import math
+import os
+import struct
+import sys
+import zlib
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from . import __version__
+from .atomic import atomic_path
+from .errors import InputError
+
+FORMAT = "auditor.counts"
+LAYOUT_VERSION = 1
+PIECE = 1 << 24  # 16 MiB: the largest value of one row; longer data continues on `more` rows
+ROW_GROUP = 1 << 16
+
+KINDS = ("dict", "list", "tuple", "set", "frozenset", "dataclass", "ndarray", "objarray", "npscalar", "int",
+         "bigint", "float", "bool", "str", "bytes", "none", "fraction", "more", "blob")
+(K_DICT, K_LIST, K_TUPLE, K_SET, K_FROZENSET, K_DATACLASS, K_NDARRAY, K_OBJARRAY, K_NPSCALAR, K_INT, K_BIGINT,
+ K_FLOAT, K_BOOL, K_STR, K_BYTES, K_NONE, K_FRACTION, K_MORE, K_BLOB) = range(len(KINDS))
+ARRAY_KINDS = "biufcmMUS"  # numpy dtype kinds of an ndarray / npscalar node
+_SEQ_KINDS = {list: K_LIST, tuple: K_TUPLE, set: K_SET, frozenset: K_FROZENSET}
+_SEQ_TYPES = {K_LIST: list, K_TUPLE: tuple, K_SET: set, K_FROZENSET: frozenset}
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_DOUBLE = struct.Struct("<d")
+_INT64 = struct.Struct("<q")
+_PKG_DIR = Path(__file__).resolve().parent
+
+
+class CountsFileError(InputError):
+    """A saved-counts file that cannot be used: unreadable, not a counts file, another layout or auditor version,
+    another fingerprint, or a value that cannot be saved. One line; the CLI exits 2."""
+
+
+# ---------------------------------------------------------------- writing
+
+
+class _Rows:
+    """The columns of the file, filled node by node."""
+
+    def __init__(self) -> None:
+        self.kind: list[int] = []
+        self.n: list[int] = []
+        self.field: list[str | None] = []
+        self.name: list[str | None] = []
+        self.shape: list[list[int] | None] = []
+        self.i64: list[int | None] = []
+        self.data: list[Any] = []  # bytes-like, b"" when none
+
+    def add(self, kind: int, n: int = 0, field: str | None = None, name: str | None = None,
+            shape: list[int] | None = None, i64: int | None = None, data: Any = b"") -> int:
+        self.kind.append(kind)
+        self.n.append(n)
+        self.field.append(field)
+        self.name.append(name)
+        self.shape.append(shape)
+        self.i64.append(i64)
+        self.data.append(data)
+        return len(self.kind) - 1
+
+    def add_data(self, kind: int, data: Any, field: str | None = None, name: str | None = None,
+                 shape: list[int] | None = None) -> None:
+        """A node whose data may be long: its first piece on the node's row, the rest on `more` rows."""
+        view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+        if len(view) <= PIECE:
+            self.add(kind, 0, field, name, shape, None, view)
+            return
+        pieces = [view[i:i + PIECE] for i in range(0, len(view), PIECE)]
+        self.add(kind, len(pieces) - 1, field, name, shape, None, pieces[0])
+        for p in pieces[1:]:
+            self.add(K_MORE, data=p)
+
+    def table(self, metadata: dict[str, str]) -> Any:
+        import pyarrow as pa
+
+        rows = len(self.kind)
+        kinds = pa.DictionaryArray.from_arrays(pa.array(np.asarray(self.kind, np.int8)), pa.array(list(KINDS)))
+        lens = np.fromiter((len(d) for d in self.data), np.int64, rows)
+        offsets = np.zeros(rows + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        blob = b"".join(self.data)
+        data = pa.LargeBinaryArray.from_buffers(pa.large_binary(), rows,
+                                               [None, pa.py_buffer(offsets), pa.py_buffer(blob)])
+        cols = {
+            "kind": kinds,
+            "n": pa.array(np.asarray(self.n, np.int64)),
+            "field": pa.array(self.field, pa.string()),
+            "name": pa.array(self.name, pa.string()),
+            "shape": pa.array(self.shape, pa.list_(pa.int64())),
+            "i64": pa.array(self.i64, pa.int64()),
+            "data": data,
+        }
+        return pa.table(cols).replace_schema_metadata(metadata)
+
+
+class _Field:
+    """A dataclass field in a path of the tree (shown as `.name`)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _fmt_path(path: tuple[Any, ...]) -> str:
+    if not path:
+        return "counts"
+    out = str(path[0])
+    for p in path[1:]:
+        out += f".{p.name}" if isinstance(p, _Field) else f"[{p!r}]"
+    return out
+
+
+def _refuse(path: tuple[Any, ...], why: str) -> CountsFileError:
+    return CountsFileError(f"cannot save the counts: {_fmt_path(path)}: {why}")
+
+
+def _class_name(cls: type, path: tuple[Any, ...]) -> str:
+    mod, qual = cls.__module__, cls.__qualname__
+    if not (mod == "auditor" or mod.startswith("auditor.")):
+        raise _refuse(path, f"a dataclass {mod}.{qual} (only dataclasses of the auditor package can be saved)")
+    if _lookup(sys.modules.get(mod), qual) is not cls:
+        raise _refuse(path, f"the dataclass {mod}.{qual} cannot be found again by its name (defined in a function?)")
+    return f"{mod}:{qual}"
+
+
+def _lookup(module: Any, qualname: str) -> Any:
+    obj = module
+    for part in qualname.split("."):
+        if obj is None or part.startswith("<"):
+            return None
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _encode(x: Any, rows: _Rows, path: tuple[Any, ...], field: str | None = None) -> None:
+    t = type(x)
+    if t is str:
+        rows.add_data(K_STR, x.encode("utf-8", "surrogatepass"), field)
+    elif t is int:
+        if _INT64_MIN <= x <= _INT64_MAX:
+            rows.add(K_INT, field=field, i64=x)
+        else:
+            rows.add_data(K_BIGINT, x.to_bytes((x.bit_length() + 8) // 8, "little", signed=True), field)
+    elif t is float:
+        rows.add(K_FLOAT, field=field, i64=_INT64.unpack(_DOUBLE.pack(x))[0])
+    elif t is bool:
+        rows.add(K_BOOL, field=field, i64=int(x))
+    elif x is None:
+        rows.add(K_NONE, field=field)
+    elif t is np.ndarray:
+        dt = x.dtype
+        if dt.kind in ARRAY_KINDS and dt.fields is None and dt.subdtype is None:
+            raw = np.ascontiguousarray(x).reshape(-1).view(np.uint8).data if x.size else b""
+            rows.add_data(K_NDARRAY, raw, field, dt.str, list(x.shape))
+        elif dt.kind == "O":
+            rows.add(K_OBJARRAY, x.size, field, "object", list(x.shape))
+            for i, v in enumerate(x.flat):
+                if type(v) not in (str, int, float, bool, type(None)):
+                    raise _refuse(path + (i,), f"an object array may hold str, int, float, bool or None, not "
+                                  f"{type(v).__module__}.{type(v).__qualname__}")
+                _encode(v, rows, path + (i,))
+        else:
+            raise _refuse(path, f"a numpy array of dtype {dt} (numbers, bool, dates and fixed-width strings only)")
+    elif t is dict:
+        rows.add(K_DICT, len(x), field)
+        for k, v in x.items():
+            _encode(k, rows, path + (k,))
+            _encode(v, rows, path + (k,))
+    elif t in _SEQ_KINDS:
+        rows.add(_SEQ_KINDS[t], len(x), field)
+        for i, v in enumerate(x):
+            _encode(v, rows, path + (i,))
+    elif isinstance(x, np.generic):
+        dt = x.dtype
+        if dt.kind not in ARRAY_KINDS or dt.fields is not None:
+            raise _refuse(path, f"a numpy scalar of dtype {dt}")
+        rows.add_data(K_NPSCALAR, x.tobytes(), field, dt.str)
+    elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+        fields = dataclasses.fields(x)
+        rows.add(K_DATACLASS, len(fields), field, _class_name(t, path))
+        for f in fields:
+            _encode(getattr(x, f.name), rows, path + (_Field(f.name),), f.name)
+    elif t is bytes:
+        rows.add_data(K_BYTES, x, field)
+    elif t is Fraction:
+        rows.add(K_FRACTION, 2, field)
+        _encode(x.numerator, rows, path)
+        _encode(x.denominator, rows, path)
+    else:
+        raise _refuse(path, f"a value of type {t.__module__}.{t.__qualname__} (counts are plain data: see "
+                      "auditor/countfile.py)")
+
+
+def _check_value(mapping: dict[str, str]) -> str:
+    return format(zlib.crc32("\0".join(mapping[k] for k in _META_KEYS).encode("utf-8")), "08x")
+
+
+_META_KEYS = ("auditor.format", "auditor.layout", "auditor.version", "auditor.meta")
+
+
+def save_counts(path: str | os.PathLike[str], counts: dict[str, Any], meta: dict[str, Any] | None = None,
+                blobs: dict[str, bytes] | None = None) -> int:
+    """Write `counts` (detector name -> counts tree), `meta` (JSON) and `blobs` (name -> bytes) to `path`, whole or
+    not at all. Returns the file's size in bytes. A value that cannot be saved raises `CountsFileError` naming its
+    path in the tree (before anything is written)."""
+    import pyarrow.parquet as pq
+
+    if type(counts) is not dict or not all(type(k) is str for k in counts):
+        raise CountsFileError("cannot save the counts: they must be a dict of detector name (str) -> counts")
+    rows = _Rows()
+    try:
+        _encode(counts, rows, ())
+    except RecursionError:
+        raise CountsFileError("cannot save the counts: the tree is nested too deeply") from None
+    for name, value in (blobs or {}).items():
+        if type(name) is not str or not isinstance(value, (bytes, bytearray, memoryview)):
+            raise CountsFileError(f"cannot save the counts: blob {name!r}: blobs are str -> bytes")
+        rows.add_data(K_BLOB, bytes(value) if isinstance(value, bytearray) else value, name)
+    try:
+        meta_text = json.dumps(meta or {}, ensure_ascii=False, allow_nan=False, sort_keys=False)
+    except (TypeError, ValueError) as e:
+        raise CountsFileError(f"cannot save the counts: meta is not JSON: {e}") from None
+    md = {"auditor.format": FORMAT, "auditor.layout": str(LAYOUT_VERSION), "auditor.version": __version__,
+          "auditor.meta": meta_text}
+    md["auditor.check"] = _check_value(md)
+    table = rows.table(md)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, row_group_size=ROW_GROUP, compression="zstd", compression_level=1,
+                       use_dictionary=["kind", "field", "name"], write_statistics=False,
+                       write_page_checksum=True, store_schema=True)
+    return os.path.getsize(path)
+
+
+# ---------------------------------------------------------------- reading
+
+
+class _Corrupt(Exception):
+    """A row that does not follow the layout (becomes a CountsFileError)."""
+
+
+def _resolve_class(name: str) -> type:
+    """The dataclass a file names, found only among the auditor package's own modules."""
+    mod, sep, qual = name.partition(":")
+    if not sep or not (mod == "auditor" or mod.startswith("auditor.")) or not all(
+            p.isidentifier() for p in mod.split(".") + qual.split(".")):
+        raise _Corrupt(f"the file names a class {name!r} outside the auditor package")
+    module = sys.modules.get(mod)
+    if module is None:
+        try:
+            spec = importlib.util.find_spec(mod)
+        except (ImportError, ValueError):
+            spec = None
+        origin = spec.origin if spec is not None else None
+        if origin is None or _PKG_DIR not in Path(origin).resolve().parents:
+            raise _Corrupt(f"the file names a class {name!r} whose module is not part of this auditor")
+        module = importlib.import_module(mod)  # one of the package's own modules, by its checked name
+    cls = _lookup(module, qual)
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == mod
+            and cls.__qualname__ == qual):
+        raise _Corrupt(f"the file names a class {name!r} that this auditor does not define as a dataclass")
+    return cls
+
+
+class _Reader:
+    def __init__(self, table: Any) -> None:
+        import pyarrow as pa
+
+        self.rows = table.num_rows
+        kind = table.column("kind").combine_chunks()
+        if pa.types.is_dictionary(kind.type):
+            names = kind.dictionary.to_pylist()
+            idx = kind.indices.to_numpy(zero_copy_only=False)
+            codes = np.array([KINDS.index(s) if s in KINDS else -1 for s in names], np.int64)
+            if len(idx) and (idx.min() < 0 or idx.max() >= len(codes)):
+                raise _Corrupt("a kind out of range")
+            self.kind = codes[idx].tolist()
+        else:
+            self.kind = [KINDS.index(s) if s in KINDS else -1 for s in kind.to_pylist()]
+        self.n = table.column("n").to_numpy().tolist()
+        self.field = table.column("field").to_pylist()
+        self.name = table.column("name").to_pylist()
+        self.shape = table.column("shape").to_pylist()
+        self.i64 = table.column("i64").to_pylist()
+        data = table.column("data").combine_chunks()
+        if data.type != pa.large_binary():
+            raise _Corrupt("the data column is not large_binary")
+        if data.null_count:
+            raise _Corrupt("a null in the data column")
+        bufs = data.buffers()
+        off = np.frombuffer(bufs[1], np.int64, count=len(data) + 1, offset=data.offset * 8)
+        self.start = off[:-1].tolist()
+        self.end = off[1:].tolist()
+        self.buf = memoryview(bufs[2]) if bufs[2] is not None else memoryview(b"")
+        self.pos = 0
+
+    def _data(self, i: int) -> memoryview | bytes:
+        """The data of node row i with its `more` rows; moves past them."""
+        more = self.n[i]
+        if more < 0 or i + more >= self.rows:
+            raise _Corrupt(f"row {i}: {more} continuation rows")
+        first = self.buf[self.start[i]:self.end[i]]
+        if not more:
+            return first
+        parts = [first]
+        for j in range(i + 1, i + 1 + more):
+            if self.kind[j] != K_MORE:
+                raise _Corrupt(f"row {j}: a continuation row expected")
+            parts.append(self.buf[self.start[j]:self.end[j]])
+        self.pos += more
+        return b"".join(parts)
+
+    def node(self) -> Any:
+        i = self.pos
+        if i >= self.rows:
+            raise _Corrupt("the tree ends before its last node")
+        self.pos += 1
+        k = self.kind[i]
+        if k == K_INT:
+            v = self.i64[i]
+            if v is None:
+                raise _Corrupt(f"row {i}: an int without its value")
+            return v
+        if k == K_FLOAT:
+            return _DOUBLE.unpack(_INT64.pack(self.i64[i]))[0]
+        if k == K_STR:
+            return bytes(self._data(i)).decode("utf-8", "surrogatepass")
+        if k == K_NDARRAY:
+            return self._array(i)
+        if k == K_DICT:
+            out: dict[Any, Any] = {}
+            for _ in range(self._count(i)):
+                key = self.node()
+                out[key] = self.node()
+            return out
+        if k in _SEQ_TYPES:
+            items = [self.node() for _ in range(self._count(i))]
+            return items if k == K_LIST else _SEQ_TYPES[k](items)
+        if k == K_DATACLASS:
+            return self._dataclass(i)
+        if k == K_BOOL:
+            if self.i64[i] not in (0, 1):
+                raise _Corrupt(f"row {i}: a bool that is neither 0 nor 1")
+            return bool(self.i64[i])
+        if k == K_NONE:
+            return None
+        if k == K_NPSCALAR:
+            dt = self._dtype(i)
+            raw = self._data(i)
+            if len(raw) != dt.itemsize:
+                raise _Corrupt(f"row {i}: a numpy scalar of {len(raw)} bytes for dtype {dt}")
+            return np.frombuffer(raw, dt, count=1)[0].copy()
+        if k == K_BIGINT:
+            return int.from_bytes(self._data(i), "little", signed=True)
+        if k == K_BYTES:
+            return bytes(self._data(i))
+        if k == K_OBJARRAY:
+            shape = self._shape(i)
+            n = self._count(i)
+            if math.prod(shape) != n:
+                raise _Corrupt(f"row {i}: an object array of shape {shape} with {n} elements")
+            arr = np.empty(n, dtype=object)
+            for j in range(n):
+                arr[j] = self.node()
+            return arr.reshape(shape)
+        if k == K_FRACTION:
+            if self.n[i] != 2:
+                raise _Corrupt(f"row {i}: a fraction of {self.n[i]} parts")
+            num, den = self.node(), self.node()
+            if type(num) is not int or type(den) is not int or den <= 0:
+                raise _Corrupt(f"row {i}: a fraction of {num!r}/{den!r}")
+            return Fraction(num, den)
+        raise _Corrupt(f"row {i}: a {KINDS[k] if 0 <= k < len(KINDS) else 'unknown'} node inside the tree")
+
+    def _count(self, i: int) -> int:
+        n = self.n[i]
+        if n < 0 or n > self.rows:
+            raise _Corrupt(f"row {i}: {n} children")
+        return n
+
+    def _dtype(self, i: int) -> np.dtype[Any]:
+        name = self.name[i]
+        if not isinstance(name, str) or len(name) > 32:
+            raise _Corrupt(f"row {i}: no dtype")
+        try:
+            dt = np.dtype(name)
+        except (TypeError, ValueError):
+            raise _Corrupt(f"row {i}: an unknown dtype {name!r}") from None
+        if dt.kind not in ARRAY_KINDS or dt.fields is not None or dt.subdtype is not None or dt.str != name:
+            raise _Corrupt(f"row {i}: dtype {name!r} is not one a counts file holds")
+        return dt
+
+    def _shape(self, i: int) -> list[int]:
+        shape = self.shape[i]
+        if shape is None or any(s is None or s < 0 for s in shape):
+            raise _Corrupt(f"row {i}: no shape")
+        return shape
+
+    def _array(self, i: int) -> np.ndarray:
+        dt = self._dtype(i)
+        shape = self._shape(i)
+        raw = self._data(i)
+        size = math.prod(shape)
+        if len(raw) != size * dt.itemsize:
+            raise _Corrupt(f"row {i}: {len(raw)} bytes for an array of shape {tuple(shape)} and dtype {dt}")
+        if not len(raw):
+            return np.zeros(shape, dt)
+        return np.frombuffer(raw, dt, count=size).reshape(shape).copy()
+
+    def _dataclass(self, i: int) -> Any:
+        cls = _resolve_class(self.name[i] or "")
+        names = [f.name for f in dataclasses.fields(cls)]
+        n = self._count(i)
+        got = []
+        obj = object.__new__(cls)
+        for _ in range(n):
+            fname = self.field[self.pos]
+            got.append(fname)
+            value = self.node()
+            if fname in names:
+                object.__setattr__(obj, fname, value)
+        if got != names:
+            raise _Corrupt(f"the fields of {cls.__module__}.{cls.__qualname__} differ from the file's: file "
+                           f"{', '.join(map(str, got))}; this auditor {', '.join(names)}")
+        return obj
+
+    def blobs(self) -> dict[str, bytes]:
+        out = {}
+        while self.pos < self.rows:
+            i = self.pos
+            self.pos += 1
+            if self.kind[i] != K_BLOB or not isinstance(self.field[i], str):
+                raise _Corrupt(f"row {i}: a blob expected after the tree")
+            out[self.field[i]] = bytes(self._data(i))
+        return out
+
+
+def _diff(a: Any, b: Any, where: str = "") -> Iterator[str]:
+    """Where two JSON values differ: 'dealer_jack.fdr: file 0.01, expected 0.02'."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            sub = f"{where}.{k}" if where else str(k)
+            if k not in b:
+                yield f"{sub}: in the file only"
+            elif k not in a:
+                yield f"{sub}: expected, not in the file"
+            else:
+                yield from _diff(a[k], b[k], sub)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for j, (x, y) in enumerate(zip(a, b)):
+            yield from _diff(x, y, f"{where}[{j}]")
+    elif a != b or type(a) is not type(b):
+        yield f"{where or 'fingerprint'}: file {json.dumps(a)}, expected {json.dumps(b)}"
+
+
+def read_meta(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The file's auditor.* key-value metadata, checked (format, layout, check value); raises CountsFileError."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = str(path)
+    try:
+        raw = pq.read_schema(src).metadata or {}
+    except FileNotFoundError:
+        raise CountsFileError("no such file", src) from None
+    except (OSError, pa.ArrowException, ValueError) as e:
+        raise CountsFileError(f"not a readable counts file (truncated or corrupt?): {_one_line(e)}", src) from None
+    md = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in raw.items()}
+    if md.get("auditor.format") != FORMAT:
+        raise CountsFileError(f"not a counts file (its metadata has no auditor.format = {FORMAT})", src)
+    if any(k not in md for k in _META_KEYS + ("auditor.check",)) or md["auditor.check"] != _check_value(md):
+        raise CountsFileError("a damaged counts file: its metadata does not match its check value", src)
+    if md["auditor.layout"] != str(LAYOUT_VERSION):
+        raise CountsFileError(f"counts layout version {md['auditor.layout']!r}: this auditor reads layout "
+                              f"{LAYOUT_VERSION} only", src)
+    return md
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split()) or type(e).__name__
+
+
+def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
+                allow_other_version: bool = False) -> tuple[dict[str, Any], dict[str, Any], dict[str, bytes]]:
+    """`(counts, meta, blobs)` as `save_counts` was given them. Raises `CountsFileError` (one line) for a file it
+    cannot use: see the module's docstring."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = str(path)
+    md = read_meta(src)
+    if md["auditor.version"] != __version__ and not allow_other_version:
+        raise CountsFileError(f"counts saved by auditor {md['auditor.version']}, this is auditor {__version__}: "
+                              "count again (or allow another version)", src)
+    try:
+        meta = json.loads(md["auditor.meta"])
+    except ValueError:
+        raise CountsFileError("a damaged counts file: its meta is not JSON", src) from None
+    if not isinstance(meta, dict):
+        raise CountsFileError("a damaged counts file: its meta is not a JSON object", src)
+    if expect_fingerprint is not None:
+        if "fingerprint" not in meta:
+            raise CountsFileError("the counts file has no fingerprint: count again", src)
+        want = json.loads(json.dumps(expect_fingerprint))
+        diffs = list(_diff(meta["fingerprint"], want))
+        if diffs:
+            more = f" (and {len(diffs) - 3} more)" if len(diffs) > 3 else ""
+            raise CountsFileError("counted with other settings: " + "; ".join(diffs[:3]) + more
+                                  + ": count again", src)
+    try:
+        table = pq.read_table(src, page_checksum_verification=True)
+        reader = _Reader(table)
+        if not reader.rows or reader.kind[0] != K_DICT:
+            raise _Corrupt("the tree does not start with a dict")
+        counts = reader.node()
+        blobs = reader.blobs()
+    except _Corrupt as e:
+        raise CountsFileError(f"a damaged counts file: {e}", src) from None
+    except RecursionError:
+        raise CountsFileError("a damaged counts file: the tree is nested too deeply", src) from None
+    except (OSError, pa.ArrowException, ValueError, TypeError, KeyError, IndexError, OverflowError,
+            struct.error) as e:
+        raise CountsFileError(f"a damaged counts file (truncated or corrupt?): {_one_line(e)}", src) from None
+    if type(counts) is not dict or not all(type(k) is str for k in counts):
+        raise CountsFileError("a damaged counts file: the counts are not a dict of detector names", src)
+    return counts, meta, blobs

@@ -51,7 +51,7 @@ from .fast.cols import (
     row_to_obj,
     uniq,
 )
-from .logparse import Record, json_loader, open_input, parse_line, record_from_obj
+from .logparse import GAME_ALIASES, Record, json_loader, norm_name, open_input, parse_line, record_from_obj
 
 # pyarrow (and pyarrow.parquet, pyarrow.compute) is imported in the functions that use it, never at module level:
 # it costs a quarter of a second of start-up, and `auditor.dealog` imports this module for every command that reads
@@ -272,15 +272,16 @@ def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll = F
         with fh:
             pf = pq.ParquetFile(fh)
             names = set(pf.schema_arrow.names)
+            hive = {k: v for k, v in hive_values(path).items() if k not in names}  # dropped by write_to_dataset
             if is_records_table(names):
-                gen = _records_table_chunks(pf, path, fi, reg, keep_all, rows)
+                gen = _records_table_chunks(pf, path, fi, reg, keep_all, rows, hive)
             else:
-                missing = [c for c in REQUIRED if c not in names]
+                missing = [c for c in REQUIRED if c not in names and c not in hive]
                 if missing:
                     raise ValueError(f"not a deal-log/1 Parquet file: neither the auditor layout (no column "
                                      f"{missing[0]!r}) nor a table of records (no column 'format', 'hands' or "
                                      f"'tricks')")
-                gen = _native_chunks(pf, names, path, fi, reg, keep_all, rows)
+                gen = _native_chunks(pf, names, path, fi, reg, keep_all, rows, hive)
             for ch in gen:
                 done += ch.n
                 yield ch
@@ -294,6 +295,59 @@ def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll = F
             yield b.finish()
         else:
             yield _file_error(reg, fi, path, f"cannot read as Parquet: {_short_error(e)}")
+
+
+# ---------------------------------------------------------------- hive-style partitions (issue 15)
+
+HIVE_FIELDS = ("table", "game", "rules", "game_id", "time", "pack")
+"""The deal-log/1 fields a hive-style directory (`table=club-7/`) may hold: `pyarrow.parquet.write_to_dataset(...,
+partition_cols=[...])` drops them from the files; the reader gives them back from the path when a file lacks them.
+Other keys (`month=2026-11`) are not deal-log fields and are ignored."""
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def hive_values(path: str) -> dict[str, str]:
+    """The deal-log/1 fields named by the hive-style directories of a path (`.../table=club-7/month=11/x.parquet`
+    -> {"table": "club-7"}), URI-decoded as pyarrow writes them; the innermost wins; a null partition is absent."""
+    from urllib.parse import unquote
+
+    out: dict[str, str] = {}
+    parts = path.replace("\\", "/").split("/")[:-1]
+    for seg in parts:
+        k, eq, v = seg.partition("=")
+        if eq and k in HIVE_FIELDS:
+            if v == HIVE_NULL:
+                out.pop(k, None)
+            else:
+                out[k] = unquote(v)
+    return out
+
+
+def _with_constants(batch: Arrow, values: dict[str, str], native: bool) -> Arrow:
+    """A record batch with a constant column for each of `values` (the auditor layout's types when `native`)."""
+    import pyarrow as pa
+
+    n = batch.num_rows
+    arrays = list(batch.columns)
+    names = list(batch.schema.names)
+    for k, v in values.items():
+        if native and k == "game":
+            code = GAME_ALIASES.get(norm_name(v))
+            g = GAMES.index(code) if code in GAMES else (int(v) if v.isdigit() and int(v) < 255 else 255)
+            arr = pa.array(np.full(n, g, np.uint8))
+        elif native and k != "time":
+            arr = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([v], pa.string()))
+        else:
+            arr = pa.array([v] * n, pa.string())
+        arrays.append(arr)
+        names.append(k)
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, keep_all: KeepAll) -> Chunk:
+    """A record batch of the auditor layout as a `Chunk` (rows numbered from `row0 + 1`): the reader of spill
+    files (`auditor.parts`), which renumbers the rows afterwards."""
+    return _batch_chunk(batch, row0, fi, path, reg, keep_all)
 
 
 def _file_error(reg: Registry, fi: int, path: str, error: str) -> Chunk:
@@ -313,14 +367,18 @@ def _short_error(e: Exception) -> str:
 
 
 def _native_chunks(pf: Arrow, names: set[str], path: str, fi: int, reg: Registry, keep_all: KeepAll,
-                   rows: int) -> Iterator[Chunk]:
-    """The auditor's own layout (written by `auditor convert`), a record batch at a time."""
-    cols = list(REQUIRED) + [c for c in ("time", "pack", "extra") if c in names]
+                   rows: int, hive: dict[str, str] | None = None) -> Iterator[Chunk]:
+    """The auditor's own layout (written by `auditor convert`), a record batch at a time. `hive`: values of
+    columns the file lacks, from its hive-style directories (`table=T/`), as constant columns."""
+    cols = list(REQUIRED) + [c for c in ("time", "pack", "extra") if c in names or (hive and c in hive)]
     if not keep_all:
         cols = [c for c in cols if c in REPLAY_COLS]
-    batches = pf.iter_batches(batch_size=rows, columns=cols)
+    in_file = [c for c in cols if c in names]
+    batches = pf.iter_batches(batch_size=rows, columns=in_file)
     row0 = 0
     for batch in batches:
+        if hive:
+            batch = _with_constants(batch, {k: v for k, v in hive.items() if k in cols}, native=True)
         ch = _batch_chunk(batch, row0, fi, path, reg, keep_all)
         row0 += batch.num_rows
         yield ch
@@ -758,17 +816,20 @@ def column_problem(name: str, t: Arrow) -> str | None:
 
 
 def _records_table_chunks(pf: Arrow, path: str, fi: int, reg: Registry, keep_all: KeepAll,
-                          rows: int) -> Iterator[Chunk]:
+                          rows: int, hive: dict[str, str] | None = None) -> Iterator[Chunk]:
     sch = pf.schema_arrow
     for f in sch:
         why = column_problem(f.name, f.type)
         if why is not None:
             raise _Refused(f"cannot read as a table of deal-log/1 records: {why}")
-    names = [f.name for f in sch if not f.name.startswith(_INDEX_COL)]
+    in_file = [f.name for f in sch if not f.name.startswith(_INDEX_COL)]
+    names = in_file + [k for k in (hive or {}) if k not in in_file]
     text_cols = {f.name for f in sch if f.name in _NESTED and _is_text(f.type)}
     row0 = 0
-    for batch in pf.iter_batches(batch_size=min(rows, 8192), columns=names):
-        cols = {name: batch.column(name).to_pylist() for name in names}
+    for batch in pf.iter_batches(batch_size=min(rows, 8192), columns=in_file):
+        cols = {name: batch.column(name).to_pylist() for name in in_file}
+        for k, v in (hive or {}).items():
+            cols[k] = [v] * batch.num_rows
         b = ChunkBuilder(reg, fi, path, keep_all)
         for i in range(batch.num_rows):
             line = row0 + i + 1

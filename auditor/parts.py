@@ -1,0 +1,764 @@
+"""A large input as parts of whole tables: split once, replay each part on its own, merge the replays (issue 15).
+
+API (what the audit's orchestration calls)::
+
+    parts = split_input(paths, workdir, part_deals, selection=None, progress=None)   # -> Parts
+    for k in range(len(parts)):                                  # any order, any process (workdir is shared)
+        rep = replay_part(parts, k, table=True)                  # -> PartReplay (a Replay) with its table
+        ... count the detectors on rep.table, then drop it: rep.table = None ...
+    merged = merge_replays([rep_0, rep_1, ...])                  # -> Replay, no table
+    parts.cleanup()                                              # removes the spill files (not workdir itself)
+
+- `split_input` reads every input once, in chunks (the files, or the audit's `Selection` when it is active), and
+  spills each row to one of `buckets` hash buckets of its table (`zlib.crc32` of the table name; records that are
+  not deals, having no table, go to bucket 0), as Parquet files in `workdir` in the project's own layout
+  (`auditor.parquet.chunk_to_table`) plus private columns: the row's ORIGINAL file index and line, its source when
+  it is not "path:line", and what a bad record's finding says. Buckets are grouped, in bucket order, into parts of
+  about `part_deals` deals (a table is never cut: a table larger than that is a part of its own size), so the parts
+  depend only on the input and `part_deals`, never on a number of workers. If the input has at most `part_deals`
+  records (known from Parquet metadata and line counts before reading, else after the pass), nothing is spilled:
+  `parts.single` is true, the one part is the original paths, and `replay_part(parts, 0)` is today's
+  `replay_paths` (byte for byte today's document; the caller may also just take today's path).
+- Every table's number of deals is recorded (`table_deals`) and its global canonical offset computed
+  (`table_offset`: tables in `columns.natural_key` order, offset = deals of the tables before it).
+- `replay_part(parts, k)` replays part k through the batch pipeline (`fast.pipeline.replay_paths` with its
+  `chunks=` hook) reading the spill files back as chunks of the original file index and lines, so findings and
+  sources ("path:line") are the direct run's. The table's `order` is the deal's rank in the canonical order of the
+  WHOLE input (`table_offset[table]` + rank inside its table): every detector sees the same keys as on the direct
+  run. The part's games summary is written to `workdir` as it is produced (`games-<k>.arrows`), sorted by each
+  game's first deal (file index, line); the replay holds only a handle to it (`PartGames`).
+- `merge_replays(replays)` gives the direct run's `Replay` (without table): findings in the direct order (file
+  index, line, then the part's own order, which is the direct one within a deal), the games summary in the direct
+  order (first appearance among valid deals) as `MergedGames` (streamed from the parts' files, never a Python
+  object per game held: `json_pieces()` yields the document's games entries block by block), stats summed. Its
+  `to_json()` / `to_json_bytes()` equal the direct `replay_paths(paths)` ones. A single replay that is not a
+  `PartReplay` (the single-part case) is returned as it is.
+
+Known limits (documented in decisions): a game id logged at two tables is chained per part (games are per table in
+practice); an input that names the same file twice, or a line holding several records of different tables, is
+ordered by (file index, line) only, so such an input is taken as a single part (`single`) when its paths repeat.
+The workdir must be shared by every process that replays a part (a Dask cluster: a shared filesystem).
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import orjson
+
+from .columns import AuditColumns, natural_key
+from .fast.arrow import Arrow, lstr, to_numpy
+from .fast.cols import Chunk, DictColumn, Registry
+from .fast.pipeline import replay_paths
+from .fast.read import CHUNK_ROWS, iter_chunks
+from .findings import Finding
+from .logparse import Record
+from .parquet import batch_chunk, chunk_to_table, schema
+from .replay.chain import GameSummary
+from .replay.result import Replay
+from .select import Selection, selected_chunks
+
+DEFAULT_BUCKETS = 256
+FLUSH_ROWS = 16384  # a bucket's buffered rows written as one row group at this size
+BUFFER_ROWS = 131072  # at most this many rows buffered over all buckets (the largest are written first)
+GAMES_BLOCK = 65536  # games per block when games entries are written or merged
+
+_PRIVATE = ("_fi", "_line", "_src", "_bad")
+
+
+def bucket_of(table: str, buckets: int) -> int:
+    """The hash bucket of a table (stable across runs and machines: crc32 of its UTF-8 name)."""
+    return zlib.crc32(table.encode("utf-8", "surrogatepass")) % buckets
+
+
+@dataclass
+class Parts:
+    """The parts of an input (module docstring). Plain data: it travels to workers as it is."""
+
+    paths: list[str]
+    workdir: str | None
+    part_deals: int
+    buckets: int
+    parts: list[list[int]]  # the buckets of each part, in bucket order (empty when single)
+    table_deals: dict[str, int] = field(default_factory=dict)  # every table's number of deals (valid records)
+    table_offset: dict[str, int] = field(default_factory=dict)  # its first deal's rank in the canonical order
+    records: int = 0  # records read by the split (0 when single without reading)
+    single: bool = False
+    selection: Selection | None = None
+
+    def __len__(self) -> int:
+        return 1 if self.single else len(self.parts)
+
+    def bucket_path(self, b: int) -> str:
+        assert self.workdir is not None
+        return os.path.join(self.workdir, f"bucket-{b:04d}.parquet")
+
+    def games_path(self, k: int) -> str:
+        assert self.workdir is not None
+        return os.path.join(self.workdir, f"games-{k:04d}.arrows")
+
+    def cleanup(self) -> None:
+        """Remove the spill and games files this split made (the workdir itself is the caller's)."""
+        if self.workdir is None:
+            return
+        for name in os.listdir(self.workdir):
+            if (name.startswith("bucket-") and name.endswith(".parquet")) or \
+                    (name.startswith("games-") and name.endswith(".arrows")):
+                try:
+                    os.remove(os.path.join(self.workdir, name))
+                except OSError:
+                    pass
+
+
+# ---------------------------------------------------------------- the split
+
+
+def _known_rows(paths: list[str]) -> int | None:
+    """An upper bound of the records of the inputs without parsing them (Parquet metadata; newlines of plain JSON
+    Lines), or None when some file cannot be counted so (gzip, unreadable)."""
+    total = 0
+    for p in paths:
+        try:
+            if p.endswith(".parquet"):
+                import pyarrow.parquet as pq
+
+                total += pq.ParquetFile(p).metadata.num_rows
+                continue
+            with open(p, "rb") as f:
+                head = f.read(2)
+                if head == b"\x1f\x8b":
+                    return None
+                n = head.count(b"\n")
+                last = head[-1:]
+                while True:
+                    block = f.read(1 << 22)
+                    if not block:
+                        break
+                    n += block.count(b"\n")
+                    last = block[-1:]
+                total += n + (1 if last and last != b"\n" else 0)
+        except Exception:  # noqa: BLE001 - any doubt: count by reading (the reader reports the problem)
+            return None
+    return total
+
+
+def _row_tables(ch: Chunk) -> tuple[np.ndarray, list[str]]:
+    """Each row's table as a code into names (-1: a bad record, no table)."""
+    n = ch.n
+    names: list[str] = []
+    codes = np.full(n, -1, np.int64)
+    t = ch.table
+    if isinstance(t, DictColumn):
+        names = [v if v is not None else "" for v in t.values]
+        codes[:] = t.codes
+    elif t is not None:
+        pos: dict[str, int] = {}
+        for i, v in enumerate(t):
+            if v is None:
+                continue
+            j = pos.get(v)
+            if j is None:
+                j = pos[v] = len(names)
+                names.append(v)
+            codes[i] = j
+    codes[ch.status != 0] = -1
+    if ch.slow:
+        pos2 = {v: j for j, v in enumerate(names)}
+        for i, rec in ch.slow.items():
+            if rec.deal is None:
+                continue
+            v = rec.deal.table
+            j = pos2.get(v)
+            if j is None:
+                j = pos2[v] = len(names)
+                names.append(v)
+            codes[i] = j
+    return codes, names
+
+
+def spill_schema() -> Arrow:
+    import pyarrow as pa
+
+    s = schema()
+    for name, typ in (("_fi", pa.int32()), ("_line", pa.int64()), ("_src", pa.string()), ("_bad", pa.string())):
+        s = s.append(pa.field(name, typ))
+    return s.with_metadata({**(s.metadata or {}), b"auditor.spill": b"1"})
+
+
+def _spill_table(ch: Chunk, reg: Registry) -> Arrow:
+    """The chunk's rows in the Parquet layout plus the private columns."""
+    import pyarrow as pa
+
+    t = chunk_to_table(ch, reg)
+    n = ch.n
+    src: list[str | None] = [None] * n
+    bad: list[str | None] = [None] * n
+    if ch.sources is not None:
+        for i in range(n):
+            s = ch.sources[i]
+            if s != f"{ch.path}:{int(ch.line[i])}":
+                src[i] = s
+    for i, rec in ch.slow.items():
+        if rec.source != f"{ch.path}:{int(ch.line[i])}" or rec.line is None:
+            src[i] = rec.source
+        if rec.deal is None:
+            raw = rec.raw if isinstance(rec.raw, dict) else {}
+            keep = {k: raw[k] for k in ("game_id", "deal_no") if k in raw}
+            try:
+                kept = orjson.dumps(keep).decode()
+            except TypeError:  # a deal_no past 64 bits: bad_record_finding drops it as not an int anyway
+                kept = orjson.dumps({k: v for k, v in keep.items() if k == "game_id"}).decode()
+            bad[i] = orjson.dumps({"error": rec.error, "line": rec.line}).decode()[:-1] + ',"raw":' + kept + "}"
+    t = t.append_column("_fi", pa.array(np.full(n, ch.fi, np.int32)))
+    t = t.append_column("_line", pa.array(np.asarray(ch.line, np.int64)))
+    t = t.append_column("_src", pa.array(src, pa.string()))
+    t = t.append_column("_bad", pa.array(bad, pa.string()))
+    return t
+
+
+class _Spill:
+    """Per bucket, a Parquet file of its rows in input order; rows buffered and written as row groups."""
+
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
+        self.sch = spill_schema()
+        self.buf: dict[int, list[Arrow]] = {}
+        self.rows: dict[int, int] = {}
+        self.total = 0
+        self.writers: dict[int, Any] = {}
+
+    def add(self, t: Arrow, bucket: np.ndarray) -> None:
+        import pyarrow as pa
+
+        if not len(bucket):
+            return
+        order = np.argsort(bucket, kind="stable")
+        sb = bucket[order]
+        cuts = np.flatnonzero(np.diff(sb)) + 1
+        starts = np.concatenate([[0], cuts])
+        ends = np.concatenate([cuts, [len(sb)]])
+        for a, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            b = int(sb[a])
+            rows = order[a:e]
+            part = t if e - a == len(bucket) else t.take(pa.array(rows))
+            self.buf.setdefault(b, []).append(part)
+            self.rows[b] = self.rows.get(b, 0) + (e - a)
+            self.total += e - a
+            if self.rows[b] >= FLUSH_ROWS:
+                self._flush(b)
+        while self.total > BUFFER_ROWS:
+            self._flush(max(self.rows, key=lambda k: self.rows[k]))
+
+    def _flush(self, b: int) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        tabs = self.buf.pop(b, [])
+        n = self.rows.pop(b, 0)
+        self.total -= n
+        if not tabs:
+            return
+        w = self.writers.get(b)
+        if w is None:
+            w = self.writers[b] = pq.ParquetWriter(self.parts.bucket_path(b), self.sch, compression="lz4",
+                                                   use_dictionary=True)
+        t = pa.concat_tables(tabs).cast(self.sch)
+        w.write_table(t, row_group_size=max(n, 1))
+
+    def close(self) -> list[int]:
+        for b in list(self.buf):
+            self._flush(b)
+        for w in self.writers.values():
+            w.close()
+        return sorted(self.writers)
+
+
+def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: Selection | None = None,
+                progress: Callable[[int], None] | None = None, buckets: int = DEFAULT_BUCKETS) -> Parts:
+    """Split the input into parts of whole tables of about `part_deals` deals (module docstring)."""
+    paths = [str(p) for p in paths]
+    active = selection is not None and selection.active
+    parts = Parts(paths=paths, workdir=str(workdir), part_deals=int(part_deals), buckets=int(buckets), parts=[],
+                  selection=selection if active else None)
+    if len(set(paths)) != len(paths):  # finding keys are read back from sources: one file, one index
+        parts.single = True
+        return parts
+    if not active:
+        known = _known_rows(paths)
+        if known is not None and known <= part_deals:
+            parts.single = True
+            return parts
+    os.makedirs(workdir, exist_ok=True)
+    parts.cleanup()
+    reg = Registry()
+    source = selected_chunks(selection)(paths, reg) if active and selection is not None \
+        else iter_chunks(paths, reg, keep_all="meta")
+    spill = _Spill(parts)
+    deals: dict[str, int] = {}
+    n_read = 0
+    for ch in source:
+        n_read += ch.n
+        if progress is not None:
+            progress(n_read)
+        codes, names = _row_tables(ch)
+        nb = np.array([bucket_of(x, buckets) for x in names] + [0], np.int64)
+        bucket = nb[codes]  # code -1 picks bucket 0
+        cnt = np.bincount(codes[codes >= 0], minlength=len(names))
+        for j in np.flatnonzero(cnt).tolist():
+            deals[names[j]] = deals.get(names[j], 0) + int(cnt[j])
+        spill.add(_spill_table(ch, reg), bucket)
+    used = spill.close()
+    parts.records = n_read
+    if n_read <= part_deals:
+        parts.cleanup()
+        parts.single = True
+        return parts
+    # every table's deals and global offset
+    names_sorted = sorted(deals, key=natural_key)
+    off = 0
+    for name in names_sorted:
+        parts.table_offset[name] = off
+        off += deals[name]
+    parts.table_deals = {name: deals[name] for name in names_sorted}
+    # buckets into parts, in bucket order
+    per_bucket = dict.fromkeys(used, 0)
+    for name, d in deals.items():
+        per_bucket[bucket_of(name, buckets)] = per_bucket.get(bucket_of(name, buckets), 0) + d
+    cur: list[int] = []
+    size = 0
+    for b in sorted(per_bucket):
+        d = per_bucket[b]
+        if cur and size + d > part_deals:
+            parts.parts.append(cur)
+            cur, size = [], 0
+        cur.append(b)
+        size += d
+    if cur:
+        parts.parts.append(cur)
+    return parts
+
+
+# ---------------------------------------------------------------- replaying a part
+
+
+class _PartSource:
+    """The `chunks` hook of `replay_paths` for one part: its buckets' rows as chunks of their original file index
+    and lines; it notes each game's first valid deal (file index, line) and the sources that are not path:line."""
+
+    def __init__(self, parts: Parts, k: int) -> None:
+        self.parts = parts
+        self.k = k
+        self.odd_sources: dict[str, tuple[int, int]] = {}
+        self.first_ids: list[Arrow] = []
+        self.first_fi: list[np.ndarray] = []
+        self.first_line: list[np.ndarray] = []
+
+    def __call__(self, _paths: list[str], reg: Registry) -> Iterator[Chunk]:
+        import pyarrow.parquet as pq
+
+        P = self.parts
+        reg.paths.extend(P.paths)
+        cols = [f.name for f in schema()]
+        for b in P.parts[self.k]:
+            path = P.bucket_path(b)
+            if not os.path.exists(path):
+                continue
+            pf = pq.ParquetFile(path)
+            for batch in pf.iter_batches(batch_size=CHUNK_ROWS):
+                fi_all = batch.column("_fi").to_numpy()
+                cuts = np.flatnonzero(np.diff(fi_all)) + 1
+                starts = [0] + cuts.tolist()
+                ends = cuts.tolist() + [len(fi_all)]
+                for a, e in zip(starts, ends, strict=True):
+                    sub = batch.slice(a, e - a)
+                    ch = self._chunk(sub, cols, int(fi_all[a]), reg)
+                    self._note_games(ch)
+                    yield ch
+
+    def _chunk(self, sub: Arrow, cols: list[str], fi: int, reg: Registry) -> Chunk:
+        import pyarrow as pa
+
+        path = self.parts.paths[fi]
+        data = pa.RecordBatch.from_arrays([sub.column(c) for c in cols], names=cols)
+        ch = batch_chunk(data, 0, fi, path, reg, "meta")
+        line = np.asarray(sub.column("_line").to_numpy(zero_copy_only=False), np.int64).copy()
+        ch.line = line
+        ch.time = sub.column("time").to_pylist()
+        src = sub.column("_src")
+        srcs = src.to_pylist() if src.null_count < len(src) else None
+        bad = sub.column("_bad")
+        bads = bad.to_pylist() if bad.null_count < len(bad) else None
+        if bads is not None:
+            for i, text in enumerate(bads):
+                if text is None:
+                    continue
+                info = orjson.loads(text)
+                ln = info["line"]
+                s = srcs[i] if srcs is not None and srcs[i] is not None else f"{path}:{int(line[i])}"
+                ch.slow[i] = Record(s, fi, ln, error=info["error"], raw=info["raw"])
+                ch.status[i] = 2
+        for i, rec in ch.slow.items():
+            if rec.deal is None and bads is not None and bads[i] is not None:
+                continue
+            ln = int(line[i])
+            s = srcs[i] if srcs is not None and srcs[i] is not None else f"{path}:{ln}"
+            rec.line, rec.source, rec.file_index = ln, s, fi
+            if rec.deal is not None:
+                rec.deal.line, rec.deal.source, rec.deal.file_index = ln, s, fi
+        if srcs is not None:
+            for i, s in enumerate(srcs):
+                if s is not None:
+                    self.odd_sources.setdefault(s, (fi, int(line[i])))
+            if any(s is not None and ch.status[i] == 0 for i, s in enumerate(srcs)):
+                ch.sources = [s if s is not None else f"{path}:{int(line[i])}" for i, s in enumerate(srcs)]
+        return ch
+
+    def _note_games(self, ch: Chunk) -> None:
+        """The first (file index, line) of every game among the chunk's valid rows."""
+        col = np.flatnonzero(ch.status == 0)
+        if col.size:
+            codes, first = np.unique(ch.gid[col], return_index=True)
+            vals = ch.gid_vals
+            arr = lstr(vals) if isinstance(vals, list) else vals
+            import pyarrow as pa
+
+            self.first_ids.append(arr.take(pa.array(codes.astype(np.int64))).cast(pa.large_string()))
+            self.first_fi.append(np.full(len(codes), ch.fi, np.int64))
+            self.first_line.append(ch.line[col[first]].astype(np.int64))
+        slow = [(i, r.deal.game_id) for i, r in ch.slow.items() if r.deal is not None and ch.status[i] == 1]
+        if slow:
+            self.first_ids.append(lstr([g for _, g in slow]))
+            self.first_fi.append(np.full(len(slow), ch.fi, np.int64))
+            self.first_line.append(np.array([int(ch.line[i]) for i, _ in slow], np.int64))
+
+    def first_keys(self) -> tuple[Arrow, np.ndarray, np.ndarray]:
+        """(game ids, file index, line) of every game's first valid deal, one entry per game id."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if not self.first_ids:
+            return lstr([]), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        ids = pa.concat_arrays(self.first_ids)
+        fi = np.concatenate(self.first_fi)
+        line = np.concatenate(self.first_line)
+        enc = pc.dictionary_encode(ids)
+        codes = to_numpy(enc.indices, np.int64, -1)
+        o = np.lexsort((line, fi, codes))
+        keep = np.ones(len(o), bool)
+        keep[1:] = codes[o][1:] != codes[o][:-1]
+        sel = o[keep]
+        return enc.dictionary.take(pa.array(codes[sel])), fi[sel], line[sel]
+
+
+@dataclass
+class PartReplay(Replay):
+    """A part's `Replay`, with what the merge needs: each finding's (file index, line) and the part's number."""
+
+    part: int = 0
+    finding_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
+
+
+def _finding_keys(findings: list[Finding], paths: list[str], odd: dict[str, tuple[int, int]]) -> np.ndarray:
+    """The (file index, line) each finding is sorted by, read back from its source."""
+    index = {p: i for i, p in enumerate(paths)}
+    out = np.zeros((len(findings), 2), np.int64)
+    prev = (0, 0)
+    for j, f in enumerate(findings):
+        s = f.source
+        key: tuple[int, int] | None = odd.get(s)
+        if key is None:
+            head, sep, tail = s.rpartition(":")
+            if sep and head in index and tail.isdigit():
+                key = (index[head], int(tail))
+            elif s in index:
+                key = (index[s], 0)
+        if key is None:
+            key = prev  # (never seen: keeps the part's order)
+        out[j] = key
+        prev = key
+    return out
+
+
+def _global_order(c: AuditColumns, parts: Parts) -> None:
+    """`order` of a part's table as the rank in the canonical order of the whole input."""
+    if not len(c):
+        return
+    names = c.tables
+    cnt = np.bincount(c.table.astype(np.int64), minlength=len(names))
+    rank = sorted(range(len(names)), key=lambda j: natural_key(names[j]))
+    delta = np.zeros(len(names), np.int64)
+    start = 0
+    for j in rank:
+        if cnt[j] != parts.table_deals.get(names[j], -1) and cnt[j]:
+            raise AssertionError(f"table {names[j]!r}: {cnt[j]} deals in its part, {parts.table_deals.get(names[j])} "
+                                 f"counted by the split")
+        delta[j] = parts.table_offset.get(names[j], 0) - start
+        start += int(cnt[j])
+    c.arrays["order"] = c.order + delta[c.table.astype(np.int64)]
+
+
+def _entries_of(games: Sequence[GameSummary]) -> Arrow:
+    """Each game's entry as the document writes it (",\\n    {...}", 4 spaces deep), a large_binary array."""
+    import pyarrow as pa
+
+    n = len(games)
+    if n == 0:
+        return pa.array([], pa.large_binary())
+    if hasattr(games, "json_buffer"):
+        buf = bytes(games.json_buffer())
+        data = b",\n" + buf
+    else:
+        texts = []
+        for g in games:
+            t = orjson.dumps(g.to_json(), option=orjson.OPT_INDENT_2).decode()
+            texts.append(",\n    " + t.replace("\n", "\n    "))
+        return pa.array([t.encode() for t in texts], pa.large_binary())
+    a = np.frombuffer(data, np.uint8)
+    pat = b",\n    {"
+    L = len(a) - len(pat) + 1
+    m = np.ones(max(L, 0), bool)
+    for j, ch in enumerate(pat):
+        m &= a[j:j + L] == ch
+    starts = np.flatnonzero(m)
+    if len(starts) != n:
+        raise AssertionError(f"games entries: {len(starts)} found, {n} games")
+    off = np.append(starts, len(a)).astype(np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(off), pa.py_buffer(data)])
+
+
+class PartGames(Sequence[GameSummary]):
+    """A part's games summary on disk (an Arrow IPC stream: entry, file index and line of each game's first deal,
+    sorted by the latter), read back a block at a time."""
+
+    def __init__(self, path: str, n: int) -> None:
+        self.path = path
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def blocks(self) -> Iterator[Arrow]:
+        import pyarrow as pa
+
+        if not self.n:
+            return
+        with pa.OSFile(self.path, "rb") as f:
+            reader = pa.ipc.open_stream(f)
+            for batch in reader:
+                yield batch
+
+    def keys(self) -> tuple[np.ndarray, np.ndarray]:
+        fis, lines = [], []
+        for b in self.blocks():
+            fis.append(b.column("fi").to_numpy())
+            lines.append(b.column("line").to_numpy())
+        if not fis:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(fis).astype(np.int64), np.concatenate(lines).astype(np.int64)
+
+    def json_pieces(self) -> Iterator[bytes]:
+        yield from _pieces(b.column("entry") for b in self.blocks())
+
+    def json_entries(self) -> bytes:
+        return b"".join(self.json_pieces())
+
+    def json_buffer(self) -> bytes:
+        return self.json_entries()
+
+    def __iter__(self) -> Iterator[GameSummary]:
+        for b in self.blocks():
+            yield from _summaries(b.column("entry"))
+
+    def __getitem__(self, key: Any) -> Any:  # rarely used: by iteration
+        items = list(self)
+        return items[key]
+
+
+def _summaries(entries: Arrow) -> Iterator[GameSummary]:
+    for e in entries.to_pylist():
+        d = orjson.loads(e[2:])
+        yield GameSummary(d["game_id"], deals=d["deals"], totals=d["totals"], winner=d["winner"],
+                          ended_by=d["ended_by"], loser=d["loser"])
+
+
+def _pieces(blocks: Iterator[Arrow]) -> Iterator[bytes]:
+    """Entries joined as the document holds them (the first one without its ",\\n")."""
+    first = True
+    for entries in blocks:
+        if not len(entries):
+            continue
+        if entries.offset or True:
+            offs = np.frombuffer(entries.buffers()[1], np.int64, count=len(entries) + 1, offset=entries.offset * 8)
+            data = entries.buffers()[2].slice(int(offs[0]), int(offs[-1] - offs[0])).to_pybytes()
+        yield data[2:] if first else data
+        first = False
+
+
+def replay_part(parts: Parts, k: int, table: bool = True, progress: Callable[[int], None] | None = None) -> Replay:
+    """Replay part k (module docstring): a `PartReplay` whose table's `order` is the global canonical rank; in the
+    single case, today's `replay_paths` of the original paths."""
+    if parts.single:
+        sel = parts.selection
+        return replay_paths(parts.paths, progress=progress, table=table,
+                            chunks=selected_chunks(sel) if sel is not None and sel.active else None)
+    import pyarrow as pa
+
+    src = _PartSource(parts, k)
+    rep = replay_paths(parts.paths, progress=progress, table=table, chunks=src)
+    if rep.table is not None:
+        _global_order(rep.table, parts)
+    # the games: entries sorted by each game's first deal, written out
+    gs = rep.games_summary
+    entries = _entries_of(gs)
+    ids, ffi, fline = src.first_keys()
+    if len(gs):
+        if hasattr(gs, "ids") and hasattr(gs, "order"):
+            gids = gs.ids.take(pa.array(np.asarray(gs.order, np.int64))).cast(pa.large_string())
+        else:
+            gids = pa.array([g.game_id for g in gs], pa.large_string())
+        import pyarrow.compute as pc
+
+        pos = to_numpy(pc.index_in(gids, value_set=ids.cast(pa.large_string())), np.int64, -1)
+        if (pos < 0).any():
+            raise AssertionError("a game without a first deal")
+        gfi, gline = ffi[pos], fline[pos]
+    else:
+        gfi = gline = np.zeros(0, np.int64)
+    o = np.lexsort((gline, gfi))
+    if len(o) and (o != np.arange(len(o))).any():
+        entries = entries.take(pa.array(o))
+        gfi, gline = gfi[o], gline[o]
+    out = parts.games_path(k)
+    n = len(entries)
+    if n:
+        sch = pa.schema([("entry", pa.large_binary()), ("fi", pa.int64()), ("line", pa.int64())])
+        with pa.OSFile(out, "wb") as f, pa.ipc.new_stream(f, sch) as w:
+            for a in range(0, n, GAMES_BLOCK):
+                e = min(n, a + GAMES_BLOCK)
+                w.write_batch(pa.record_batch([entries.slice(a, e - a), pa.array(gfi[a:e]), pa.array(gline[a:e])],
+                                              schema=sch))
+    del entries
+    keys = _finding_keys(rep.findings, parts.paths, src.odd_sources)
+    return PartReplay(deals=rep.deals, games=rep.games, findings=rep.findings, games_summary=PartGames(out, n),
+                      stats=rep.stats, table=rep.table, part=k, finding_keys=keys)
+
+
+# ---------------------------------------------------------------- merging
+
+
+class MergedGames(Sequence[GameSummary]):
+    """The games summary of every part in the direct run's order, streamed from the parts' files: `json_pieces()`
+    yields the document's entries a block at a time (bounded memory); `json_buffer()` joins them."""
+
+    def __init__(self, games: list[PartGames]) -> None:
+        self.games = games
+        self.n = sum(len(g) for g in games)
+        fis, lines, src = [], [], []
+        for j, g in enumerate(games):
+            fi, line = g.keys()
+            fis.append(fi)
+            lines.append(line)
+            src.append(np.full(len(fi), j, np.int32))
+        if self.n:
+            fi_all, line_all, src_all = np.concatenate(fis), np.concatenate(lines), np.concatenate(src)
+            o = np.lexsort((src_all, line_all, fi_all))
+            self.src = src_all[o]  # which part gives the game at each place (each part's games are in order)
+        else:
+            self.src = np.zeros(0, np.int32)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _blocks(self) -> Iterator[Arrow]:
+        import pyarrow as pa
+
+        streams = [_Cursor(g.blocks()) for g in self.games]
+        for a in range(0, self.n, GAMES_BLOCK):
+            s = self.src[a:a + GAMES_BLOCK]
+            counts = np.bincount(s, minlength=len(streams))
+            pieces = [streams[j].take(int(c)) for j, c in enumerate(counts.tolist()) if c]
+            allv = pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
+            # allv holds part 0's entries, then part 1's...; place them
+            perm = np.argsort(s, kind="stable")
+            inv = np.empty(len(s), np.int64)
+            inv[perm] = np.arange(len(s))
+            yield allv.take(pa.array(inv)) if (inv != np.arange(len(s))).any() else allv
+
+    def json_pieces(self) -> Iterator[bytes]:
+        yield from _pieces(self._blocks())
+
+    def json_entries(self) -> bytes:
+        return b"".join(self.json_pieces())
+
+    def json_buffer(self) -> bytes:
+        return self.json_entries()
+
+    def __iter__(self) -> Iterator[GameSummary]:
+        for b in self._blocks():
+            yield from _summaries(b)
+
+    def __getitem__(self, key: Any) -> Any:  # rarely used: by iteration
+        items = list(self)
+        return items[key]
+
+
+class _Cursor:
+    """Entries of a part's blocks taken n at a time."""
+
+    def __init__(self, blocks: Iterator[Arrow]) -> None:
+        self.blocks = blocks
+        self.cur: Arrow = None
+        self.pos = 0
+
+    def take(self, n: int) -> Arrow:
+        import pyarrow as pa
+
+        out = []
+        while n > 0:
+            if self.cur is None or self.pos >= len(self.cur):
+                self.cur = next(self.blocks).column("entry")
+                self.pos = 0
+            k = min(n, len(self.cur) - self.pos)
+            out.append(self.cur.slice(self.pos, k))
+            self.pos += k
+            n -= k
+        return pa.concat_arrays(out) if len(out) > 1 else out[0]
+
+
+def merge_replays(replays: Sequence[Replay]) -> Replay:
+    """The parts' replays as the one `Replay` of the direct run (module docstring), without a table."""
+    if len(replays) == 1 and not isinstance(replays[0], PartReplay):
+        return replays[0]
+    reps = sorted(replays, key=lambda r: getattr(r, "part", 0))
+    rows: list[tuple[int, int, int, int]] = []
+    findings: list[Finding] = []
+    for r in reps:
+        if not isinstance(r, PartReplay):
+            raise TypeError("merge_replays takes the replays of replay_part")
+        for j, f in enumerate(r.findings):
+            fi, line = (int(x) for x in r.finding_keys[j])
+            rows.append((fi, line, r.part, len(findings)))
+            findings.append(f)
+    rows.sort()
+    merged_findings = [findings[x[3]] for x in rows]
+    reasons: dict[str, int] = {}
+    stats: dict[str, Any] = {"engine": "batch", "records": 0, "deals": 0, "kernel": 0, "fallback": 0}
+    for r in reps:
+        for key in ("records", "deals", "kernel", "fallback"):
+            stats[key] += int(r.stats.get(key, 0))
+        for why, c in r.stats.get("fallback_reasons", {}).items():
+            reasons[why] = reasons.get(why, 0) + int(c)
+    stats["fallback_reasons"] = dict(sorted(reasons.items()))
+    games = [r.games_summary for r in reps]
+    assert all(isinstance(g, PartGames) for g in games)
+    return Replay(deals=sum(r.deals for r in reps), games=sum(r.games for r in reps), findings=merged_findings,
+                  games_summary=MergedGames(games), stats=stats)  # type: ignore[arg-type]
+
+
+__all__ = ["Parts", "PartReplay", "PartGames", "MergedGames", "split_input", "replay_part", "merge_replays",
+           "bucket_of", "DEFAULT_BUCKETS"]

@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from .cards import N_CARDS, RJ, cards_of, parse_card, parse_cards, rank_of, suit_of
-from .columns import result_order
+from .columns import TIME_NONE, result_order, time_key
 from .rules import Layout, Rules, layout
 
 MAX_SEATS = 8
@@ -183,11 +183,18 @@ class DealingFacts:
     holder: np.ndarray  # int8 [D, 52]
     result_index: np.ndarray  # int64: index into the replay results (-1 for generated deals)
     hands_known: np.ndarray  # bool: the dealt hands are known (All Fours: not when only the play after a run is)
+    # int64: the deal's time in microseconds since 1970 UTC (`columns.time_key`), TIME_NONE when absent; with the
+    # table it places a trial in a timeline's bins (`detectors.base.Timeline`, issue 15)
+    time: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tu_deal: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tu_jack: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
     tu_p: np.ndarray = field(default_factory=lambda: np.zeros(0))
     tu_run: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))  # 0: first turn-up; j: run j
     skipped: int = 0  # deals that could not be audited for dealing (bad cards, wrong sizes)
+
+    def __post_init__(self) -> None:
+        if len(self.time) != len(self.order):  # facts made without times (generated deals): every deal untimed
+            self.time = np.full(len(self.order), TIME_NONE, np.int64)
 
     def __len__(self) -> int:
         return len(self.order)
@@ -329,7 +336,7 @@ class _Builder:
         self.rows.append((
             result_order(r), self.tables.setdefault(d.table, len(self.tables)),
             self.configs.setdefault(cfg, len(self.configs)), n, sp, (d.cutter_seat - d.dealer) % n, tu, i,
-            hands_known,
+            hands_known, time_key(d.time),
         ))
         self.holders.append(holder)
         self.tu += tu_events
@@ -350,6 +357,7 @@ class _Builder:
             holder=np.array(self.holders, dtype=np.int8).reshape(D, N_CARDS),
             result_index=np.array([r[7] for r in rows], dtype=np.int64),
             hands_known=np.array([r[8] for r in rows], dtype=bool),
+            time=np.array([r[9] for r in rows], dtype=np.int64),
             tu_deal=np.array([t[0] for t in tu], dtype=np.int64),
             tu_jack=np.array([t[1] for t in tu], dtype=np.int8),
             tu_p=np.array([t[2] for t in tu], dtype=float),
@@ -557,6 +565,7 @@ def facts_from_columns(cols) -> DealingFacts:
         holder=holder,
         result_index=rows.astype(np.int64),
         hands_known=known.astype(bool),
+        time=cols.time[rows].astype(np.int64),
         tu_deal=ev_deal[o], tu_jack=ev_jack[o], tu_p=ev_p[o].astype(float), tu_run=ev_run[o],
         skipped=D - A,
     )

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..cards import RJ
 from ..facts import MAX_SEATS, DealingFacts
-from .base import Trials, TrialsDetector, split_trials
+from .base import TrialsDetector, TrialSummary, summarise_deals
 from .spec import TestSpec
 
 RA, RT = 12, 8
@@ -63,20 +63,19 @@ def trial_deals(facts: DealingFacts) -> np.ndarray:
     return np.nonzero((facts.game == 1) & facts.hands_known & (facts.turnup.astype(np.int64) % 13 != RJ))[0]
 
 
-def count_facts(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
+def count_facts(facts: DealingFacts, timeline_of=lambda stream: stream == "deal") -> dict[str, dict[str, TrialSummary]]:
     """{player: {"deal": the Jack of the turn-up suit dealt to him as dealer, "other": the same when another
     dealt, "ace", "ten": the Ace and Ten of the turn-up suit dealt to him as dealer}}."""
-    out: dict[str, dict[str, Trials]] = {}
+    out: dict[str, dict[str, TrialSummary]] = {}
     idx = trial_deals(facts)
     if len(idx) == 0:
         return out
     names = facts.players
-    key = facts.order[idx]
     sp = facts.seat_player[idx]
     n = facts.n[idx].astype(np.int64)
     suit = facts.turnup[idx].astype(np.int64) // 13
 
-    def add(stream: str, parts: dict[str, Trials]) -> None:
+    def add(stream: str, parts: dict[str, TrialSummary]) -> None:
         for name, t in parts.items():
             out.setdefault(name, {})[stream] = t
 
@@ -84,7 +83,8 @@ def count_facts(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
         p = dealt_probs(facts, idx, rank)
         holder = facts.holder[idx, suit * 13 + rank].astype(np.int64)
         live = p[:, 0] > 0  # a turned Ace or Ten is no trial of its control
-        add(stream, split_trials(np.where(live, sp[:, 0], -1), names, key, (holder == 0).astype(np.int8), p[:, 0]))
+        add(stream, summarise_deals(np.where(live, sp[:, 0], -1), names, (holder == 0).astype(np.int8), p[:, 0],
+                                    facts, idx, timeline_of(stream)))
         if rank == RJ:
             subj, keys, obs, pr = [], [], [], []
             for r in range(1, MAX_SEATS):
@@ -92,12 +92,12 @@ def count_facts(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
                 if not m.any():
                     continue
                 subj.append(sp[m, r])
-                keys.append(key[m])
+                keys.append(idx[m])
                 obs.append((holder[m] == r).astype(np.int8))
                 pr.append(p[m, r])
             if subj:
-                add("other", split_trials(np.concatenate(subj), names, np.concatenate(keys), np.concatenate(obs),
-                                          np.concatenate(pr)))
+                add("other", summarise_deals(np.concatenate(subj), names, np.concatenate(obs), np.concatenate(pr),
+                                             facts, np.concatenate(keys), timeline_of("other")))
     return out
 
 

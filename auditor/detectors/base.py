@@ -26,13 +26,14 @@ partition; `pb_result` turns one subject's trials into a `TestResult` with the r
 
 from __future__ import annotations
 
+import math
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
 import numpy as np
 
-from ..columns import AuditColumns, input_key, result_order
+from ..columns import TIME_NONE, AuditColumns, input_key, natural_key, result_order
 from ..facts import DealingFacts, facts_from_columns
 from ..stats import exact
 from ..stats.family import TestResult
@@ -116,6 +117,242 @@ class Trials:
         return exact.group_probs(self.p)
 
 
+# ---------------------------------------------------------------- bounded counts (issue 15)
+
+MINUTE_US = 60_000_000
+MAX_BINS = 512  # a timeline's bins at most (or one per table and untimed part, when there are more tables)
+MAX_LEVEL = 40  # 2^40 minutes: every timed deal of a table in one bin
+NO_TIME_BIN = np.iinfo(np.int64).max  # the bin of a table's untimed deals: after its timed ones (as TIME_NONE sorts)
+
+
+@dataclass
+class Timeline:
+    """One subject's cumulative trials in the canonical order of deals, kept at bin ends: bounded and mergeable.
+
+    A bin is (table, time in minutes >> `level`); it holds the number of trials `n`, the observed total `obs`, the
+    expected total `exp` and the null variance `var` of the trials in it. The canonical order is table first, then
+    time, so the cumulative sums over the bins sorted by (table's natural key, bin) are the cumulative sums of the
+    trials in canonical order at the last trial of each bin: exact at every point kept. Merging adds equal bins.
+    `level` is the smallest at which there are at most MAX_BINS bins; the count of bins only falls as the level
+    rises, so the merge of parts (each at its own smallest level, never above the whole's) raised again to the
+    smallest level that fits gives exactly the bins of the whole input: the same timeline for any partition of the
+    input (floats add in part order). Untimed deals are one bin at the end of their table."""
+
+    level: int = 0
+    tables: list[str] = field(default_factory=list)  # the table of each bin is an index into this list
+    tb: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    tbin: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    n: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    obs: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    exp: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    var: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __len__(self) -> int:
+        return len(self.n)
+
+    def equal(self, other: "Timeline", rtol: float = 0.0) -> bool:
+        """The same bins with the same sums, whatever the order of the table names: bit for bit, or the float sums
+        within `rtol` (sums of the same numbers added in another order: a merge of other parts)."""
+        if self.level != other.level or len(self) != len(other):
+            return False
+        a, b = self._sorted(), other._sorted()
+        ints = all(np.array_equal(x, y) for x, y in zip(a[:3], b[:3], strict=True))
+        if rtol == 0:
+            return ints and all(np.array_equal(x, y) for x, y in zip(a[3:], b[3:], strict=True))
+        return ints and all(np.allclose(x, y, rtol=rtol, atol=1e-12) for x, y in zip(a[3:], b[3:], strict=True))
+
+    def _sorted(self) -> tuple[np.ndarray, ...]:
+        names = np.array(self.tables, dtype=object)[self.tb] if len(self) else np.zeros(0, object)
+        o = sorted(range(len(self)), key=lambda i: (names[i], int(self.tbin[i])))
+        return (names[o], self.tbin[o], self.n[o], self.obs[o], self.exp[o], self.var[o])
+
+    @staticmethod
+    def of(table_names: Sequence[str], table_idx: np.ndarray, time_us: np.ndarray, obs: np.ndarray,
+           exp: np.ndarray, var: np.ndarray | None = None) -> "Timeline":
+        """The timeline of trials given by parallel arrays (any order: a bin's sums do not depend on it; floats
+        are added in the order given)."""
+        time_us = np.asarray(time_us, np.int64)
+        tbin = np.where(time_us == TIME_NONE, NO_TIME_BIN, time_us // MINUTE_US)
+        obs = np.asarray(obs, float)
+        v = np.zeros(len(obs)) if var is None else np.asarray(var, float)
+        used, tb = np.unique(np.asarray(table_idx, np.int64), return_inverse=True)
+        names = [table_names[int(i)] for i in used]
+        return _settle(0, names, tb.astype(np.int32), tbin, np.ones(len(obs), np.int64), obs,
+                       np.asarray(exp, float), v)
+
+    @staticmethod
+    def merge(parts: Sequence["Timeline"]) -> "Timeline":
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return Timeline()
+        if len(parts) == 1:
+            return parts[0]
+        level = max(p.level for p in parts)
+        names: dict[str, int] = {}
+        tbs, bins = [], []
+        for p in parts:
+            remap = np.array([names.setdefault(x, len(names)) for x in p.tables], np.int32)
+            tbs.append(remap[p.tb])
+            bins.append(_coarsen(p.tbin, level - p.level))
+        cat = np.concatenate
+        return _settle(level, list(names), cat(tbs), cat(bins), cat([p.n for p in parts]),
+                       cat([p.obs for p in parts]), cat([p.exp for p in parts]), cat([p.var for p in parts]))
+
+    def points(self, max_points: int = TIMELINE_POINTS, counts: bool = True, variance: bool = False) -> list[list]:
+        """[trials so far, observed so far, expected so far(, variance so far)] at bin ends, in canonical order, at
+        most `max_points` of them (the bins whose cumulative count first reaches each of `max_points` evenly
+        spaced counts, and the last): the layout of `timeline`."""
+        if not len(self):
+            return []
+        rank = _name_rank_of(self.tables)
+        o = np.lexsort((self.tbin, rank[self.tb]))
+        cn, co = np.cumsum(self.n[o]), np.cumsum(self.obs[o])
+        ce, cv = np.cumsum(self.exp[o]), np.cumsum(self.var[o])
+        B = len(o)
+        if B <= max_points:
+            idx = np.arange(B)
+        else:
+            targets = np.linspace(cn[-1] / max_points, cn[-1], max_points)
+            idx = np.unique(np.concatenate([np.searchsorted(cn, targets, "left").clip(0, B - 1), [B - 1]]))
+        out = []
+        for i in idx.tolist():
+            row = [int(cn[i]), int(round(co[i])) if counts else round(float(co[i]), 4), round(float(ce[i]), 4)]
+            if variance:
+                row.append(round(max(float(cv[i]), 0.0), 4))
+            out.append(row)
+        return out
+
+
+def _coarsen(tbin: np.ndarray, by: int) -> np.ndarray:
+    if by <= 0:
+        return tbin
+    return np.where(tbin == NO_TIME_BIN, NO_TIME_BIN, tbin >> by)
+
+
+def _name_rank_of(names: Sequence[str]) -> np.ndarray:
+    keys = [natural_key(x) for x in names]
+    rank = np.empty(len(names), np.int64)
+    rank[np.asarray(sorted(range(len(names)), key=keys.__getitem__), np.int64)] = np.arange(len(names))
+    return rank
+
+
+def _settle(level: int, names: list[str], tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, obs: np.ndarray,
+            exp: np.ndarray, var: np.ndarray) -> Timeline:
+    """Equal bins added, then the level raised until at most MAX_BINS bins remain."""
+    while True:
+        o = np.lexsort((tbin, tb))  # stable: equal bins keep the order given (floats add in that order)
+        stb, sbin = tb[o], tbin[o]
+        new = np.ones(len(o), bool)
+        new[1:] = (stb[1:] != stb[:-1]) | (sbin[1:] != sbin[:-1])
+        if new.sum() <= MAX_BINS or level >= MAX_LEVEL:
+            break
+        level += 1
+        tbin = _coarsen(tbin, 1)
+    starts = np.flatnonzero(new)
+    return Timeline(level, names, stb[starts].astype(np.int32), sbin[starts], np.add.reduceat(n[o], starts),
+                    np.add.reduceat(obs[o], starts), np.add.reduceat(exp[o], starts),
+                    np.add.reduceat(var[o], starts)) if len(o) else Timeline(level, names)
+
+
+@dataclass
+class TrialSummary:
+    """One subject's Bernoulli trials, bounded: the distinct null probabilities `p` (sorted) with the number of trials
+    `n` and of events `k` at each, and optionally the subject's `Timeline`. The exact Poisson-binomial needs only
+    these groups, so every p-value is the one the trials themselves give, whatever the partition of the input."""
+
+    p: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    n: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    k: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    timeline: Timeline | None = None
+
+    def __len__(self) -> int:
+        return int(self.n.sum())
+
+    @staticmethod
+    def of(obs: np.ndarray, p: np.ndarray, timeline: Timeline | None = None) -> "TrialSummary":
+        p = np.asarray(p, float)
+        vals, inv = np.unique(p, return_inverse=True)
+        n = np.bincount(inv, minlength=len(vals)).astype(np.int64)
+        k = np.bincount(inv, weights=np.asarray(obs, np.int64), minlength=len(vals)).round().astype(np.int64)
+        return TrialSummary(vals, n, k, timeline)
+
+    @staticmethod
+    def merge(parts: Sequence["TrialSummary"]) -> "TrialSummary":
+        parts = [t for t in parts if len(t)]
+        if not parts:
+            return TrialSummary()
+        if len(parts) == 1:
+            return parts[0]
+        vals, inv = np.unique(np.concatenate([t.p for t in parts]), return_inverse=True)
+        n = np.bincount(inv, weights=np.concatenate([t.n for t in parts]), minlength=len(vals))
+        k = np.bincount(inv, weights=np.concatenate([t.k for t in parts]), minlength=len(vals))
+        tls = [t.timeline for t in parts if t.timeline is not None]
+        return TrialSummary(vals, n.round().astype(np.int64), k.round().astype(np.int64),
+                            Timeline.merge(tls) if tls else None)
+
+    def equal(self, other: "TrialSummary", rtol: float = 0.0) -> bool:
+        """The same groups (bit for bit) and the same timeline (`Timeline.equal`)."""
+        same = (np.array_equal(self.p, other.p) and np.array_equal(self.n, other.n)
+                and np.array_equal(self.k, other.k))
+        if self.timeline is None or other.timeline is None:
+            return same and self.timeline is None and other.timeline is None
+        return same and self.timeline.equal(other.timeline, rtol)
+
+    @property
+    def observed(self) -> int:
+        return int(self.k.sum())
+
+    @property
+    def expected(self) -> float:
+        return math.fsum((self.p * self.n).tolist())
+
+    def groups(self) -> tuple[tuple[float, int], ...]:
+        return tuple(zip(self.p.tolist(), self.n.tolist(), strict=True))
+
+    def points(self) -> list[list]:
+        return self.timeline.points() if self.timeline is not None else []
+
+
+def summarise(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p: np.ndarray, table_idx: np.ndarray,
+              table_names: Sequence[str], time_us: np.ndarray, with_timeline: bool = True) -> dict[str, TrialSummary]:
+    """Parallel arrays of trials (subject index, -1: none) as {name: TrialSummary}, each with its timeline when
+    `with_timeline` (the bounded counts of issue 15; `split_trials` keeps every trial)."""
+    subject = np.asarray(subject, np.int64)
+    keep = subject >= 0
+    if not keep.any():
+        return {}
+    idx = np.flatnonzero(keep)
+    o = idx[np.argsort(subject[idx], kind="stable")]
+    s = subject[o]
+    cuts = np.flatnonzero(np.diff(s)) + 1
+    starts = np.concatenate([[0], cuts])
+    ends = np.concatenate([cuts, [len(s)]])
+    obs, p = np.asarray(obs), np.asarray(p, float)
+    out = {}
+    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        rows = o[a:b]
+        tl = Timeline.of(table_names, table_idx[rows], time_us[rows], obs[rows], p[rows]) if with_timeline else None
+        out[names[int(s[a])]] = TrialSummary.of(obs[rows], p[rows], tl)
+    return out
+
+
+def summarise_deals(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p: np.ndarray,
+                    facts: DealingFacts, rows: np.ndarray, with_timeline: bool = True) -> dict[str, TrialSummary]:
+    """`summarise` of trials on the dealing facts' deals `rows` (their tables and times place the timeline)."""
+    rows = np.asarray(rows, np.int64)
+    return summarise(subject, names, obs, p, facts.table[rows], facts.tables, facts.time[rows], with_timeline)
+
+
+def merge_summaries(parts: Sequence[Mapping[str, Mapping[str, TrialSummary]]]) -> dict[str, dict[str, TrialSummary]]:
+    """Merge {subject: {stream: TrialSummary}} counts of several parts (exact)."""
+    acc: dict[str, dict[str, list[TrialSummary]]] = {}
+    for part in parts:
+        for subj, streams in part.items():
+            for name, t in streams.items():
+                acc.setdefault(subj, {}).setdefault(name, []).append(t)
+    return {s: {k: TrialSummary.merge(v) for k, v in streams.items()} for s, streams in acc.items()}
+
+
 def split_trials(subject: np.ndarray, names: Sequence[str], key: np.ndarray, obs: np.ndarray,
                  p: np.ndarray) -> dict[str, Trials]:
     """Split parallel arrays of trials by subject index (-1: no subject) into {name: Trials}."""
@@ -184,7 +421,7 @@ def trail_code(order: int, play: int, event: int) -> int:
     return (((order << 6) | play) << 1) | event
 
 
-def control(t: Trials) -> dict:
+def control(t: "Trials | TrialSummary") -> dict:
     """A control's summary: n, observed, expected, exact one-sided p-value (in no family)."""
     if len(t) == 0:
         return {"n": 0, "observed": 0, "expected": 0.0, "pvalue": None}
@@ -193,8 +430,9 @@ def control(t: Trials) -> dict:
             "rate": round(t.observed / len(t), 5), "null_rate": round(t.expected / len(t), 5)}
 
 
-def pb_result(test: str, subject: str, t: Trials, level: float, method: str, controls: dict | None = None,
-              detail: dict | None = None, details: bool = True, fixed: Trials | None = None,
+def pb_result(test: str, subject: str, t: "Trials | TrialSummary", level: float, method: str,
+              controls: dict | None = None, detail: dict | None = None, details: bool = True,
+              fixed: "Trials | TrialSummary | None" = None,
               cheat: str = "") -> TestResult:
     """The exact one-sided Poisson-binomial test of one subject's trials.
 
@@ -209,7 +447,7 @@ def pb_result(test: str, subject: str, t: Trials, level: float, method: str, con
         fixed_groups = fixed.groups() if fixed is not None and len(fixed) else ()
         affected = _minus(groups, fixed_groups)
         det["null_rate"] = round(t.expected / len(t), 6) if len(t) else None
-        det["timeline"] = timeline(t.obs, t.p)
+        det["timeline"] = t.points() if isinstance(t, TrialSummary) else timeline(t.obs, t.p)
         det["min_detectable"] = exact.min_detectable(_coarse(affected), float(level), MIN_DETECTABLE_POWER,
                                                      fixed=_coarse(fixed_groups))
         det["min_detectable_level"] = level
@@ -242,7 +480,7 @@ def _minus(groups, remove) -> tuple[tuple[float, int], ...]:
     return tuple(out)
 
 
-def funnel(t: Trials) -> dict:
+def funnel(t: "Trials | TrialSummary") -> dict:
     """Funnel-plot inputs: n, observed, expected and the exact null's central 95% and 99.8% limits of the count."""
     d = exact.poisson_binomial(t.groups())
     return {"n": len(t), "observed": t.observed, "expected": round(t.expected, 4),
@@ -251,8 +489,10 @@ def funnel(t: Trials) -> dict:
 
 
 class TrialsDetector:
-    """The shared skeleton of the exact dealing tests (`dealer_jack`, `turnup_jack`): per-subject `Trials` streams
-    counted from the dealing facts by the module's `count_facts`, merged by concatenation (exact across tables)."""
+    """The shared skeleton of the exact dealing tests (`dealer_jack`, `partner_jack`, `turnup_jack`,
+    `af_dealer_jack`): per-subject `TrialSummary` streams counted from the dealing facts by the module's
+    `count_facts(facts, timeline_of)` (`timeline_of(stream)`: whether that stream keeps a timeline; only the tested
+    one does), merged exactly (`merge_summaries`): bounded in subjects, whatever the number of deals."""
 
     name = ""
 
@@ -261,17 +501,20 @@ class TrialsDetector:
         self.details = details
 
     @staticmethod
-    def count_facts(facts) -> dict:
+    def count_facts(facts, timeline_of) -> dict:
         raise NotImplementedError
 
     def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
               facts: DealingFacts | None = None) -> dict:
         """The per-subject trials of the table's dealing facts (`facts_from_columns(table)` unless given; the
         oracle is the same `count_facts` over `facts_from_results` of the deals)."""
-        return self.count_facts(facts if facts is not None else facts_from_columns(table))
+        return self.count_facts(facts if facts is not None else facts_from_columns(table), self.timeline_of)
+
+    def timeline_of(self, stream: str) -> bool:
+        return stream == self.stream
 
     def merge(self, parts: Sequence[dict]) -> dict:
-        return merge_streams(parts)
+        return merge_summaries(parts)
 
     # what `finalize` reads (the shared finalize of the exact Jack tests: one tested stream per subject, controls
     # from other streams, a funnel)
@@ -282,7 +525,7 @@ class TrialsDetector:
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
         """One exact one-sided Poisson-binomial test per subject with trials in `stream`."""
-        subjects = sorted(s for s, st in counts.items() if len(st.get(self.stream, Trials.empty())))
+        subjects = sorted(s for s, st in counts.items() if len(st.get(self.stream, TrialSummary())))
         level = exact.per_test_level(self.fdr, len(subjects))
         out = []
         for s in subjects:
@@ -291,7 +534,7 @@ class TrialsDetector:
             controls: dict[str, Any] = {}
             detail: dict[str, Any] = {}
             if self.details:
-                controls = {name: control(st.get(k, Trials.empty())) for name, k in self.controls_of.items()}
+                controls = {name: control(st.get(k, TrialSummary())) for name, k in self.controls_of.items()}
                 detail = {"funnel": funnel(t)}
             out.append(pb_result(self.name, s, t, level, self.method, controls, detail, details=self.details,
                                  cheat=self.cheat))

@@ -13,33 +13,34 @@ import numpy as np
 
 from ..cards import RJ
 from ..facts import MAX_SEATS, DealingFacts, held_prob
-from .base import Trials, TrialsDetector, split_trials
+from .base import TrialsDetector, TrialSummary, summarise_deals
 from .spec import TestSpec
 
 RA, RT = 12, 8
 METHOD = "exact poisson-binomial, one-sided"
 
 
-def count_facts(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
-    """{player: {"deal": as dealer (Jack), "other": not dealing (Jack), "ace", "ten": as dealer}}."""
+def count_facts(facts: DealingFacts, timeline_of=lambda stream: stream == "deal") -> dict[str, dict[str, TrialSummary]]:
+    """{player: {"deal": as dealer (Jack), "other": not dealing (Jack), "ace", "ten": as dealer}}; `timeline_of(stream)`:
+    whether that stream keeps its timeline."""
     sw = facts.game == 0
     if not sw.any():
         return {}
     idx = np.nonzero(sw)[0]
     sub = _subset(facts, idx)
     names = facts.players
-    out: dict[str, dict[str, Trials]] = {}
+    out: dict[str, dict[str, TrialSummary]] = {}
 
-    def add(stream: str, parts: dict[str, Trials]) -> None:
+    def add(stream: str, parts: dict[str, TrialSummary]) -> None:
         for name, t in parts.items():
             out.setdefault(name, {})[stream] = t
 
-    key = sub["order"]
     for rank, stream in ((RJ, "deal"), (RA, "ace"), (RT, "ten")):
         card = sub["trump"] * 13 + rank
         holder = sub["holder"][np.arange(len(idx)), card]
         probs = _seat_probs_sub(facts, idx, rank)
-        add(stream, split_trials(sub["seat_player"][:, 0], names, key, (holder == 0).astype(np.int8), probs[:, 0]))
+        add(stream, summarise_deals(sub["seat_player"][:, 0], names, (holder == 0).astype(np.int8), probs[:, 0],
+                                    facts, idx, timeline_of(stream)))
         if rank == RJ:  # the same player when not dealing: every other seat of every deal
             subj, keys, obs, p = [], [], [], []
             n = sub["n"]
@@ -48,12 +49,12 @@ def count_facts(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
                 if not m.any():
                     continue
                 subj.append(sub["seat_player"][m, rel])
-                keys.append(key[m])
+                keys.append(idx[m])
                 obs.append((holder[m] == rel).astype(np.int8))
                 p.append(probs[m, rel])
             if subj:
-                add("other", split_trials(np.concatenate(subj), names, np.concatenate(keys), np.concatenate(obs),
-                                          np.concatenate(p)))
+                add("other", summarise_deals(np.concatenate(subj), names, np.concatenate(obs), np.concatenate(p),
+                                             facts, np.concatenate(keys), timeline_of("other")))
     return out
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..cards import RJ
 from ..columns import AuditColumns
 from ..facts import MAX_SEATS, DealingFacts, facts_from_columns, held_prob
-from .base import Trials, TrialsDetector, split_trials
+from .base import TrialsDetector, TrialSummary, summarise_deals
 from .spec import TestSpec
 
 RA = 12
@@ -73,11 +73,12 @@ def _prob_table(facts: DealingFacts, rank: int) -> np.ndarray:
     return table
 
 
-def count_facts(facts: DealingFacts, side_rel: np.ndarray) -> dict[str, dict[str, Trials]]:
+def count_facts(facts: DealingFacts, side_rel: np.ndarray,
+                timeline_of=lambda stream: stream == "deal") -> dict[str, dict[str, TrialSummary]]:
     """{player: {"deal": partners got the Jack (he dealt), "own": he got it (he dealt), "opp": an opponent got it
     (he dealt), "ace": partners got the trump Ace (he dealt), "others": his partners got the Jack (someone else
     dealt)}}, each deal a trial only when its player has a partner at it. `side_rel` as `sides_from_table`."""
-    out: dict[str, dict[str, Trials]] = {}
+    out: dict[str, dict[str, TrialSummary]] = {}
     if len(facts) == 0:
         return out
     n = facts.n.astype(np.int64)
@@ -89,13 +90,12 @@ def count_facts(facts: DealingFacts, side_rel: np.ndarray) -> dict[str, dict[str
     partner = partner[idx]
     n = n[idx]
     trump = facts.trump[idx].astype(np.int64)
-    key = facts.order[idx]
     sp = facts.seat_player[idx]
     rel = np.arange(MAX_SEATS)
     in_deal = rel[None, :] < n[:, None]
     names = facts.players
 
-    def add(stream: str, parts: dict[str, Trials]) -> None:
+    def add(stream: str, parts: dict[str, TrialSummary]) -> None:
         for name, t in parts.items():
             out.setdefault(name, {})[stream] = t
 
@@ -105,12 +105,13 @@ def count_facts(facts: DealingFacts, side_rel: np.ndarray) -> dict[str, dict[str
         at = holder[:, None] == rel[None, :]  # [k, MAX_SEATS]: the card's holder
         p_partner = (probs * partner).sum(axis=1)
         got_partner = (at & partner).any(axis=1).astype(np.int8)
-        add(streams[0], split_trials(sp[:, 0], names, key, got_partner, p_partner))
+        add(streams[0], summarise_deals(sp[:, 0], names, got_partner, p_partner, facts, idx, timeline_of(streams[0])))
         if rank == RJ:
-            add("own", split_trials(sp[:, 0], names, key, at[:, 0].astype(np.int8), probs[:, 0]))
+            add("own", summarise_deals(sp[:, 0], names, at[:, 0].astype(np.int8), probs[:, 0], facts, idx,
+                                       timeline_of("own")))
             opp = in_deal & ~partner & (rel[None, :] >= 1)
-            add("opp", split_trials(sp[:, 0], names, key, (at & opp).any(axis=1).astype(np.int8),
-                                    (probs * opp).sum(axis=1)))
+            add("opp", summarise_deals(sp[:, 0], names, (at & opp).any(axis=1).astype(np.int8),
+                                       (probs * opp).sum(axis=1), facts, idx, timeline_of("opp")))
             # the same player at a deal someone else dealt: his partners are the other seats of his side
             subj, keys, obs, p = [], [], [], []
             side = np.asarray(side_rel)[idx]
@@ -123,12 +124,12 @@ def count_facts(facts: DealingFacts, side_rel: np.ndarray) -> dict[str, dict[str
                 if not has.any():
                     continue
                 subj.append(sp[m, r][has])
-                keys.append(key[m][has])
+                keys.append(idx[m][has])
                 obs.append((at[m] & mates).any(axis=1)[has].astype(np.int8))
                 p.append((probs[m] * mates).sum(axis=1)[has])
             if subj:
-                add("others", split_trials(np.concatenate(subj), names, np.concatenate(keys), np.concatenate(obs),
-                                           np.concatenate(p)))
+                add("others", summarise_deals(np.concatenate(subj), names, np.concatenate(obs), np.concatenate(p),
+                                              facts, np.concatenate(keys), timeline_of("others")))
     return out
 
 
@@ -158,16 +159,16 @@ class PartnerJack(TrialsDetector):
     name = "partner_jack"
 
     @staticmethod
-    def count_facts(facts, side_rel=None) -> dict:
+    def count_facts(facts, timeline_of=None, side_rel=None) -> dict:
         if side_rel is None:
             raise ValueError("partner_jack counts need the sides of each deal (sides_from_table)")
-        return count_facts(facts, side_rel)
+        return count_facts(facts, side_rel, timeline_of or (lambda stream: stream == "deal"))
 
     def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
               facts: DealingFacts | None = None) -> dict:
         """The per-dealer trials of the table's dealing facts, the sides read off the same table."""
         facts = facts if facts is not None else facts_from_columns(table)
-        return count_facts(facts, sides_from_table(table, facts))
+        return count_facts(facts, sides_from_table(table, facts), self.timeline_of)
 
     method = METHOD
     cheat = "deals the Jack of trumps to his partner"

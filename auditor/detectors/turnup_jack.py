@@ -17,22 +17,22 @@ import numpy as np
 from ..facts import DealingFacts
 from ..stats import exact
 from ..stats.family import TestResult
-from .base import Trials, TrialsDetector, control, pb_result, split_trials
+from .base import TrialsDetector, TrialSummary, control, pb_result, summarise_deals
 from .spec import TestSpec
 
 METHOD = "exact poisson-binomial, one-sided (null given the cards already out)"
 
 
-def count_facts(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
-    """{dealer: {"first": first turn-ups, "run": run turn-ups}}; keys keep the input order (deal, then run)."""
+def count_facts(facts: DealingFacts, timeline_of=lambda stream: stream == "first") -> dict[str, dict[str, TrialSummary]]:
+    """{dealer: {"first": first turn-ups, "run": run turn-ups}}."""
     if len(facts.tu_deal) == 0:
         return {}
     d = facts.tu_deal
     dealer = facts.seat_player[d, 0]
-    key = facts.order[d] * 16 + facts.tu_run.astype(np.int64)
-    out: dict[str, dict[str, Trials]] = {}
+    out: dict[str, dict[str, TrialSummary]] = {}
     for stream, m in (("first", facts.tu_run == 0), ("run", facts.tu_run > 0)):
-        for name, t in split_trials(dealer[m], facts.players, key[m], facts.tu_jack[m], facts.tu_p[m]).items():
+        for name, t in summarise_deals(dealer[m], facts.players, facts.tu_jack[m], facts.tu_p[m], facts, d[m],
+                                       timeline_of(stream)).items():
             out.setdefault(name, {})[stream] = t
     return out
 
@@ -60,18 +60,19 @@ class TurnupJack(TrialsDetector):
     spec = SPEC
     name = "turnup_jack"
     count_facts = staticmethod(count_facts)
+    stream = "first"
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
-        subjects = sorted(s for s, st in counts.items() if len(st.get("first", Trials.empty())))
+        subjects = sorted(s for s, st in counts.items() if len(st.get("first", TrialSummary())))
         level = exact.per_test_level(self.fdr, len(subjects))
         out = []
         for s in subjects:
-            first = counts[s].get("first", Trials.empty())
-            runs = counts[s].get("run", Trials.empty())
+            first = counts[s].get("first", TrialSummary())
+            runs = counts[s].get("run", TrialSummary())
             controls = {}
             if self.details:
                 controls = {"first_turnup": control(first), "run_turnups": control(runs),
-                            "all_turnups": control(Trials.concat([first, runs]))}
+                            "all_turnups": control(TrialSummary.merge([first, runs]))}
             out.append(pb_result(self.name, s, first, level, METHOD, controls,
                                  {"turnups": len(first) + len(runs), "deals": len(first)},
                                  details=self.details, cheat="turns up a Jack as the first turn-up"))

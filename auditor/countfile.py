@@ -86,62 +86,12 @@ class CountsFileError(InputError):
 # ---------------------------------------------------------------- writing
 
 
-class _Rows:
-    """The columns of the file, filled node by node."""
+class _Bad(Exception):
+    """A value that cannot be saved; the path to it is gathered while the recursion unwinds."""
 
-    def __init__(self) -> None:
-        self.kind: list[int] = []
-        self.n: list[int] = []
-        self.field: list[str | None] = []
-        self.name: list[str | None] = []
-        self.shape: list[list[int] | None] = []
-        self.i64: list[int | None] = []
-        self.data: list[Any] = []  # bytes-like, b"" when none
-
-    def add(self, kind: int, n: int = 0, field: str | None = None, name: str | None = None,
-            shape: list[int] | None = None, i64: int | None = None, data: Any = b"") -> int:
-        self.kind.append(kind)
-        self.n.append(n)
-        self.field.append(field)
-        self.name.append(name)
-        self.shape.append(shape)
-        self.i64.append(i64)
-        self.data.append(data)
-        return len(self.kind) - 1
-
-    def add_data(self, kind: int, data: Any, field: str | None = None, name: str | None = None,
-                 shape: list[int] | None = None) -> None:
-        """A node whose data may be long: its first piece on the node's row, the rest on `more` rows."""
-        view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
-        if len(view) <= PIECE:
-            self.add(kind, 0, field, name, shape, None, view)
-            return
-        pieces = [view[i:i + PIECE] for i in range(0, len(view), PIECE)]
-        self.add(kind, len(pieces) - 1, field, name, shape, None, pieces[0])
-        for p in pieces[1:]:
-            self.add(K_MORE, data=p)
-
-    def table(self, metadata: dict[str, str]) -> Any:
-        import pyarrow as pa
-
-        rows = len(self.kind)
-        kinds = pa.DictionaryArray.from_arrays(pa.array(np.asarray(self.kind, np.int8)), pa.array(list(KINDS)))
-        lens = np.fromiter((len(d) for d in self.data), np.int64, rows)
-        offsets = np.zeros(rows + 1, np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        blob = b"".join(self.data)
-        data = pa.LargeBinaryArray.from_buffers(pa.large_binary(), rows,
-                                               [None, pa.py_buffer(offsets), pa.py_buffer(blob)])
-        cols = {
-            "kind": kinds,
-            "n": pa.array(np.asarray(self.n, np.int64)),
-            "field": pa.array(self.field, pa.string()),
-            "name": pa.array(self.name, pa.string()),
-            "shape": pa.array(self.shape, pa.list_(pa.int64())),
-            "i64": pa.array(self.i64, pa.int64()),
-            "data": data,
-        }
-        return pa.table(cols).replace_schema_metadata(metadata)
+    def __init__(self, why: str) -> None:
+        self.why = why
+        self.path: list[Any] = []
 
 
 class _Field:
@@ -153,7 +103,7 @@ class _Field:
         self.name = name
 
 
-def _fmt_path(path: tuple[Any, ...]) -> str:
+def _fmt_path(path: list[Any]) -> str:
     if not path:
         return "counts"
     out = str(path[0])
@@ -162,16 +112,12 @@ def _fmt_path(path: tuple[Any, ...]) -> str:
     return out
 
 
-def _refuse(path: tuple[Any, ...], why: str) -> CountsFileError:
-    return CountsFileError(f"cannot save the counts: {_fmt_path(path)}: {why}")
-
-
-def _class_name(cls: type, path: tuple[Any, ...]) -> str:
+def _class_name(cls: type) -> str:
     mod, qual = cls.__module__, cls.__qualname__
     if not (mod == "auditor" or mod.startswith("auditor.")):
-        raise _refuse(path, f"a dataclass {mod}.{qual} (only dataclasses of the auditor package can be saved)")
+        raise _Bad(f"a dataclass {mod}.{qual} (only dataclasses of the auditor package can be saved)")
     if _lookup(sys.modules.get(mod), qual) is not cls:
-        raise _refuse(path, f"the dataclass {mod}.{qual} cannot be found again by its name (defined in a function?)")
+        raise _Bad(f"the dataclass {mod}.{qual} cannot be found again by its name (defined in a function?)")
     return f"{mod}:{qual}"
 
 
@@ -184,63 +130,195 @@ def _lookup(module: Any, qualname: str) -> Any:
     return obj
 
 
-def _encode(x: Any, rows: _Rows, path: tuple[Any, ...], field: str | None = None) -> None:
-    t = type(x)
-    if t is str:
-        rows.add_data(K_STR, x.encode("utf-8", "surrogatepass"), field)
-    elif t is int:
+class _Writer:
+    """The columns of the file, filled node by node in pre-order. `kind` and `n` have a value on every row; the
+    other columns only on some (row -> value), null elsewhere."""
+
+    def __init__(self) -> None:
+        self.kind: list[int] = []
+        self.n: list[int] = []
+        self.field: dict[int, str] = {}
+        self.name: dict[int, str] = {}
+        self.shape: dict[int, list[int]] = {}
+        self.i64: dict[int, int] = {}
+        self.data: dict[int, Any] = {}  # bytes-like
+        self.classes: dict[type, str] = {}
+        self.enc: dict[type, Any] = {
+            str: self.str_, int: self.int_, float: self.float_, bool: self.bool_, type(None): self.none,
+            np.ndarray: self.ndarray, dict: self.dict_, list: self.seq, tuple: self.seq, set: self.seq,
+            frozenset: self.seq, bytes: self.bytes_, Fraction: self.fraction,
+        }
+
+    def encode(self, x: Any) -> None:
+        f = self.enc.get(type(x))
+        (f or self.other)(x)
+
+    def with_data(self, kind: int, data: Any, name: str | None = None, shape: list[int] | None = None) -> None:
+        """A node whose data may be long: its first piece on the node's row, the rest on `more` rows."""
+        row = len(self.kind)
+        if name is not None:
+            self.name[row] = name
+        if shape is not None:
+            self.shape[row] = shape
+        if len(data) <= PIECE:
+            self.kind.append(kind)
+            self.n.append(0)
+            self.data[row] = data
+            return
+        view = memoryview(data).cast("B")
+        pieces = [view[i:i + PIECE] for i in range(0, len(view), PIECE)]
+        self.kind.append(kind)
+        self.n.append(len(pieces) - 1)
+        for j, piece in enumerate(pieces):
+            if j:
+                self.kind.append(K_MORE)
+                self.n.append(0)
+            self.data[row + j] = piece
+
+    def str_(self, x: str) -> None:
+        self.with_data(K_STR, x.encode("utf-8", "surrogatepass"))
+
+    def int_(self, x: int) -> None:
         if _INT64_MIN <= x <= _INT64_MAX:
-            rows.add(K_INT, field=field, i64=x)
+            self.i64[len(self.kind)] = x
+            self.kind.append(K_INT)
+            self.n.append(0)
         else:
-            rows.add_data(K_BIGINT, x.to_bytes((x.bit_length() + 8) // 8, "little", signed=True), field)
-    elif t is float:
-        rows.add(K_FLOAT, field=field, i64=_INT64.unpack(_DOUBLE.pack(x))[0])
-    elif t is bool:
-        rows.add(K_BOOL, field=field, i64=int(x))
-    elif x is None:
-        rows.add(K_NONE, field=field)
-    elif t is np.ndarray:
+            self.with_data(K_BIGINT, x.to_bytes((x.bit_length() + 8) // 8, "little", signed=True))
+
+    def float_(self, x: float) -> None:
+        self.i64[len(self.kind)] = _INT64.unpack(_DOUBLE.pack(x))[0]
+        self.kind.append(K_FLOAT)
+        self.n.append(0)
+
+    def bool_(self, x: bool) -> None:
+        self.i64[len(self.kind)] = int(x)
+        self.kind.append(K_BOOL)
+        self.n.append(0)
+
+    def none(self, x: None) -> None:
+        self.kind.append(K_NONE)
+        self.n.append(0)
+
+    def bytes_(self, x: bytes) -> None:
+        self.with_data(K_BYTES, x)
+
+    def ndarray(self, x: np.ndarray) -> None:
         dt = x.dtype
         if dt.kind in ARRAY_KINDS and dt.fields is None and dt.subdtype is None:
             raw = np.ascontiguousarray(x).reshape(-1).view(np.uint8).data if x.size else b""
-            rows.add_data(K_NDARRAY, raw, field, dt.str, list(x.shape))
+            self.with_data(K_NDARRAY, raw, dt.str, list(x.shape))
         elif dt.kind == "O":
-            rows.add(K_OBJARRAY, x.size, field, "object", list(x.shape))
+            self.shape[len(self.kind)] = list(x.shape)
+            self.name[len(self.kind)] = "object"
+            self.kind.append(K_OBJARRAY)
+            self.n.append(x.size)
             for i, v in enumerate(x.flat):
-                if type(v) not in (str, int, float, bool, type(None)):
-                    raise _refuse(path + (i,), f"an object array may hold str, int, float, bool or None, not "
-                                  f"{type(v).__module__}.{type(v).__qualname__}")
-                _encode(v, rows, path + (i,))
+                try:
+                    if type(v) not in _OBJ_ELEMENTS:
+                        raise _Bad(f"an object array may hold str, int, float, bool or None, not "
+                                   f"{type(v).__module__}.{type(v).__qualname__}")
+                    self.encode(v)
+                except _Bad as e:
+                    e.path.append(i)
+                    raise
         else:
-            raise _refuse(path, f"a numpy array of dtype {dt} (numbers, bool, dates and fixed-width strings only)")
-    elif t is dict:
-        rows.add(K_DICT, len(x), field)
+            raise _Bad(f"a numpy array of dtype {dt} (numbers, bool, dates and fixed-width strings only)")
+
+    def dict_(self, x: dict[Any, Any]) -> None:
+        self.kind.append(K_DICT)
+        self.n.append(len(x))
+        enc = self.enc
         for k, v in x.items():
-            _encode(k, rows, path + (k,))
-            _encode(v, rows, path + (k,))
-    elif t in _SEQ_KINDS:
-        rows.add(_SEQ_KINDS[t], len(x), field)
+            try:
+                (enc.get(type(k)) or self.other)(k)
+                (enc.get(type(v)) or self.other)(v)
+            except _Bad as e:
+                e.path.append(k)
+                raise
+
+    def seq(self, x: list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any]) -> None:
+        self.kind.append(_SEQ_KINDS[type(x)])
+        self.n.append(len(x))
+        enc = self.enc
         for i, v in enumerate(x):
-            _encode(v, rows, path + (i,))
-    elif isinstance(x, np.generic):
-        dt = x.dtype
-        if dt.kind not in ARRAY_KINDS or dt.fields is not None:
-            raise _refuse(path, f"a numpy scalar of dtype {dt}")
-        rows.add_data(K_NPSCALAR, x.tobytes(), field, dt.str)
-    elif dataclasses.is_dataclass(x) and not isinstance(x, type):
-        fields = dataclasses.fields(x)
-        rows.add(K_DATACLASS, len(fields), field, _class_name(t, path))
-        for f in fields:
-            _encode(getattr(x, f.name), rows, path + (_Field(f.name),), f.name)
-    elif t is bytes:
-        rows.add_data(K_BYTES, x, field)
-    elif t is Fraction:
-        rows.add(K_FRACTION, 2, field)
-        _encode(x.numerator, rows, path)
-        _encode(x.denominator, rows, path)
-    else:
-        raise _refuse(path, f"a value of type {t.__module__}.{t.__qualname__} (counts are plain data: see "
-                      "auditor/countfile.py)")
+            try:
+                (enc.get(type(v)) or self.other)(v)
+            except _Bad as e:
+                e.path.append(i if type(x) in (list, tuple) else v)
+                raise
+
+    def fraction(self, x: Fraction) -> None:
+        self.kind.append(K_FRACTION)
+        self.n.append(2)
+        self.int_(x.numerator)
+        self.int_(x.denominator)
+
+    def other(self, x: Any) -> None:
+        t = type(x)
+        if isinstance(x, np.generic):
+            dt = x.dtype
+            if dt.kind not in ARRAY_KINDS or dt.fields is not None:
+                raise _Bad(f"a numpy scalar of dtype {dt}")
+            self.with_data(K_NPSCALAR, x.tobytes(), dt.str)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+            name = self.classes.get(t)
+            if name is None:
+                name = self.classes[t] = _class_name(t)
+            fields = dataclasses.fields(x)
+            self.name[len(self.kind)] = name
+            self.kind.append(K_DATACLASS)
+            self.n.append(len(fields))
+            for f in fields:
+                self.field[len(self.kind)] = f.name
+                try:
+                    self.encode(getattr(x, f.name))
+                except _Bad as e:
+                    e.path.append(_Field(f.name))
+                    raise
+        else:
+            raise _Bad(f"a value of type {t.__module__}.{t.__qualname__} (counts are plain data: see "
+                       "auditor/countfile.py)")
+
+    def blob(self, name: str, value: bytes) -> None:
+        self.field[len(self.kind)] = name
+        self.with_data(K_BLOB, value)
+
+    def table(self, metadata: dict[str, str]) -> Any:
+        import pyarrow as pa
+
+        rows = len(self.kind)
+        kinds = pa.DictionaryArray.from_arrays(pa.array(np.asarray(self.kind, np.int8)), pa.array(list(KINDS)))
+        lens = np.zeros(rows, np.int64)
+        if self.data:
+            lens[np.fromiter(self.data.keys(), np.int64, len(self.data))] = np.fromiter(
+                (len(d) for d in self.data.values()), np.int64, len(self.data))
+        offsets = np.zeros(rows + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        order = sorted(self.data)  # rows in order: their bytes one after the other
+        blob = b"".join([self.data[r] for r in order])
+        data = pa.LargeBinaryArray.from_buffers(pa.large_binary(), rows,
+                                               [None, pa.py_buffer(offsets), pa.py_buffer(blob)])
+
+        def sparse(values: dict[int, Any], typ: Any) -> Any:
+            col: list[Any] = [None] * rows
+            for r, v in values.items():
+                col[r] = v
+            return pa.array(col, typ)
+
+        cols = {
+            "kind": kinds,
+            "n": pa.array(np.asarray(self.n, np.int64)),
+            "field": sparse(self.field, pa.string()),
+            "name": sparse(self.name, pa.string()),
+            "shape": sparse(self.shape, pa.list_(pa.int64())),
+            "i64": sparse(self.i64, pa.int64()),
+            "data": data,
+        }
+        return pa.table(cols).replace_schema_metadata(metadata)
+
+
+_OBJ_ELEMENTS = (str, int, float, bool, type(None))
 
 
 def _check_value(mapping: dict[str, str]) -> str:
@@ -259,15 +337,17 @@ def save_counts(path: str | os.PathLike[str], counts: dict[str, Any], meta: dict
 
     if type(counts) is not dict or not all(type(k) is str for k in counts):
         raise CountsFileError("cannot save the counts: they must be a dict of detector name (str) -> counts")
-    rows = _Rows()
+    rows = _Writer()
     try:
-        _encode(counts, rows, ())
+        rows.encode(counts)
+    except _Bad as e:
+        raise CountsFileError(f"cannot save the counts: {_fmt_path(e.path[::-1])}: {e.why}") from None
     except RecursionError:
         raise CountsFileError("cannot save the counts: the tree is nested too deeply") from None
     for name, value in (blobs or {}).items():
         if type(name) is not str or not isinstance(value, (bytes, bytearray, memoryview)):
             raise CountsFileError(f"cannot save the counts: blob {name!r}: blobs are str -> bytes")
-        rows.add_data(K_BLOB, bytes(value) if isinstance(value, bytearray) else value, name)
+        rows.blob(name, bytes(value) if isinstance(value, bytearray) else value)
     try:
         meta_text = json.dumps(meta or {}, ensure_ascii=False, allow_nan=False, sort_keys=False)
     except (TypeError, ValueError) as e:
@@ -288,6 +368,10 @@ def save_counts(path: str | os.PathLike[str], counts: dict[str, Any], meta: dict
 
 class _Corrupt(Exception):
     """A row that does not follow the layout (becomes a CountsFileError)."""
+
+
+class _Stale(_Corrupt):
+    """A file that follows the layout but names a dataclass whose fields are not this auditor's."""
 
 
 def _resolve_class(name: str) -> type:
@@ -344,6 +428,14 @@ class _Reader:
         self.end = off[1:].tolist()
         self.buf = memoryview(bufs[2]) if bufs[2] is not None else memoryview(b"")
         self.pos = 0
+        self.dtypes: dict[str, np.dtype[Any]] = {}
+        self.classes: dict[str, tuple[type, list[str]]] = {}
+        by_kind = {K_DICT: self.dict_, K_LIST: self.list_, K_TUPLE: self.tuple_, K_SET: self.set_,
+                   K_FROZENSET: self.frozenset_, K_DATACLASS: self._dataclass, K_NDARRAY: self._array,
+                   K_OBJARRAY: self.objarray, K_NPSCALAR: self.npscalar, K_INT: self.int_, K_BIGINT: self.bigint,
+                   K_FLOAT: self.float_, K_BOOL: self.bool_, K_STR: self.str_, K_BYTES: self.bytes_,
+                   K_NONE: self.none, K_FRACTION: self.fraction}
+        self.dispatch = [by_kind.get(k, self.misplaced) for k in range(len(KINDS))]
 
     def _data(self, i: int) -> memoryview | bytes:
         """The data of node row i with its `more` rows; moves past them."""
@@ -365,63 +457,89 @@ class _Reader:
         i = self.pos
         if i >= self.rows:
             raise _Corrupt("the tree ends before its last node")
-        self.pos += 1
+        self.pos = i + 1
         k = self.kind[i]
-        if k == K_INT:
-            v = self.i64[i]
-            if v is None:
-                raise _Corrupt(f"row {i}: an int without its value")
-            return v
-        if k == K_FLOAT:
-            return _DOUBLE.unpack(_INT64.pack(self.i64[i]))[0]
-        if k == K_STR:
-            return bytes(self._data(i)).decode("utf-8", "surrogatepass")
-        if k == K_NDARRAY:
-            return self._array(i)
-        if k == K_DICT:
-            out: dict[Any, Any] = {}
-            for _ in range(self._count(i)):
-                key = self.node()
-                out[key] = self.node()
-            return out
-        if k in _SEQ_TYPES:
-            items = [self.node() for _ in range(self._count(i))]
-            return items if k == K_LIST else _SEQ_TYPES[k](items)
-        if k == K_DATACLASS:
-            return self._dataclass(i)
-        if k == K_BOOL:
-            if self.i64[i] not in (0, 1):
-                raise _Corrupt(f"row {i}: a bool that is neither 0 nor 1")
-            return bool(self.i64[i])
-        if k == K_NONE:
-            return None
-        if k == K_NPSCALAR:
-            dt = self._dtype(i)
-            raw = self._data(i)
-            if len(raw) != dt.itemsize:
-                raise _Corrupt(f"row {i}: a numpy scalar of {len(raw)} bytes for dtype {dt}")
-            return np.frombuffer(raw, dt, count=1)[0].copy()
-        if k == K_BIGINT:
-            return int.from_bytes(self._data(i), "little", signed=True)
-        if k == K_BYTES:
-            return bytes(self._data(i))
-        if k == K_OBJARRAY:
-            shape = self._shape(i)
-            n = self._count(i)
-            if math.prod(shape) != n:
-                raise _Corrupt(f"row {i}: an object array of shape {shape} with {n} elements")
-            arr = np.empty(n, dtype=object)
-            for j in range(n):
-                arr[j] = self.node()
-            return arr.reshape(shape)
-        if k == K_FRACTION:
-            if self.n[i] != 2:
-                raise _Corrupt(f"row {i}: a fraction of {self.n[i]} parts")
-            num, den = self.node(), self.node()
-            if type(num) is not int or type(den) is not int or den <= 0:
-                raise _Corrupt(f"row {i}: a fraction of {num!r}/{den!r}")
-            return Fraction(num, den)
-        raise _Corrupt(f"row {i}: a {KINDS[k] if 0 <= k < len(KINDS) else 'unknown'} node inside the tree")
+        if k < 0 or k >= len(self.dispatch):
+            raise _Corrupt(f"row {i}: an unknown kind")
+        return self.dispatch[k](i)
+
+    def int_(self, i: int) -> int:
+        v = self.i64[i]
+        if v is None:
+            raise _Corrupt(f"row {i}: an int without its value")
+        return v
+
+    def float_(self, i: int) -> float:
+        return _DOUBLE.unpack(_INT64.pack(self.i64[i]))[0]
+
+    def str_(self, i: int) -> str:
+        return bytes(self._data(i)).decode("utf-8", "surrogatepass")
+
+    def dict_(self, i: int) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        node = self.node
+        for _ in range(self._count(i)):
+            key = node()
+            out[key] = node()
+        return out
+
+    def list_(self, i: int) -> list[Any]:
+        node = self.node
+        return [node() for _ in range(self._count(i))]
+
+    def tuple_(self, i: int) -> tuple[Any, ...]:
+        return tuple(self.list_(i))
+
+    def set_(self, i: int) -> set[Any]:
+        return set(self.list_(i))
+
+    def frozenset_(self, i: int) -> frozenset[Any]:
+        return frozenset(self.list_(i))
+
+    def bool_(self, i: int) -> bool:
+        if self.i64[i] not in (0, 1):
+            raise _Corrupt(f"row {i}: a bool that is neither 0 nor 1")
+        return bool(self.i64[i])
+
+    def none(self, i: int) -> None:
+        return None
+
+    def npscalar(self, i: int) -> Any:
+        dt = self._dtype(i)
+        raw = self._data(i)
+        if len(raw) != dt.itemsize:
+            raise _Corrupt(f"row {i}: a numpy scalar of {len(raw)} bytes for dtype {dt}")
+        return np.frombuffer(raw, dt, count=1)[0].copy()
+
+    def bigint(self, i: int) -> int:
+        return int.from_bytes(self._data(i), "little", signed=True)
+
+    def bytes_(self, i: int) -> bytes:
+        return bytes(self._data(i))
+
+    def objarray(self, i: int) -> np.ndarray:
+        shape = self._shape(i)
+        n = self._count(i)
+        if math.prod(shape) != n:
+            raise _Corrupt(f"row {i}: an object array of shape {shape} with {n} elements")
+        arr = np.empty(n, dtype=object)
+        for j in range(n):
+            v = self.node()
+            if type(v) not in _OBJ_ELEMENTS:
+                raise _Corrupt(f"row {i}: an object array holding a {type(v).__name__}")
+            arr[j] = v
+        return arr.reshape(shape)
+
+    def fraction(self, i: int) -> Fraction:
+        if self.n[i] != 2:
+            raise _Corrupt(f"row {i}: a fraction of {self.n[i]} parts")
+        num, den = self.node(), self.node()
+        if type(num) is not int or type(den) is not int or den <= 0:
+            raise _Corrupt(f"row {i}: a fraction of {num!r}/{den!r}")
+        return Fraction(num, den)
+
+    def misplaced(self, i: int) -> Any:
+        raise _Corrupt(f"row {i}: a {KINDS[self.kind[i]]} row inside the tree")
 
     def _count(self, i: int) -> int:
         n = self.n[i]
@@ -431,6 +549,9 @@ class _Reader:
 
     def _dtype(self, i: int) -> np.dtype[Any]:
         name = self.name[i]
+        dt = self.dtypes.get(name)  # type: ignore[arg-type]
+        if dt is not None:
+            return dt
         if not isinstance(name, str) or len(name) > 32:
             raise _Corrupt(f"row {i}: no dtype")
         try:
@@ -439,11 +560,12 @@ class _Reader:
             raise _Corrupt(f"row {i}: an unknown dtype {name!r}") from None
         if dt.kind not in ARRAY_KINDS or dt.fields is not None or dt.subdtype is not None or dt.str != name:
             raise _Corrupt(f"row {i}: dtype {name!r} is not one a counts file holds")
+        self.dtypes[name] = dt
         return dt
 
     def _shape(self, i: int) -> list[int]:
         shape = self.shape[i]
-        if shape is None or any(s is None or s < 0 for s in shape):
+        if shape is None or (shape and min(shape) < 0):  # a null inside: TypeError, a damaged file
             raise _Corrupt(f"row {i}: no shape")
         return shape
 
@@ -459,8 +581,12 @@ class _Reader:
         return np.frombuffer(raw, dt, count=size).reshape(shape).copy()
 
     def _dataclass(self, i: int) -> Any:
-        cls = _resolve_class(self.name[i] or "")
-        names = [f.name for f in dataclasses.fields(cls)]
+        name = self.name[i] or ""
+        got_cls = self.classes.get(name)
+        if got_cls is None:
+            cls = _resolve_class(name)
+            got_cls = self.classes[name] = (cls, [f.name for f in dataclasses.fields(cls)])
+        cls, names = got_cls
         n = self._count(i)
         got = []
         obj = object.__new__(cls)
@@ -471,7 +597,7 @@ class _Reader:
             if fname in names:
                 object.__setattr__(obj, fname, value)
         if got != names:
-            raise _Corrupt(f"the fields of {cls.__module__}.{cls.__qualname__} differ from the file's: file "
+            raise _Stale(f"the fields of {cls.__module__}.{cls.__qualname__} differ from the file's: file "
                            f"{', '.join(map(str, got))}; this auditor {', '.join(names)}")
         return obj
 
@@ -565,6 +691,8 @@ def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
             raise _Corrupt("the tree does not start with a dict")
         counts = reader.node()
         blobs = reader.blobs()
+    except _Stale as e:
+        raise CountsFileError(f"counts of another auditor: {e}: count again", src) from None
     except _Corrupt as e:
         raise CountsFileError(f"a damaged counts file: {e}", src) from None
     except RecursionError:

@@ -1,0 +1,144 @@
+"""Parts of whole tables (issue 15, `auditor.parts`): split, replay each part, merge = the direct replay.
+
+The merged replay document is byte for byte the direct one, and the union of the parts' tables is the direct table
+row for row (sorted by `order`, the global canonical rank, `order` values included)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import numpy as np
+import orjson
+import pytest
+
+from auditor.columns import AuditColumns
+from auditor.fast.audit_cols import reorder
+from auditor.fast.convert import convert_file
+from auditor.fast.pipeline import replay_paths
+from auditor.parts import bucket_of, merge_replays, replay_part, split_input
+from auditor.replay.result import dump_document
+from auditor.select import Selection
+from auditor.testing.generate import Style, random_game, random_log
+
+
+def _dumps(recs: list[dict]) -> bytes:
+    return b"".join(orjson.dumps(r) + b"\n" for r in recs)
+
+
+def _interleave(rng: np.random.Generator, games: list[list[dict]]) -> list[dict]:
+    """The deals of several games in one stream, each game's deals in order (as a room logs its tables)."""
+    out: list[dict] = []
+    pos = [0] * len(games)
+    live = [i for i, g in enumerate(games) if g]
+    while live:
+        i = live[int(rng.integers(len(live)))]
+        out.append(games[i][pos[i]])
+        pos[i] += 1
+        if pos[i] == len(games[i]):
+            live.remove(i)
+    return out
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Four files, many tables: Scotch Whist and All Fours, a table spread over two files, a table with a single
+    deal, a bad line and an unparseable record, JSON Lines (plain and gzip) and Parquet."""
+    d = tmp_path_factory.mktemp("parts_in")
+    rng = np.random.default_rng(15)
+    style = Style(with_time=True)
+    sw = [random_log(rng, 6, table=f"club-{t}", style=style, id_prefix=f"c{t}-") for t in (1, 2, 10, 11)]
+    af = [random_log(rng, 4, game="all_fours", preset="foster",
+                     n=2, sides=None, table=f"af-{t}", style=style, id_prefix=f"af{t}-") for t in (3, 30)]
+    solo = random_game(rng, "scotch_whist", "foster", 4, game_id="solo-1", table="solo", max_deals=1)
+    a = _interleave(rng, [sw[0], sw[1][: len(sw[1]) // 2], af[0]])
+    b = _interleave(rng, [sw[2], af[1]])
+    c = _interleave(rng, [sw[3], sw[1][len(sw[1]) // 2:]]) + solo
+    p1 = d / "a.jsonl"
+    lines = _dumps(a).split(b"\n")
+    lines.insert(5, b"{not json")
+    lines.insert(9, orjson.dumps({"format": "deal-log/1", "game": "scotch_whist", "table": "club-1"}))
+    p1.write_bytes(b"\n".join(lines))
+    p2 = d / "b.jsonl.gz"
+    p2.write_bytes(gzip.compress(_dumps(b)))
+    src = d / "c.jsonl"
+    src.write_bytes(_dumps(c) + b'{"format": "deal-log/1", "game_id": 7}\n')
+    p3 = d / "c.parquet"
+    convert_file(str(src), str(p3))
+    p4 = d / "d.jsonl"
+    p4.write_bytes(_dumps(random_log(rng, 2, table="club-2", style=style, id_prefix="late-")))
+    return [str(p1), str(p2), str(p3), str(p4)]
+
+
+def _sorted_table(c: AuditColumns) -> AuditColumns:
+    return reorder(c, np.argsort(c.order, kind="stable"))
+
+
+def _check(paths: list[str], workdir: str, part_deals: int, min_parts: int = 3, buckets: int = 64) -> None:
+    direct = replay_paths(paths, table=True)
+    parts = split_input(paths, workdir, part_deals, buckets=buckets)
+    assert not parts.single
+    assert len(parts) >= min_parts
+    reps = [replay_part(parts, k) for k in reversed(range(len(parts)))]  # any order
+    tables = [r.table for r in reps]
+    for r in reps:
+        r.table = None
+    merged = merge_replays(reps)
+    assert dump_document(merged.to_json()) == dump_document(direct.to_json())
+    assert merged.to_json_bytes() == direct.to_json_bytes()
+    assert merged.stats == direct.stats
+    assert direct.table is not None
+    union = AuditColumns.concat([t for t in tables if t is not None])
+    assert sorted(union.order.tolist()) == list(range(len(direct.table)))
+    assert _sorted_table(union).equal(_sorted_table(direct.table)) == []
+    assert sum(parts.table_deals.values()) == len(direct.table)
+    parts.cleanup()
+    assert not os.listdir(workdir)
+
+
+def test_parts_merge_to_the_direct_replay(inputs: list[str], tmp_path) -> None:
+    _check(inputs, str(tmp_path / "w"), part_deals=25)
+
+
+def test_one_bucket_per_table_and_one_table_per_part(inputs: list[str], tmp_path) -> None:
+    _check(inputs, str(tmp_path / "w"), part_deals=1, min_parts=5, buckets=256)
+
+
+def test_parts_depend_only_on_the_input_and_size(inputs: list[str], tmp_path) -> None:
+    a = split_input(inputs, str(tmp_path / "a"), 25, buckets=64)
+    b = split_input(inputs, str(tmp_path / "b"), 25, buckets=64)
+    assert a.parts == b.parts and a.table_offset == b.table_offset and a.table_deals == b.table_deals
+    assert a.table_offset["club-2"] < a.table_offset["club-10"]  # natural order of table names
+    assert a.table_deals["solo"] == 1
+    assert [bucket_of(t, 64) for t in ("club-1", "af-3")] == [bucket_of(t, 64) for t in ("club-1", "af-3")]
+    # bad records (no table) are in bucket 0, which is in part 0
+    assert a.parts[0][0] == 0
+
+
+def test_small_input_is_one_part_of_the_original_paths(inputs: list[str], tmp_path) -> None:
+    parts = split_input(inputs, str(tmp_path / "w"), 10 ** 6)
+    assert parts.single and len(parts) == 1
+    rep = replay_part(parts, 0)
+    assert rep.to_json_bytes() == replay_paths(inputs).to_json_bytes()
+    assert merge_replays([rep]) is rep
+    assert not (tmp_path / "w").exists() or not os.listdir(tmp_path / "w")
+
+
+def test_small_gzip_input_read_once_then_one_part(inputs: list[str], tmp_path) -> None:
+    gz = [p for p in inputs if p.endswith(".gz")]
+    parts = split_input(gz, str(tmp_path / "w"), 10 ** 6)  # a gzip file cannot be counted before reading
+    assert parts.single and parts.records > 0
+    assert not os.listdir(tmp_path / "w")
+
+
+def test_selection_parts(inputs: list[str], tmp_path) -> None:
+    sel = Selection(games=("all_fours",))
+    direct_sel = Selection(games=("all_fours",))
+    from auditor.select import selected_chunks
+
+    direct = replay_paths(inputs, table=True, chunks=selected_chunks(direct_sel))
+    parts = split_input(inputs, str(tmp_path / "w"), 10, selection=sel, buckets=64)
+    assert len(parts) >= 2
+    merged = merge_replays([replay_part(parts, k) for k in range(len(parts))])
+    assert merged.to_json_bytes() == direct.to_json_bytes()
+    assert sel.summary() == direct_sel.summary()

@@ -24,14 +24,16 @@ same dealer with every other cutter — a dealer high with one cutter only is th
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Sequence
 
+import numba
 import numpy as np
 from scipy import stats as _st
 
 from ..cards import RJ, cards_of
-from ..columns import AuditColumns
+from ..columns import TIME_NONE, AuditColumns
 from ..facts import (
     MAX_SEATS,
     N_CLASSES,
@@ -48,7 +50,17 @@ from ..stats import exact
 from ..stats.family import TestResult
 from .af_dealer_jack import dealt_probs as af_dealt_probs
 from .af_dealer_jack import trial_deals as af_trial_deals
-from .base import MIN_DETECTABLE_POWER, Trials, control, funnel, merge_streams, pb_result, split_trials, subject_rng, timeline
+from .base import (
+    MIN_DETECTABLE_POWER,
+    Timeline,
+    TrialSummary,
+    control,
+    funnel,
+    merge_summaries,
+    pb_result,
+    subject_rng,
+    summarise,
+)
 from .spec import TestSpec
 
 COLS = (8, 9, 10, 11, 12, 0)  # table columns: trump T J Q K A, and the 2 (All Fours)
@@ -67,53 +79,117 @@ def _class_names(n_max: int) -> list[str]:
 # ---------------------------------------------------------------- counting
 
 
+@dataclass
+class UniformityCounts:
+    """One dealer's bounded counts: per configuration he dealt (`configs`), his number of deals `deals[c]` and the
+    table `obs[c]` [N_CLASSES, 6] of his honours by location class (ranks padded to the All Fours six); and the
+    `Timeline` of the honours dealt to himself. The X² statistic, its Monte-Carlo null (which depends only on each
+    configuration and its number of deals) and every detail are functions of these alone."""
+
+    configs: list[Config] = field(default_factory=list)
+    deals: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    obs: np.ndarray = field(default_factory=lambda: np.zeros((0, N_CLASSES, 6), np.int64))
+    timeline: Timeline = field(default_factory=Timeline)
+
+    def __len__(self) -> int:
+        return int(self.deals.sum())
+
+    def by_cfg(self) -> dict[Config, tuple[int, np.ndarray]]:
+        """{config: (deals, obs table)} in `canonical_cfgs` order."""
+        return canonical_cfgs({c: (int(d), o) for c, d, o in zip(self.configs, self.deals.tolist(), self.obs,
+                                                                    strict=True)})
+
+    @staticmethod
+    def merge(parts: Sequence["UniformityCounts"]) -> "UniformityCounts":
+        parts = [p for p in parts if len(p.configs)]
+        if len(parts) == 1:
+            return parts[0]
+        index: dict[Config, int] = {}
+        for p in parts:
+            for c in p.configs:
+                index.setdefault(c, len(index))
+        deals = np.zeros(len(index), np.int64)
+        obs = np.zeros((len(index), N_CLASSES, 6), np.int64)
+        for p in parts:
+            at = np.array([index[c] for c in p.configs], np.int64)
+            np.add.at(deals, at, p.deals)
+            np.add.at(obs, at, p.obs)
+        return UniformityCounts(list(index), deals, obs, Timeline.merge([p.timeline for p in parts]))
+
+
 def canonical_cfgs(by_cfg: dict) -> dict:
     """A subject's configurations in a fixed order (by the configuration itself, not by first appearance), so that
     Monte-Carlo draws and sums do not depend on how the input was split before counting."""
     return dict(sorted(by_cfg.items(), key=lambda kv: repr(kv[0])))
 
 
-def _uniformity_rows(facts: DealingFacts) -> dict[str, dict[Config, tuple[np.ndarray, np.ndarray]]]:
-    """{dealer: {config: (keys, loc[k, H])}} over deals whose dealt hands are known."""
-    out: dict[str, dict[Config, tuple[np.ndarray, np.ndarray]]] = {}
+def facts_time(facts: DealingFacts, rows: np.ndarray) -> np.ndarray:
+    """The deals' times (TIME_NONE where the facts carry none: generated deals)."""
+    if len(facts.time) == len(facts):
+        return facts.time[rows]
+    return np.full(len(rows), TIME_NONE, np.int64)
+
+
+def honour_locations(facts: DealingFacts) -> tuple[np.ndarray, np.ndarray]:
+    """(deals, loc [k, 6]): the deals whose dealt hands are known, and each trump honour's location class in the
+    table column of its rank (`COLS`; -1 where the game has no such honour)."""
+    rows = np.flatnonzero(facts.hands_known)
+    loc = np.full((len(rows), 6), -1, np.int64)
+    if not len(rows):
+        return rows, loc
+    trump = facts.trump[rows].astype(np.int64)
+    af = facts.game[rows] == 1
+    turnup = facts.turnup[rows].astype(np.int64)
+    for col, r in enumerate(COLS):
+        card = trump * 13 + r
+        h = facts.holder[rows, card].astype(np.int64)
+        cls = np.where(h < 0, UNDEALT, h)
+        cls = np.where(card == turnup, TURNUP, cls)
+        loc[:, col] = cls if r != 0 else np.where(af, cls, -1)
+    return rows, loc
+
+
+def _uniformity_counts(facts: DealingFacts) -> dict[str, UniformityCounts]:
+    """{dealer: UniformityCounts} of the deals whose dealt hands are known (one bincount over (dealer, config,
+    class, rank)); the per-deal arrays live only here."""
+    out: dict[str, UniformityCounts] = {}
     if len(facts) == 0:
         return out
-    dealer = facts.seat_player[:, 0]
-    for ci, cfg in enumerate(facts.configs):
-        m = (facts.cfg == ci) & facts.hands_known
-        if not m.any():
-            continue
-        idx = np.nonzero(m)[0]
-        sub_trump = facts.trump[idx].astype(np.int64)
-        ranks = honour_ranks(cfg.game)
-        loc = np.zeros((len(idx), len(ranks)), dtype=np.int8)
-        for j, r in enumerate(ranks):
-            card = sub_trump * 13 + r
-            h = facts.holder[idx, card].astype(np.int64)
-            cls = np.where(h < 0, UNDEALT, h)
-            cls = np.where(card == facts.turnup[idx], TURNUP, cls)
-            loc[:, j] = cls
-        for pi in np.unique(dealer[idx]):
-            sel = dealer[idx] == pi
-            out.setdefault(facts.players[int(pi)], {})[cfg] = (facts.order[idx][sel], loc[sel])
+    rows, loc = honour_locations(facts)
+    if not len(rows):
+        return out
+    C = len(facts.configs)
+    dealer = facts.seat_player[rows, 0].astype(np.int64)
+    cfg = facts.cfg[rows].astype(np.int64)
+    P = len(facts.players)
+    sc = dealer * C + cfg
+    deals = np.bincount(sc, minlength=P * C).reshape(P, C)
+    ok = loc >= 0
+    cell = (sc[:, None] * N_CLASSES + np.where(ok, loc, 0)) * 6 + np.arange(6)[None, :]
+    table = np.bincount(cell[ok], minlength=P * C * N_CLASSES * 6).reshape(P, C, N_CLASSES, 6)
+    # the dealer's own honours (the turn-up too when he owns it) and their expectation, per deal
+    e_own = np.array([_own_expected(c) for c in facts.configs])
+    owns = np.array([c.turnup_owner == 0 for c in facts.configs])
+    got = ((loc == 0) | ((loc == TURNUP) & owns[cfg][:, None])).sum(axis=1)
+    time = facts_time(facts, rows)
+    tab = facts.table[rows]
+    o = np.argsort(dealer, kind="stable")
+    cuts = np.flatnonzero(np.diff(dealer[o])) + 1
+    for seg in np.split(o, cuts):
+        pi = int(dealer[seg[0]])
+        used = np.flatnonzero(deals[pi])
+        tl = Timeline.of(facts.tables, tab[seg], time[seg], got[seg], e_own[cfg[seg]])
+        out[facts.players[pi]] = UniformityCounts([facts.configs[int(c)] for c in used], deals[pi, used],
+                                                  table[pi, used], tl)
     return out
 
 
-def _merge_cfg(parts: Sequence[dict]) -> dict:
-    acc: dict[str, dict[Config, list]] = {}
+def _merge_counts(parts: Sequence[dict]) -> dict:
+    acc: dict[str, list[UniformityCounts]] = {}
     for part in parts:
-        for subj, by_cfg in part.items():
-            for cfg, arrays in by_cfg.items():
-                acc.setdefault(subj, {}).setdefault(cfg, []).append(arrays)
-    out: dict[str, dict[Config, tuple]] = {}
-    for subj, by_cfg in acc.items():
-        out[subj] = {}
-        for cfg, lst in by_cfg.items():
-            keys = np.concatenate([a[0] for a in lst])
-            order = np.argsort(keys, kind="stable")
-            out[subj][cfg] = tuple([keys[order]] + [np.concatenate([a[k] for a in lst])[order]
-                                                   for k in range(1, len(lst[0]))])
-    return out
+        for subj, c in part.items():
+            acc.setdefault(subj, []).append(c)
+    return {s: UniformityCounts.merge(v) for s, v in acc.items()}
 
 
 # ---------------------------------------------------------------- the X² table and its simulation
@@ -127,16 +203,31 @@ def _expected(cfg: Config) -> np.ndarray:
 
 
 def _table(by_cfg: dict[Config, tuple]) -> tuple[np.ndarray, np.ndarray]:
-    """Observed and expected counts, [N_CLASSES, 6] (ranks padded to the All Fours six)."""
+    """Observed and expected counts, [N_CLASSES, 6] (ranks padded to the All Fours six), from {config: (deals,
+    observed table)} in canonical order (the expected sums add in that order)."""
     obs = np.zeros((N_CLASSES, 6))
     exp_ = np.zeros((N_CLASSES, 6))
-    for cfg, (keys, loc) in by_cfg.items():
+    for cfg, (D, table) in by_cfg.items():
         cols = _cols(cfg)
         e = _expected(cfg)
+        obs += table
         for j, col in enumerate(cols):
-            obs[:, col] += np.bincount(loc[:, j].astype(np.int64), minlength=N_CLASSES)
-            exp_[:, col] += e[:, j] * len(keys)
+            exp_[:, col] += e[:, j] * D
     return obs, exp_
+
+
+def _own_expected(cfg: Config) -> float:
+    """Expected honours dealt to the dealer in one deal of `cfg` (the turn-up too when he owns it)."""
+    e = _expected(cfg)
+    return float(e[0].sum() + (e[TURNUP].sum() if cfg.turnup_owner == 0 else 0.0))
+
+
+def _n_deals(v) -> int:
+    """The number of deals of a configuration's entry: an int, or (deals, ...) with deals an int or an array of
+    one row per deal."""
+    if isinstance(v, tuple):
+        v = v[0]
+    return int(v) if np.ndim(v) == 0 else len(v)
 
 
 def _cols(cfg: Config) -> list[int]:
@@ -227,20 +318,62 @@ def _simulate_per_deal(cfg: Config, D: int, B: int, rng: np.random.Generator) ->
     other = np.array([c for k, c in enumerate(cfg.slot_class) if k != cfg.turnup_index], dtype=np.int64)
     tu = pack[rng.integers(P, size=(B, D))]
     pos = rng.integers(P - 1, size=(B, D, H))
-    while True:  # distinct positions for the honours (rejection; few rows collide)
-        srt = np.sort(pos, axis=2)
-        bad = (np.diff(srt, axis=2) == 0).any(axis=2)
-        if not bad.any():
-            break
-        pos[bad] = rng.integers(P - 1, size=(int(bad.sum()), H))
+    flat_pos = pos.reshape(B * D, H)  # a view: redrawing its rows redraws pos's
+    bad = np.flatnonzero(_collide(flat_pos))
+    while len(bad):  # distinct positions for the honours (rejection; few rows collide; a good row stays good, so
+        # only the redrawn rows are checked again; rows are redrawn in row order, as pos[mask] = ... would)
+        flat_pos[bad] = rng.integers(P - 1, size=(len(bad), H))
+        bad = bad[_collide(flat_pos[bad])]
+    in_pack = np.array([[(cfg.pack >> (s * 13 + r)) & 1 for r in ranks] for s in range(4)], dtype=bool)
+    cols = np.array(_cols(cfg), dtype=np.int64)
+    _tally_kernel(tu, pos, other, ranks.astype(np.int64), in_pack, cols, out)
+    return out
+
+
+def tally_per_deal(tu: np.ndarray, pos: np.ndarray, other: np.ndarray, ranks: np.ndarray, in_pack: np.ndarray,
+                   cols: np.ndarray) -> np.ndarray:
+    """The spec of `_tally_kernel` (numpy): [B, N_CLASSES * 6] tables of dealt seasons, from the turn-up card tu
+    [B, D] and the deck slots pos [B, D, H] (other than the turn-up's) of the H honours of each deal."""
+    B = tu.shape[0]
     cls = other[pos]
     cls = np.where((tu % 13)[:, :, None] == ranks[None, None, :], TURNUP, cls)
-    in_pack = np.array([[(cfg.pack >> (s * 13 + r)) & 1 for r in ranks] for s in range(4)], dtype=bool)
     present = in_pack[tu // 13]  # [B, D, H]
-    cell = cls * 6 + np.array(_cols(cfg))[None, None, :]
+    cell = cls * 6 + cols[None, None, :]
     flat = (np.arange(B)[:, None, None] * (N_CLASSES * 6) + cell)[present]
-    out += np.bincount(flat, minlength=B * N_CLASSES * 6).reshape(B, N_CLASSES * 6)
-    return out
+    return np.bincount(flat, minlength=B * N_CLASSES * 6).reshape(B, N_CLASSES * 6)
+
+
+@numba.njit(cache=True)
+def _tally_kernel(tu, pos, other, ranks, in_pack, cols, out):  # pragma: no cover - numba
+    """`tally_per_deal`, added into out (held equal to it by tests/test_deal_uniformity_bounded.py)."""
+    B, D, H = pos.shape
+    W = 6
+    for b in range(B):
+        for d in range(D):
+            t = tu[b, d]
+            suit, rank = t // 13, t % 13
+            for j in range(H):
+                if not in_pack[suit, j]:
+                    continue
+                c = TURNUP if rank == ranks[j] else other[pos[b, d, j]]
+                out[b, c * W + cols[j]] += 1
+
+
+def _collide(pos: np.ndarray) -> np.ndarray:
+    """Rows of pos [R, H] in which two entries are equal."""
+    return _collide_kernel(np.ascontiguousarray(pos))
+
+
+@numba.njit(cache=True)
+def _collide_kernel(pos):  # pragma: no cover - numba
+    R, H = pos.shape
+    bad = np.zeros(R, np.bool_)
+    for i in range(R):
+        for a in range(H):
+            for b in range(a + 1, H):
+                if pos[i, a] == pos[i, b]:
+                    bad[i] = True
+    return bad
 
 
 @lru_cache(maxsize=256)
@@ -254,8 +387,9 @@ def _count_cost(cfg: Config) -> int:
 COUNT_FORM_FACTOR = 6  # a binomial draw of the count form costs about 1/6 of one honour placed per deal
 
 
-def _simulate_tables(by_cfg: dict[Config, tuple], B: int, rng: np.random.Generator) -> np.ndarray:
-    """[B, N_CLASSES, 6] tables of B seasons of the same deals dealt from uniform shuffles.
+def _simulate_tables(by_cfg: dict[Config, Any], B: int, rng: np.random.Generator) -> np.ndarray:
+    """[B, N_CLASSES, 6] tables of B seasons of the same deals dealt from uniform shuffles; `by_cfg`: {config:
+    its number of deals (`_n_deals`)} in canonical order. The draws depend only on these, in this order.
 
     Exact in distribution and independent of the number of deals: a season's table is a sum of independent
     per-deal tables, so it is drawn as counts. Per configuration, the deals split over the turn-up types
@@ -266,8 +400,8 @@ def _simulate_tables(by_cfg: dict[Config, tuple], B: int, rng: np.random.Generat
     (slots[C] - occupied[C]) / (slots left). A configuration with few deals and many states (many seats) is
     dealt deal by deal instead (`_simulate_per_deal`): the same distribution, whichever is cheaper."""
     out = np.zeros((B, N_CLASSES, 6), dtype=np.int64)
-    for cfg, arrays in by_cfg.items():
-        D = len(arrays[0])
+    for cfg, entry in by_cfg.items():
+        D = _n_deals(entry)
         if D == 0:
             continue
         if _count_cost(cfg) > COUNT_FORM_FACTOR * D * len(honour_ranks(cfg.game)):
@@ -343,10 +477,10 @@ class DealUniformity:
 
     def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
               facts: DealingFacts | None = None) -> dict:
-        return _uniformity_rows(facts if facts is not None else facts_from_columns(table))
+        return _uniformity_counts(facts if facts is not None else facts_from_columns(table))
 
     def merge(self, parts: Sequence[dict]) -> dict:
-        return _merge_cfg(parts)
+        return _merge_counts(parts)
 
     def finalize(self, counts: dict, rng: np.random.Generator) -> list[TestResult]:
         subjects = sorted(counts)
@@ -354,8 +488,8 @@ class DealUniformity:
         level = exact.per_test_level(self.fdr, len(subjects))
         out = []
         for s in subjects:
-            by_cfg = canonical_cfgs(counts[s])
-            n = sum(len(v[0]) for v in by_cfg.values())
+            by_cfg = counts[s].by_cfg()
+            n = len(counts[s])
             obs, exp_ = _table(by_cfg)
             stat = _x2(obs, exp_)
             mask = exp_ > 0
@@ -380,7 +514,7 @@ class DealUniformity:
                 detail["df"] = df
                 detail["null_rate"] = None
                 # the dealer's own honours as the timeline (observed vs expected honours dealt to him)
-                detail["timeline"] = _dealer_timeline(by_cfg)
+                detail["timeline"] = counts[s].timeline.points()
                 md = _min_detectable_x2(by_cfg, exp_, mask, df, level)
                 detail["min_detectable"] = md
                 detail["min_detectable_level"] = level
@@ -402,28 +536,12 @@ def _owns_turnup(by_cfg) -> bool:
     return all(c.turnup_owner == 0 for c in by_cfg)
 
 
-def _dealer_timeline(by_cfg) -> list[list]:
-    keys, got, exp_ = [], [], []
-    for cfg, (k, loc) in by_cfg.items():
-        e = _expected(cfg)
-        own = loc == 0
-        e_own = e[0].sum()
-        if cfg.turnup_owner == 0:
-            own = own | (loc == TURNUP)
-            e_own += e[TURNUP].sum()
-        keys.append(k)
-        got.append(own.sum(axis=1))
-        exp_.append(np.full(len(k), e_own))
-    order = np.argsort(np.concatenate(keys), kind="stable")
-    return timeline(np.concatenate(got)[order], np.concatenate(exp_)[order])
-
-
 def _min_detectable_x2(by_cfg, exp_, mask, df, level) -> float | None:
     """Non-central chi-square approximation for a Jack-of-trumps stacker of strength q."""
     if df <= 0:
         return None
     delta = np.zeros_like(exp_)
-    for cfg, (keys, _loc) in by_cfg.items():
+    for cfg, (D, _table) in by_cfg.items():
         e = _expected(cfg)
         ranks = honour_ranks(cfg.game)
         jj = ranks.index(9)
@@ -433,8 +551,8 @@ def _min_detectable_x2(by_cfg, exp_, mask, df, level) -> float | None:
         moved[own] = 0.0  # mass that a stack moves into the dealer's hand
         if TURNUP not in own:
             moved[TURNUP] = 0.0  # a turned Jack stays turned (moving it would change trumps)
-        delta[:, j] -= moved * len(keys)
-        delta[0, j] += moved.sum() * len(keys)
+        delta[:, j] -= moved * D
+        delta[0, j] += moved.sum() * D
     lam1 = float((delta[mask] ** 2 / exp_[mask]).sum())  # non-centrality at q = 1 (scales with q²)
     crit = _st.chi2.isf(level, df)
     if _st.ncx2.sf(crit, df, lam1) < MIN_DETECTABLE_POWER:
@@ -474,14 +592,14 @@ def jack_to_dealer(facts: DealingFacts) -> tuple[np.ndarray, np.ndarray, np.ndar
     return (idx[o], np.concatenate([obs_sw, obs_af])[o], np.concatenate([p_sw[facts.cfg[sw]], p_af])[o])
 
 
-def _cutter_rows(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
-    """{dealer: {cutter: Trials}}: per ordered pair, the deals at tables of 3 or more players that cutter cut for
+def _cutter_rows(facts: DealingFacts) -> dict[str, dict[str, TrialSummary]]:
+    """{dealer: {cutter: TrialSummary}} (each with its timeline): per ordered pair, the deals at tables of 3 or more players that cutter cut for
     that dealer, each a trial of the Jack of trumps dealt to the dealer (`jack_to_dealer`). At 2 players the cutter
     is the dealer's one opponent on every deal: the pair is the dealer, whose own test is `dealer_jack`."""
     idx, obs, p = jack_to_dealer(facts)
     keep = facts.n[idx] >= 3
     idx, obs, p = idx[keep], obs[keep], p[keep]
-    out: dict[str, dict[str, Trials]] = {}
+    out: dict[str, dict[str, TrialSummary]] = {}
     if len(idx) == 0:
         return out
     P = len(facts.players)
@@ -491,7 +609,7 @@ def _cutter_rows(facts: DealingFacts) -> dict[str, dict[str, Trials]]:
     uniq, sub = np.unique(pair, return_inverse=True)
     sub = np.where(pair >= 0, sub.reshape(-1), -1)
     names = [f"{int(u) // P}:{int(u) % P}" for u in uniq.tolist()]
-    for k, t in split_trials(sub, names, facts.order[idx], obs, p).items():
+    for k, t in summarise(sub, names, obs, p, facts.table[idx], facts.tables, facts_time(facts, idx)).items():
         a, b = (int(x) for x in k.split(":"))
         out.setdefault(facts.players[a], {})[facts.players[b]] = t
     return out
@@ -536,7 +654,7 @@ class DealerCutter:
         return _cutter_rows(facts if facts is not None else facts_from_columns(table))
 
     def merge(self, parts: Sequence[dict]) -> dict:
-        return merge_streams(parts)
+        return merge_summaries(parts)
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
         pairs = [(d, c) for d in sorted(counts) for c in sorted(counts[d]) if len(counts[d][c]) >= self.min_deals]
@@ -547,9 +665,14 @@ class DealerCutter:
             controls: dict[str, Any] = {}
             detail: dict[str, Any] = {}
             if self.details:
-                rest = Trials.concat([v for c, v in counts[dealer].items() if c != cutter])
+                rest = TrialSummary.merge([_untimed(v) for c, v in counts[dealer].items() if c != cutter])
                 controls["with_other_cutters"] = control(rest)
                 detail = {"funnel": funnel(t)}
             out.append(pb_result(self.name, f"{dealer}+{cutter}", t, level, CUTTER_METHOD, controls, detail,
                                  details=self.details, cheat="deals himself the Jack of trumps when this player cuts"))
         return out
+
+
+def _untimed(t: TrialSummary) -> TrialSummary:
+    """The trials without their timeline (a control shows none)."""
+    return TrialSummary(t.p, t.n, t.k)

@@ -191,39 +191,92 @@ def audit_records(records: Iterable[Record], fdr: float = 0.05, seed: int = DEFA
 # ---------------------------------------------------------------- the detectors over the table
 
 
-def run_detectors(table: AuditColumns, fdr: float = 0.05, seed: int = DEFAULT_SEED,
-                  detectors: Sequence[Detector] | None = None, details: bool = True,
-                  ) -> tuple[list[TestResult], list[Family], dict[str, int], AuditWide]:
-    """Every detector over the table (counted once over the whole input: the merge of per-table counts), then
-    the audit-wide flags: (tests, families, dealing summary, audit-wide summary)."""
+@dataclass
+class Counts:
+    """What the detectors counted on some deals, before any test: every detector's counts by name (bounded in
+    subjects, never growing with deals: issue 15) and the parts of the dealing summary. Counts of parts of the input
+    merge exactly (`merge_counts`); one finalize of the merged counts gives the audit (`finalize_counts`)."""
+
+    by_test: dict[str, Any] = field(default_factory=dict)
+    deals_audited: int = 0
+    deals_not_auditable: int = 0
+    tables: list[str] = field(default_factory=list)  # the tables counted, sorted
+
+
+def count_table(table: AuditColumns, dets: Sequence[Detector], seed: int = DEFAULT_SEED,
+                workers: int | None = None) -> Counts:
+    """Every detector's counts of one table (one part of the input, or all of it). On a large table with two or
+    more cores the detectors count in forked workers that read the table copy-on-write."""
     t0 = clock()
     facts = facts_from_columns(table)
     stage("dealing facts", t0)
-    dets = list(detectors) if detectors is not None else make_detectors(fdr=fdr, details=details)
-    tests: list[TestResult] = []
     t0 = clock()
-    for got in each_detector(table, facts, dets, seed):
+    got = _each(table, facts, list(dets), seed, _count_one, workers)
+    stage("detectors' counts", t0)
+    names = sorted({table.tables[int(i)] for i in np.unique(table.table)}) if len(table) else []
+    return Counts({d.name: c for d, c in zip(dets, got, strict=True)}, int(len(facts)), int(facts.skipped), names)
+
+
+def merge_counts(parts: Sequence[Counts], dets: Sequence[Detector]) -> Counts:
+    """The exact merge of the counts of parts of the input, in the order given (floats add in that order)."""
+    by_test = {}
+    for d in dets:
+        have = [p.by_test[d.name] for p in parts if d.name in p.by_test]
+        by_test[d.name] = d.merge(have) if len(have) != 1 else have[0]
+    return Counts(by_test, sum(p.deals_audited for p in parts), sum(p.deals_not_auditable for p in parts),
+                  sorted({x for p in parts for x in p.tables}))
+
+
+def finalize_counts(counts: Counts, fdr: float = 0.05, seed: int = DEFAULT_SEED,
+                    dets: Sequence[Detector] | None = None, workers: int | None = None,
+                    ) -> tuple[list[TestResult], list[Family], dict[str, int], AuditWide]:
+    """Every detector's tests from its merged counts, then the audit-wide flags: (tests, families, dealing summary,
+    audit-wide summary). Each detector's generator is seeded from (seed, its name) for its finalize alone, so the
+    result is the same however the counts were made."""
+    dets = list(dets) if dets is not None else make_detectors(fdr=fdr)
+    t0 = clock()
+    tests: list[TestResult] = []
+    for got in _each(counts, None, dets, seed, _finalize_one, workers, size=counts.deals_audited):
         tests += got
-    stage("detectors' counts and tests", t0)
+    stage("detectors' tests", t0)
     t0 = clock()
     tested, fams, wide = apply_audit(tests, fdr, SHARES)
     stage("audit-wide flags", t0)
-    dealing = {"deals_audited": int(len(facts)), "deals_not_auditable": int(facts.skipped),
-               "tables": int(len(np.unique(table.table))) if len(table) else 0}
+    dealing = {"deals_audited": counts.deals_audited, "deals_not_auditable": counts.deals_not_auditable,
+               "tables": len(counts.tables)}
     return tested, fams, dealing, wide
 
 
+def run_detectors(table: AuditColumns, fdr: float = 0.05, seed: int = DEFAULT_SEED,
+                  detectors: Sequence[Detector] | None = None, details: bool = True,
+                  ) -> tuple[list[TestResult], list[Family], dict[str, int], AuditWide]:
+    """Every detector over the table (counted once over the whole input), then the audit-wide flags: (tests,
+    families, dealing summary, audit-wide summary). `finalize_counts(count_table(table))`."""
+    dets = list(detectors) if detectors is not None else make_detectors(fdr=fdr, details=details)
+    return finalize_counts(count_table(table, dets, seed), fdr=fdr, seed=seed, dets=dets)
+
+
 PARALLEL_MIN_DEALS = 100_000  # below this the detectors run one after the other
-_SHARED: tuple[AuditColumns, DealingFacts, list[Detector], int] | None = None  # what forked workers read
+_SHARED: tuple[Any, DealingFacts | None, list[Detector], int] | None = None  # what forked workers read
 
 
-def _one_detector(i: int) -> tuple[int, list[TestResult]]:
+def _count_one(i: int) -> tuple[int, Any]:
     assert _SHARED is not None
     table, facts, dets, seed = _SHARED
     det = dets[i]
-    rng = detector_rng(seed, det.name)
     t0 = clock()
-    out = det.finalize(det.count(table, rng, facts=facts), rng)
+    out = det.count(table, detector_rng(seed, det.name), facts=facts)
+    stage(f"  {det.name} counts", t0)
+    return i, out
+
+
+def _finalize_one(i: int) -> tuple[int, list[TestResult]]:
+    assert _SHARED is not None
+    counts, _facts, dets, seed = _SHARED
+    det = dets[i]
+    t0 = clock()
+    got = counts.by_test.get(det.name)
+    out = det.finalize(got if got is not None else det.merge([]), detector_rng(seed, det.name))
     # the JSON form of the details is made here, in the worker when there are workers
     out = [replace(t, controls=cleaned(t.controls), detail=cleaned(t.detail)) for t in out]
     stage(f"  {det.name}", t0)
@@ -236,22 +289,23 @@ def cost(det: Detector) -> int:
     return int(spec.cost) if spec is not None else 0
 
 
-def each_detector(table: AuditColumns, facts: DealingFacts, dets: list[Detector], seed: int,
-                  workers: int | None = None) -> list[list[TestResult]]:
-    """Every detector's results, in the detectors' order. On a large input with two or more cores the detectors
-    run in forked worker processes that read the table copy-on-write, the costliest first (each detector owns its
-    random generator, so the results are the same whichever process runs it); otherwise one after the other."""
+def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: int, one: Callable[[int], tuple],
+          workers: int | None = None, size: int | None = None) -> list:
+    """`one(i)` for every detector, in the detectors' order. On a large input with two or more cores they run in
+    forked worker processes that read `shared` copy-on-write, the costliest first (each detector owns its random
+    generator, so the results are the same whichever process runs it); otherwise one after the other."""
     global _SHARED
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
-    _SHARED = (table, facts, dets, seed)
+    n = size if size is not None else len(shared)
+    _SHARED = (shared, facts, dets, seed)
     try:
-        if workers > 1 and len(dets) > 1 and len(table) >= PARALLEL_MIN_DEALS \
-                and "fork" in mp.get_all_start_methods():
+        if workers > 1 and len(dets) > 1 and n >= PARALLEL_MIN_DEALS and "fork" in mp.get_all_start_methods():
             ctx = mp.get_context("fork")
             order = sorted(range(len(dets)), key=lambda i: -cost(dets[i]))
             with ctx.Pool(workers) as pool:
-                got = dict(pool.imap_unordered(_one_detector, order))
+                got = dict(pool.imap_unordered(one, order))
             return [got[i] for i in range(len(dets))]
-        return [_one_detector(i)[1] for i in range(len(dets))]
+        return [one(i)[1] for i in range(len(dets))]
     finally:
         _SHARED = None
+

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any, Sequence
 
 import numba
@@ -35,7 +37,7 @@ import numpy as np
 from scipy import stats as _st
 
 from ..cards import cards_of
-from ..columns import AuditColumns, result_order
+from ..columns import NOCARD, TIME_NONE, AuditColumns, natural_key, result_order
 from ..columns import (
     deck_of as _deck_of,  # the dealt order of the pack, as the audit's columns hold it
 )
@@ -44,7 +46,7 @@ from ..facts import DealingFacts, config
 from ..rules import layout
 from ..stats import exact
 from ..stats.family import TestResult
-from .base import MIN_DETECTABLE_POWER, timeline
+from .base import MIN_DETECTABLE_POWER, Timeline
 from .spec import TestSpec
 
 MIN_PEERS = 3  # peers a dealer needs; a table with more dealers than this is its own stratum for centring
@@ -225,14 +227,14 @@ def _residue_rows_kernel(cur, prev, pack_size, deck, deck_len, hands, has_hands,
     return out
 
 
-_LAST: list[tuple[weakref.ref[AuditColumns], dict]] = []  # the rows of the last table counted (both tests read them)
+_LAST: list[tuple[weakref.ref[AuditColumns], tuple[dict, dict, dict]]] = []  # the rows of the last table counted (both tests read them)
 
 
-def rows_of(table: AuditColumns) -> dict:
-    """`count_table(table)`, counted once for the two residue tests of one audit."""
+def rows_of(table: AuditColumns) -> tuple[dict, dict, dict]:
+    """`_count_table(table)`, counted once for the two residue tests of one audit."""
     if _LAST and _LAST[0][0]() is table:
         return _LAST[0][1]
-    rows = count_table(table)
+    rows = _count_table(table)
     _LAST[:] = [(weakref.ref(table), rows)]
     return rows
 
@@ -240,6 +242,12 @@ def rows_of(table: AuditColumns) -> dict:
 def count_table(cols: AuditColumns) -> dict:
     """`count_results(results)` from the table (`auditor.columns.from_results(results)`, or the batch pipeline's):
     the previous deal of each deal's pack at its table found by sorting, the residues counted by a numba kernel."""
+    return _count_table(cols)[0]
+
+
+def _count_table(cols: AuditColumns) -> tuple[dict, dict, dict]:
+    """(`count_table`'s rows, {table: {"time", "size": each row's time and pack size}}, {table: [PackRun]}: each
+    pack id's first and last deal in this piece of the table)."""
     D = len(cols)
     n = cols.n.astype(np.int64)
     gkey = cols.rset.astype(np.int64) * 256 + (n + 128)
@@ -266,6 +274,15 @@ def count_table(cols: AuditColumns) -> dict:
     s = rows[o]
     same = np.zeros(len(s), bool)
     same[1:] = (table[o][1:] == table[o][:-1]) & (pack[o][1:] == pack[o][:-1])
+    runs: dict[str, list[PackRun]] = {}
+    firsts = np.flatnonzero(~same)
+    lasts = np.r_[firsts[1:] - 1, len(s) - 1] if len(s) else firsts
+    for f, last in zip(s[firsts].tolist(), s[lasts].tolist(), strict=True):
+        g, gl = int(ginv[f]), int(ginv[last])
+        runs.setdefault(cols.tables[int(cols.table[f])], []).append(PackRun(
+            None if cols.pack[f] < 0 else cols.packs[int(cols.pack[f])],
+            _end(cols, f, int(g_pack[g]), int(g_size[g]), labels[int(g_label[g])]),
+            _end(cols, last, int(g_pack[gl]), int(g_size[gl]), labels[int(g_label[gl])])))
     cur, prev = s[1:][same[1:]], s[:-1][same[1:]]
     keep = g_pack[ginv[cur]] == g_pack[ginv[prev]]
     # the previous deal's tricks: its plays grouped by trick, or the recorded tricks where they differ
@@ -302,8 +319,9 @@ def count_table(cols: AuditColumns) -> dict:
     key = cols.order[cur].astype(np.int64)
     tab = cols.table[cur]
     out: dict[str, dict[str, np.ndarray]] = {}
+    times: dict[str, dict[str, np.ndarray]] = {}
     if not len(cur):
-        return out
+        return out, times, runs
     starts = np.flatnonzero(np.r_[True, tab[1:] != tab[:-1]])
     ends = np.r_[starts[1:], len(cur)]
     spans = {int(tab[a]): (a, b) for a, b in zip(starts, ends, strict=False)}
@@ -316,7 +334,19 @@ def count_table(cols: AuditColumns) -> dict:
                                   "stack_max")):
             c[name] = vals[a:b, j].copy()
         out[cols.tables[t]] = c
-    return out
+        times[cols.tables[t]] = {"time": cols.time[cur[a:b]].astype(np.int64), "size": g_size[ginv[cur[a:b]]]}
+    return out, times, runs
+
+
+def _end(cols: AuditColumns, i: int, pack: int, size: int, label: str) -> DealEnd:
+    """Row i as a piece's first or last deal of its pack id (`DealEnd`)."""
+    gi = int(cols.game[i])
+    deck = [int(c) for c in cols.deck[i, :int(cols.deck_len[i])]] if cols.deck_len[i] >= 0 else None
+    hand = int(cols.hands[i, int(cols.dealer[i])]) if cols.has_hands[i] else 0
+    dealer = cols.players[int(cols.seat_player[i, int(cols.dealer[i])])]
+    tricks = cols.tricks_of(i) if (cols.n_plays[i] > 0 or i in cols.log_tricks) else None
+    return DealEnd((int(cols.time[i]), cols.game_ids[gi] if gi >= 0 else "", int(cols.deal_no[i])), pack, size,
+                   label, dealer, deck, hand, tricks)
 
 
 def _cards(mask: int) -> list[int]:
@@ -324,48 +354,357 @@ def _cards(mask: int) -> list[int]:
     return cards_of(mask)
 
 
-def _strata(counts: dict, stat: str) -> list[dict]:
+# ---------------------------------------------------------------- bounded counts (issue 15)
+
+
+@dataclass
+class DealEnd:
+    """A piece's first or last deal of one pack id at a table: what the deal before it (for the first) or after it
+    (for the last) in another piece of the same table needs, and its place in the canonical order `key` = (time in
+    us, game id, deal number; TIME_NONE last, as `columns.canonical_order` sorts)."""
+
+    key: tuple
+    pack: int  # the pack of cards (`Config.pack`)
+    pack_size: int
+    label: str
+    dealer: str
+    deck: list[int] | None  # the dealt order (NOCARD where unknown), None when unknown
+    hand: int  # the dealer's hand as a bitmask, 0 when unknown
+    tricks: list[list[int]] | None  # its tricks (None: not logged)
+
+
+@dataclass
+class PackRun:
+    """The first and the last deal of one pack id in a piece of a table."""
+
+    pack_id: str | None
+    first: DealEnd
+    last: DealEnd
+
+
+@dataclass
+class TableCounts:
+    """One table's bounded counts of one residue statistic (`shuffle_residue`'s or `trick_stack`'s).
+
+    Per entry (configuration label, dealer): the deals `n` with the statistic known, and exact integer sums with
+    scale N = P(P - 1) (P the label's pack size): x = obs - exp is the deal's excess, N x an integer, `sx` = sum of
+    N x, `sxx` = sum of (N x)^2, `obs` = sum of the observed counts, `num` = sum of N exp, `top` = sum of the
+    cheat's maxima; and the entry's `Timeline` of (observed, perfect-shuffle expectation). Integers add in any
+    order, so the merge of any partition is exact. `runs`: each pack id's first and last deal, so that the merge of
+    two pieces of the table joins them (the first deal of the later piece follows the last of the earlier one)."""
+
+    labels: list[str] = field(default_factory=list)
+    dealers: list[str] = field(default_factory=list)
+    size: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    n: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    sx: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    sxx: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    obs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    num: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    top: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    timelines: list[Timeline] = field(default_factory=list)
+    runs: list[PackRun] = field(default_factory=list)
+    overlaps: int = 0  # junctions where the later piece began before the earlier one ended (see `merge_tables`)
+
+
+SUMS = ("n", "sx", "sxx", "obs", "num", "top")
+
+
+def _entries(table: str, labels: np.ndarray, dealers: np.ndarray, size: np.ndarray, obs: np.ndarray,
+             exp: np.ndarray, top: np.ndarray, time: np.ndarray) -> TableCounts:
+    """The bounded counts of one table's rows of one statistic (NaN rows dropped)."""
+    ok = ~np.isnan(obs)
+    labels, dealers, size, obs, exp, top, time = (a[ok] for a in (labels, dealers, size, obs, exp, top, time))
+    out = TableCounts()
+    if not len(obs):
+        return out
+    N = size * (size - 1)
+    o_i = np.rint(obs).astype(np.int64)
+    num = np.rint(exp * N).astype(np.int64)  # exp = num / N exactly: N exp is an integer below 2^53
+    X = o_i * N - num
+    ent = np.array([f"{a}\0{b}" for a, b in zip(labels.tolist(), dealers.tolist(), strict=True)], dtype=object)
+    uniq, inv = np.unique(ent, return_inverse=True)
+    inv = inv.reshape(-1)
+    k = len(uniq)
+    for e in uniq.tolist():
+        lab, dl = e.split("\0")
+        out.labels.append(lab)
+        out.dealers.append(dl)
+    first = np.zeros(k, np.int64)
+    first[inv[::-1]] = np.arange(len(inv))[::-1]
+    out.size = size[first].astype(np.int64)
+    out.n = np.bincount(inv, minlength=k).astype(np.int64)
+    out.sx, out.sxx, out.obs, out.num, out.top = (_isum(inv, v, k) for v in (X, X * X, o_i, num,
+                                                                             np.rint(top).astype(np.int64)))
+    for j in range(k):
+        m = inv == j
+        out.timelines.append(Timeline.of([table], np.zeros(int(m.sum()), np.int64), time[m], obs[m], exp[m]))
+    return out
+
+
+def _isum(inv: np.ndarray, v: np.ndarray, k: int) -> np.ndarray:
+    out = np.zeros(k, np.int64)
+    np.add.at(out, inv, v.astype(np.int64))
+    return out
+
+
+def table_counts(rows: dict, times: dict, runs: dict, stat: str) -> dict[str, TableCounts]:
+    """{table: TableCounts} of one statistic from `_count_table`'s rows, times and pack runs."""
+    out = {}
+    for table in rows.keys() | runs.keys():
+        c = rows.get(table)
+        if c is not None:
+            tc = _entries(table, c["label"], c["dealer"], times[table]["size"], c[f"{stat}_obs"],
+                          c[f"{stat}_exp"], c[f"{stat}_max"], times[table]["time"])
+        else:
+            tc = TableCounts()
+        tc.runs = list(runs.get(table, []))
+        out[table] = tc
+    return dict(sorted(out.items()))
+
+
+def _row_of(prev: DealEnd, cur: DealEnd, stat: str) -> tuple[float, float, float] | None:
+    """The statistic of `cur` after `prev` (the junction of two pieces), as `count_results` counts it; None when
+    it is not a trial (another pack of cards, no tricks logged, the deck or hand unknown)."""
+    if prev.pack != cur.pack or prev.tricks is None:
+        return None
+    if stat == "residue":
+        if cur.deck is None:
+            return None
+        deck = [-1 if c == NOCARD else c for c in cur.deck]
+        return residue(deck, prev.tricks, cur.pack_size)
+    if not cur.hand:
+        return None
+    return stack_pairs(cards_of(cur.hand), prev.tricks, cur.pack_size)
+
+
+def _sort_key(key: tuple) -> tuple:
+    return (key[0], natural_key(key[1]), key[2])
+
+
+def merge_tables(parts: Sequence[TableCounts], table: str, stat: str) -> TableCounts:
+    """The exact merge of pieces of one table. The pieces are taken in the canonical order of their first deals;
+    at each junction of a pack id the later piece's first deal follows the earlier piece's last deal (its row is
+    counted here, from the carried `DealEnd`s), as in the whole table when the pieces are disjoint in time (last
+    month's saved counts, then this month's log). Pieces that overlap in time (a piece begins before an earlier
+    one of the same pack id ends) are still joined end to start, each keeping its own sequence: the rows at the
+    junction are then not those of the interleaved whole (deals of one piece between deals of the other would
+    have had other previous deals); such junctions are counted in `overlaps`. A merge joins only the pieces it is
+    given: merging two pieces with a third one of the same table later in between would join them wrongly."""
+    parts = [p for p in parts if len(p.labels) or p.runs]
+    if len(parts) == 1:
+        return parts[0]
+    parts = sorted(parts, key=lambda p: min((_sort_key(r.first.key) for r in p.runs), default=(TIME_NONE,)))
+    extra: list[tuple[str, str, int, float, float, float, int]] = []
+    open_runs: dict[str | None, PackRun] = {}
+    overlaps = sum(p.overlaps for p in parts)
+    for p in parts:
+        for r in p.runs:
+            prev = open_runs.get(r.pack_id)
+            if prev is None:
+                open_runs[r.pack_id] = r
+                continue
+            if _sort_key(prev.last.key) > _sort_key(r.first.key):
+                overlaps += 1
+            row = _row_of(prev.last, r.first, stat)
+            if row is not None:
+                cur = r.first
+                extra.append((cur.label, cur.dealer, cur.pack_size, *row, cur.key[0]))
+            open_runs[r.pack_id] = PackRun(r.pack_id, prev.first, r.last)
+    pieces = list(parts)
+    if extra:
+        cols = list(zip(*extra, strict=True))
+        pieces.append(_entries(table, np.array(cols[0], dtype=object), np.array(cols[1], dtype=object),
+                               np.array(cols[2], np.int64), np.array(cols[3], float), np.array(cols[4], float),
+                               np.array(cols[5], float), np.array(cols[6], np.int64)))
+    index: dict[tuple[str, str], int] = {}
+    for p in pieces:
+        for lab, dl in zip(p.labels, p.dealers, strict=True):
+            index.setdefault((lab, dl), len(index))
+    k = len(index)
+    out = TableCounts([e[0] for e in index], [e[1] for e in index], np.zeros(k, np.int64))
+    for name in SUMS:
+        setattr(out, name, np.zeros(k, np.int64))
+    tls: list[list[Timeline]] = [[] for _ in range(k)]
+    for p in pieces:
+        at = np.array([index[e] for e in zip(p.labels, p.dealers, strict=True)], np.int64)
+        out.size[at] = p.size
+        for name in SUMS:
+            np.add.at(getattr(out, name), at, getattr(p, name))
+        for j, tl in zip(at.tolist(), p.timelines, strict=True):
+            tls[j].append(tl)
+    out.timelines = [Timeline.merge(t) for t in tls]
+    out.runs = list(open_runs.values())
+    out.overlaps = overlaps
+    return out
+
+
+# ---------------------------------------------------------------- the strata, from the bounded counts
+
+
+@dataclass
+class _Stratum:
+    name: str
+    dealers: list[str]  # each dealer of the stratum once, sorted
+    n: list[int]
+    sx: list[Fraction]  # sums of x, exact
+    sxx: list[Fraction]
+    obs: list[int]
+    exp: list[Fraction]  # sums of the perfect-shuffle expectation, exact
+    top: list[int]
+    timelines: list[list[Timeline]]
+
+    def total(self, field_: str):
+        return sum(getattr(self, field_))
+
+    def mean(self) -> Fraction:
+        return self.total("sx") / self.total("n")
+
+    def sd(self, lone: float) -> float:
+        """The sample sd of the stratum's deal excesses (`lone` when it has one deal), as numpy's std(ddof=1)."""
+        n = self.total("n")
+        if n <= 1:
+            return lone
+        m = self.mean()
+        var = (self.total("sxx") - n * m * m) / (n - 1)
+        return math.sqrt(max(float(var), 0.0))
+
+
+def _strata(counts: dict[str, TableCounts]) -> list[_Stratum]:
     """Tables with more than MIN_PEERS dealers are their own stratum; the others pool by configuration."""
     strata = []
-    pooled: dict[str, list[dict]] = {}
+    pooled: dict[str, list[tuple[TableCounts, int]]] = {}
     for table in sorted(counts):
         c = counts[table]
-        ok = ~np.isnan(c[f"{stat}_obs"])
-        c = {k: v[ok] for k, v in c.items()}
-        if not len(c["key"]):
+        live = [j for j in range(len(c.labels)) if c.n[j] > 0]
+        if not live:
             continue
-        if len(set(c["dealer"].tolist())) > MIN_PEERS:
-            strata.append({"name": table, **c})
+        if len({c.dealers[j] for j in live}) > MIN_PEERS:
+            strata.append(_stratum(table, [(c, j) for j in live]))
         else:
-            for lab in sorted(set(c["label"].tolist())):
-                m = c["label"] == lab
-                pooled.setdefault(lab, []).append({k: v[m] for k, v in c.items()})
-    for lab, parts in sorted(pooled.items()):
-        merged = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        o = np.argsort(merged["key"], kind="stable")
-        strata.append({"name": f"club:{lab}", **{k: v[o] for k, v in merged.items()}})
-    for st in strata:
-        st["x"] = st[f"{stat}_obs"] - st[f"{stat}_exp"]
+            for j in live:
+                pooled.setdefault(c.labels[j], []).append((c, j))
+    for lab, ents in sorted(pooled.items()):
+        strata.append(_stratum(f"club:{lab}", ents))
     return strata
 
 
-def _people(strata: list[dict]) -> dict:
+def _stratum(name: str, ents: list[tuple[TableCounts, int]]) -> _Stratum:
+    by: dict[str, list[tuple[TableCounts, int]]] = {}
+    for c, j in ents:
+        by.setdefault(c.dealers[j], []).append((c, j))
+    st = _Stratum(name, sorted(by), [], [], [], [], [], [], [])
+    for d in st.dealers:
+        es = by[d]
+        N = [int(c.size[j]) * (int(c.size[j]) - 1) for c, j in es]
+        st.n.append(sum(int(c.n[j]) for c, j in es))
+        st.sx.append(sum((Fraction(int(c.sx[j]), Nj) for (c, j), Nj in zip(es, N, strict=True)), Fraction(0)))
+        st.sxx.append(sum((Fraction(int(c.sxx[j]), Nj * Nj) for (c, j), Nj in zip(es, N, strict=True)),
+                          Fraction(0)))
+        st.obs.append(sum(int(c.obs[j]) for c, j in es))
+        st.exp.append(sum((Fraction(int(c.num[j]), Nj) for (c, j), Nj in zip(es, N, strict=True)), Fraction(0)))
+        st.top.append(sum(int(c.top[j]) for c, j in es))
+        st.timelines.append([c.timelines[j] for c, j in es])
+    return st
+
+
+def _people(strata: list[_Stratum]) -> dict:
     """Deal-level excesses standardised within their stratum (table or pooled configuration), then summarised per
-    person: a person's shuffling is his own, the same at every table, so people are the units compared."""
-    ys, names, keys = [], [], []
+    person: a person's shuffling is his own, the same at every table, so people are the units compared. From the
+    exact sums: sum of y = (sum x - n mean) / sd, sum of y^2 = sum (x - mean)^2 / sd^2."""
+    acc: dict[str, list] = {}
     for st in strata:
-        x = st["x"]
-        sd = float(x.std(ddof=1)) if len(x) > 1 else 0.0
-        ys.append((x - x.mean()) / (sd if sd > 1e-9 else 1.0))
-        names.append(st["dealer"].astype(str))
-        keys.append(st["key"])
-    y = np.concatenate(ys) if ys else np.zeros(0)
-    who = np.concatenate(names) if names else np.zeros(0, dtype=str)
-    uniq, inv = np.unique(who, return_inverse=True)
-    n = np.bincount(inv, minlength=len(uniq)).astype(float)
-    mean = np.bincount(inv, weights=y, minlength=len(uniq)) / np.maximum(n, 1)
-    ss = np.bincount(inv, weights=(y - mean[inv]) ** 2, minlength=len(uniq))
-    return {"names": list(uniq), "index": {k: i for i, k in enumerate(uniq)}, "n": n, "mean": mean, "ss": ss}
+        m = st.mean()
+        sd = st.sd(0.0)
+        den = sd if sd > 1e-9 else 1.0
+        for j, d in enumerate(st.dealers):
+            a = acc.setdefault(d, [0, 0.0, 0.0])
+            a[0] += st.n[j]
+            a[1] += float(st.sx[j] - st.n[j] * m) / den
+            a[2] += float(st.sxx[j] - 2 * m * st.sx[j] + st.n[j] * m * m) / (den * den)
+    uniq = sorted(acc)
+    n = np.array([acc[d][0] for d in uniq], float)
+    sy = np.array([acc[d][1] for d in uniq], float)
+    syy = np.array([acc[d][2] for d in uniq], float)
+    mean = sy / np.maximum(n, 1)
+    ss = np.maximum(syy - n * mean * mean, 0.0)
+    return {"names": uniq, "index": {k: i for i, k in enumerate(uniq)}, "n": n, "mean": mean, "ss": ss}
+
+
+def _finalize(det: "ShuffleResidue", counts: dict[str, TableCounts]) -> list[TestResult]:
+    strata = _strata(counts)
+    people = _people(strata)
+    where: dict[str, list[tuple[_Stratum, int]]] = {}
+    for st in strata:
+        for j, d in enumerate(st.dealers):
+            where.setdefault(d, []).append((st, j))
+    scored = {}
+    for d in people["names"]:
+        r = _predictive_z(people, d)
+        if r is not None and any(len(st.dealers) > 1 for st, _ in where.get(d, [])):
+            scored[d] = r
+    level = exact.per_test_level(det.fdr, len(scored))
+    out = []
+    for d, (z, info) in scored.items():
+        sel = where[d]
+        n = sum(st.n[j] for st, j in sel)
+        obs_total = float(sum(st.obs[j] for st, j in sel))
+        peer: dict[str, Fraction] = {}
+        for st, j in sel:
+            rest = st.total("n") - st.n[j]
+            peer[st.name] = (st.total("sx") - st.sx[j]) / rest if rest else Fraction(0)
+        expected = float(sum((st.exp[j] + st.n[j] * peer[st.name] for st, j in sel), Fraction(0)))
+        p = skew_safe_p(z, obs_total, expected)
+        perfect = float(sum((st.exp[j] for st, j in sel), Fraction(0)))
+        controls: dict[str, Any] = {}
+        detail: dict[str, Any] = {}
+        if det.details:
+            tables = []
+            for st, j in sel:
+                rest = st.total("n") - st.n[j]
+                tables.append({"stratum": st.name, "deals": st.n[j], "mean": round(st.obs[j] / st.n[j], 4),
+                               "others_mean": round((st.total("obs") - st.obs[j]) / rest, 4) if rest else None})
+            controls = {"perfect_shuffle": {"n": n, "observed": obs_total, "expected": round(perfect, 4),
+                                            "note": "reference line only: people do not shuffle perfectly"},
+                        "peers": info, "tables": tables}
+            tls = []
+            for st, j in sel:
+                px = float(peer[st.name])
+                tls += [replace(t, exp=t.exp + t.n * px) for t in st.timelines[j]]
+            detail["timeline"] = Timeline.merge(tls).points()
+            detail["null_rate"] = round(expected / n, 6) if n else None
+            detail["unit"] = det.unit
+            detail["min_detectable"] = _min_detectable(sel, peer, info, level, det.cheat)
+            detail["min_detectable_level"] = level
+            detail["min_detectable_method"] = (
+                f"approximate (normal): the smallest fraction q of his deals in which he {det.cheat} that the "
+                f"test at the FDR-equivalent per-test level finds with power {MIN_DETECTABLE_POWER}")
+        out.append(TestResult(
+            test=det.name, subject=d, n=n, observed=obs_total, expected=expected, statistic=z, pvalue=p,
+            method="random-effects predictive test against the other dealers (deal excesses standardised per "
+                   "table, DerSimonian-Laird between people, Student t), one-sided; approximate, calibrated by "
+                   "simulation",
+            controls=controls, detail=detail))
+    return out
+
+
+def _min_detectable(sel: list[tuple[_Stratum, int]], peer: dict[str, Fraction], info: dict, level: float,
+                    cheat: str) -> float | None:
+    """Normal approximation: a cheat adds q·(max − expected − peers' excess) per deal, in stratum sd units."""
+    n = sum(st.n[j] for st, j in sel)
+    gain = 0.0
+    for st, j in sel:
+        sd = st.sd(1.0)
+        rest = st.total("n") - st.n[j]
+        g = float((st.top[j] - st.exp[j]) / st.n[j] - peer[st.name]) if rest else 0.0
+        gain += g / max(sd, 1e-9) * st.n[j]
+    gain /= max(n, 1)
+    spread = np.sqrt(info["between_people_sd"] ** 2 + info["within_sd"] ** 2 / max(n, 1))
+    if gain <= 0 or spread <= 0:
+        return None
+    need = _st.norm.isf(level) + _st.norm.isf(1 - MIN_DETECTABLE_POWER)
+    q = need * spread / gain
+    return round(float(q), 4) if q <= 1 else None
 
 
 def _predictive_z(people: dict, d: str) -> tuple[float, dict] | None:
@@ -428,92 +767,22 @@ class ShuffleResidue:
         self.details = details
 
     def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
-              facts: DealingFacts | None = None) -> dict:
-        """The per-deal residue rows of the table (`count_table`; the oracle is `count_results` over the deals).
-        Both residue tests read the same rows: the rows of the last table counted are kept for the other."""
-        return rows_of(table)
+              facts: DealingFacts | None = None) -> dict[str, TableCounts]:
+        """{table: TableCounts} of this test's statistic: bounded (entries per configuration and dealer, and each
+        pack id's first and last deal). The per-deal rows (`count_table`; the oracle is `count_results` over the
+        deals) are counted once for both residue tests of one table and live only here."""
+        rows, times, runs = rows_of(table)
+        return table_counts(rows, times, runs, self.stat)
 
     def merge(self, parts: Sequence[dict]) -> dict:
-        out: dict[str, dict] = {}
+        acc: dict[str, list[TableCounts]] = {}
         for part in parts:
             for table, c in part.items():
-                if table in out:  # the same table in two partitions: concatenate in input order
-                    merged = {k: np.concatenate([out[table][k], c[k]]) for k in c}
-                    o = np.argsort(merged["key"], kind="stable")
-                    out[table] = {k: v[o] for k, v in merged.items()}
-                else:
-                    out[table] = c
-        return out
+                acc.setdefault(table, []).append(c)
+        return {t: merge_tables(v, t, self.stat) for t, v in sorted(acc.items())}
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
-        strata = _strata(counts, self.stat)
-        people = _people(strata)
-        # each stratum's dealers as codes, once (comparing an object array of names per dealer is quadratic)
-        codes = []
-        for st in strata:
-            names, inv = np.unique(st["dealer"], return_inverse=True)
-            codes.append(({str(x): j for j, x in enumerate(names.tolist())}, inv.reshape(-1)))
-        scored = {}
-        for d in people["names"]:
-            r = _predictive_z(people, d)
-            if r is not None and any(d in cmap and len(cmap) > 1 for cmap, _ in codes):
-                scored[d] = r
-        level = exact.per_test_level(self.fdr, len(scored))
-        out = []
-        for d, (z, info) in scored.items():
-            sel = [(st, inv == cmap[d]) for st, (cmap, inv) in zip(strata, codes, strict=False) if d in cmap]
-            n = int(sum(m.sum() for _, m in sel))
-            obs_total = float(sum(st[f"{self.stat}_obs"][m].sum() for st, m in sel))
-            peer_x = {st["name"]: (float(st["x"][~m].mean()) if (~m).any() else 0.0) for st, m in sel}
-            expected = float(sum((st[f"{self.stat}_exp"][m] + peer_x[st["name"]]).sum() for st, m in sel))
-            p = skew_safe_p(z, obs_total, expected)
-            perfect = float(sum(st[f"{self.stat}_exp"][m].sum() for st, m in sel))
-            controls: dict[str, Any] = {}
-            detail: dict[str, Any] = {}
-            if self.details:
-                controls = {"perfect_shuffle": {"n": n, "observed": obs_total, "expected": round(perfect, 4),
-                                                "note": "reference line only: people do not shuffle perfectly"},
-                            "peers": info,
-                            "tables": [{"stratum": st["name"], "deals": int(m.sum()),
-                                        "mean": round(float(st[f"{self.stat}_obs"][m].mean()), 4),
-                                        "others_mean": round(float(st[f"{self.stat}_obs"][~m].mean()), 4)
-                                        if (~m).any() else None} for st, m in sel]}
-                keys = np.concatenate([st["key"][m] for st, m in sel])
-                got = np.concatenate([st[f"{self.stat}_obs"][m] for st, m in sel])
-                pe = np.concatenate([st[f"{self.stat}_exp"][m] + peer_x[st["name"]] for st, m in sel])
-                o = np.argsort(keys, kind="stable")
-                detail["timeline"] = timeline(got[o], pe[o])
-                detail["null_rate"] = round(expected / n, 6) if n else None
-                detail["unit"] = self.unit
-                detail["min_detectable"] = self._min_detectable(sel, info, level)
-                detail["min_detectable_level"] = level
-                detail["min_detectable_method"] = (
-                    f"approximate (normal): the smallest fraction q of his deals in which he {self.cheat} that the "
-                    f"test at the FDR-equivalent per-test level finds with power {MIN_DETECTABLE_POWER}")
-            out.append(TestResult(
-                test=self.name, subject=d, n=n, observed=obs_total, expected=expected, statistic=z, pvalue=p,
-                method="random-effects predictive test against the other dealers (deal excesses standardised per "
-                       "table, DerSimonian-Laird between people, Student t), one-sided; approximate, calibrated by "
-                       "simulation",
-                controls=controls, detail=detail))
-        return out
-
-    def _min_detectable(self, sel, info: dict, level: float) -> float | None:
-        """Normal approximation: a cheat adds q·(max − expected − peers' excess) per deal, in stratum sd units."""
-        n = sum(int(m.sum()) for _, m in sel)
-        gain = 0.0
-        for st, m in sel:
-            sd = float(st["x"].std(ddof=1)) if len(st["x"]) > 1 else 1.0
-            g = (st[f"{self.stat}_max"][m] - st[f"{self.stat}_exp"][m]).mean() - st["x"][~m].mean() \
-                if (~m).any() else 0.0
-            gain += float(g) / max(sd, 1e-9) * int(m.sum())
-        gain /= max(n, 1)
-        spread = np.sqrt(info["between_people_sd"] ** 2 + info["within_sd"] ** 2 / max(n, 1))
-        if gain <= 0 or spread <= 0:
-            return None
-        need = _st.norm.isf(level) + _st.norm.isf(1 - MIN_DETECTABLE_POWER)
-        q = need * spread / gain
-        return round(float(q), 4) if q <= 1 else None
+        return _finalize(self, counts)
 
 
 STACK_SPEC = TestSpec(

@@ -23,7 +23,7 @@ one row per blob:
 | `kind` | dictionary string | the node's kind: `dict list tuple set frozenset dataclass ndarray objarray npscalar int bigint float bool str bytes none fraction`; `more` (a continuation of the data above); `blob` |
 | `n` | int64 | containers: children (a dict: key/value pairs, each pair two nodes, key first); `dataclass`: fields; `objarray`: elements (C order); `fraction`: 2 (numerator, denominator); `ndarray`, `bytes`, `str`, `bigint`, `blob`: the `more` rows that follow it; else 0 |
 | `field` | string, null | the field name of a dataclass's child; a blob's name |
-| `name` | string, null | `dataclass`: `module:qualname`; `ndarray`, `npscalar`: the numpy dtype (`dtype.str`, byte order included); `objarray`: `object` |
+| `name` | string, null | `dataclass`: `module:qualname`; `ndarray`, `npscalar`: the numpy dtype (`dtype.str`, byte order included), but `U` / `S` for a `numpy.str_` / `numpy.bytes_` scalar (its data: UTF-8 / the bytes); `objarray`: `object` |
 | `shape` | list<int64>, null | `ndarray`, `objarray`: the shape |
 | `i64` | int64, null | `int` (-2^63 <= x < 2^63), `bool` (0/1), `float` (its IEEE-754 bits as a signed int64) |
 | `data` | large_binary | `ndarray`: the elements in C order; `npscalar`: its bytes; `str`: UTF-8 (lone surrogates kept, `surrogatepass`); `bytes`, `blob`: the bytes; `bigint`: two's complement, little-endian; `more`: the next piece (pieces are at most `PIECE` bytes, so no value is near Arrow's or Parquet's limits); else empty |
@@ -256,7 +256,10 @@ class _Writer:
 
     def other(self, x: Any) -> None:
         t = type(x)
-        if isinstance(x, np.generic):
+        if t is np.str_ or t is np.bytes_:  # their dtype's width is their length: kept as text / bytes
+            self.with_data(K_NPSCALAR, x.encode("utf-8", "surrogatepass") if t is np.str_ else bytes(x),
+                           "U" if t is np.str_ else "S")
+        elif isinstance(x, np.generic):
             dt = x.dtype
             if dt.kind not in ARRAY_KINDS or dt.fields is not None:
                 raise _Bad(f"a numpy scalar of dtype {dt}")
@@ -505,6 +508,10 @@ class _Reader:
         return None
 
     def npscalar(self, i: int) -> Any:
+        if self.name[i] == "U":
+            return np.str_(bytes(self._data(i)).decode("utf-8", "surrogatepass"))
+        if self.name[i] == "S":
+            return np.bytes_(bytes(self._data(i)))
         dt = self._dtype(i)
         raw = self._data(i)
         if len(raw) != dt.itemsize:
@@ -549,7 +556,7 @@ class _Reader:
 
     def _dtype(self, i: int) -> np.dtype[Any]:
         name = self.name[i]
-        dt = self.dtypes.get(name)  # type: ignore[arg-type]
+        dt = self.dtypes.get(name)
         if dt is not None:
             return dt
         if not isinstance(name, str) or len(name) > 32:
@@ -589,7 +596,7 @@ class _Reader:
         cls, names = got_cls
         n = self._count(i)
         got = []
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         for _ in range(n):
             fname = self.field[self.pos]
             got.append(fname)
@@ -624,7 +631,7 @@ def _diff(a: Any, b: Any, where: str = "") -> Iterator[str]:
             else:
                 yield from _diff(a[k], b[k], sub)
     elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for j, (x, y) in enumerate(zip(a, b)):
+        for j, (x, y) in enumerate(zip(a, b, strict=True)):
             yield from _diff(x, y, f"{where}[{j}]")
     elif a != b or type(a) is not type(b):
         yield f"{where or 'fingerprint'}: file {json.dumps(a)}, expected {json.dumps(b)}"

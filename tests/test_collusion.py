@@ -7,9 +7,9 @@ import pytest
 from scipy.stats import binom
 
 from auditor.cards import CARD_STR
+from auditor.columns import natural_key, time_key
 from auditor.dealog import validate
-from auditor.detectors.base import trail_code
-from auditor.detectors.collusion import Collusion, CollusionCounts, count_deal, count_results, individual
+from auditor.detectors.collusion import Collusion, CollusionCounts, bins_of, count_deal, count_results, individual
 from auditor.detectors.play_facts import counting
 from auditor.replay.reference import replay_deal
 from auditor.stats.family import apply_families
@@ -32,15 +32,18 @@ def test_counting_cards_by_game():
     assert not counting("all_fours", 0, card("9s"))
 
 
-def _random_tables(seed: int, tables: int = 8, games: int = 15):
-    """Each deal with its own line of one log file, table after table (so that a merge by table must restore the
-    input order of the timelines)."""
+def _random_tables(seed: int, tables: int = 8, games: int = 15, timed: bool = True):
+    """Each deal with its own line of one log file and its own minute, table after table (so that a merge by
+    table must restore the canonical order of the timelines)."""
     rng = np.random.default_rng(seed)
     out: list = []
 
     def add(recs):
         for r in recs:
-            out.append(replay_deal(validate(r, source=f"club.jsonl:{len(out) + 1}", line=len(out) + 1)))
+            k = len(out)
+            if timed:
+                r["time"] = f"2026-01-{1 + k // 1440:02d}T{k // 60 % 24:02d}:{k % 60:02d}:00Z"
+            out.append(replay_deal(validate(r, source=f"club.jsonl:{k + 1}", line=k + 1)))
 
     for tb in range(tables):
         players = [f"t{tb}p{i}" for i in range(5)]
@@ -118,22 +121,30 @@ def test_colluding_pair_at_a_table_of_five_is_caught():
 
 
 def _check_points(tl, n):
-    """Timeline points: indexes strictly increasing from 1 (every index when n <= 200), ending at n; the null
-    variance so far never decreases."""
+    """Timeline points: trials so far strictly increasing, ending at n, at most 200 of them; the null variance so
+    far never decreases."""
     idx = [p[0] for p in tl]
-    assert idx[0] == 1 and idx[-1] == n and all(b > a for a, b in zip(idx, idx[1:], strict=False))
-    assert len(tl) == min(n, 200)
+    assert idx[0] >= 1 and idx[-1] == n and all(b > a for a, b in zip(idx, idx[1:], strict=False))
+    assert len(tl) <= 200
     assert all(len(p) == 4 for p in tl)
     assert all(b[3] >= a[3] for a, b in zip(tl, tl[1:], strict=False))
 
 
-def test_timeline_follows_each_pair_over_its_deals_in_input_order(random_tables):
+def canonical(results):
+    """The results in the canonical order of deals (table, then time: each deal of `_random_tables` has its own)."""
+    return sorted(results, key=lambda r: (natural_key(r.deal.table), time_key(r.deal.time)))
+
+
+def test_timeline_follows_each_pair_over_its_deals_in_canonical_order(random_tables):
+    """Each point of a pair's timeline is exact: its running totals over the pair's deals in the canonical order,
+    at the end of a bin (each deal has its own minute here, so a pair with fewer than 200 deals has one point per
+    deal)."""
     det = Collusion()
     counts = count_results(random_tables)
     tests = det.finalize(counts)
-    # deal by deal, in input order: each pair's chances and gifts per cell (counted one deal at a time)
+    # deal by deal, in canonical order: each pair's chances and gifts per cell (counted one deal at a time)
     per_deal = []
-    for r in random_tables:
+    for r in canonical(random_tables):
         c = CollusionCounts()
         count_deal(r, c)
         if c.pairs:
@@ -145,6 +156,8 @@ def test_timeline_follows_each_pair_over_its_deals_in_input_order(random_tables)
         cells = counts.pairs[pair]
         tl = t.detail["timeline"]
         _check_points(tl, t.n)
+        if t.n <= 200:
+            assert [p[0] for p in tl] == list(range(1, t.n + 1))
         p_of = {cell: (counts.field[cell][1] - e + 0.5) / (counts.field[cell][0] - o + 1.0)
                 for cell, (o, e) in cells.items()}
         # at the end of each deal where the pair had a chance, the point is that deal's running total: deals, deals
@@ -169,13 +182,23 @@ def test_timeline_follows_each_pair_over_its_deals_in_input_order(random_tables)
     assert checked > 500
 
 
-def test_trail_lists_every_chance_once(random_tables):
+def test_untimed_deals_are_one_point_per_table():
+    """Without times, a table's deals are one bin: the timeline has a point per table the pair met at, exact."""
+    det = Collusion()
+    timed = {t.subject: t for t in det.finalize(count_results(_random_tables(3, tables=2, games=4)))}
+    for t in det.finalize(count_results(_random_tables(3, tables=2, games=4, timed=False))):
+        assert t.pvalue == timed[t.subject].pvalue
+        tl = t.detail["timeline"]
+        assert len(tl) == 1 and tl[0][:2] == [t.n, t.observed]  # each pair here plays at one table
+
+
+def test_bins_hold_every_deal_once(random_tables):
+    """The timeline's bins of each pair add up to its deal patterns (the test's trials)."""
     c = count_results(random_tables)
-    assert set(c.trail) == set(c.pairs)
-    for pair, cells in c.pairs.items():
-        for cell, (o, e) in cells.items():
-            codes = c.trail[pair][cell]
-            assert len(codes) == o and sum(k & 1 for k in codes) == e and codes == sorted(codes)
+    spans = c.bins.spans()
+    assert set(spans) == set(c.deals_of)
+    for pair, pats in c.deals_of.items():
+        assert c.bins.totals(*spans[pair]) == pats
 
 
 A = ("scotch_whist", 5, 1, 0, 0, 0, 1)  # one cell: following suit, plain led, not last, no sure winner, 1 counting
@@ -191,8 +214,8 @@ def test_one_trial_per_deal_hand_worked():
         field={A: [22, 3]},
         pairs={("x", "y"): {A: [3, 2]}, ("z", "y"): {A: [19, 1]}},
         deals_of={("x", "y"): {((A, 2),): [1, 1], ((A, 1),): [1, 0]}, ("z", "y"): {((A, 1),): [19, 1]}},
-        trail={("x", "y"): {A: [trail_code(0, 1, 1), trail_code(0, 3, 1), trail_code(1, 2, 0)]},
-               ("z", "y"): {A: [trail_code(2 + i, 1, int(i == 5)) for i in range(19)]}},
+        bins=bins_of([(("x", "y"), ((A, 2),), "t", 0, 1), (("x", "y"), ((A, 1),), "t", 60_000_000, 0)]
+                     + [(("z", "y"), ((A, 1),), "t", 60_000_000 * (2 + i), int(i == 5)) for i in range(19)]),
         deals=21)
     t = {r.subject: r for r in Collusion().finalize(c)}["x+y"]
     assert t.n == 2 and t.observed == 1
@@ -211,7 +234,6 @@ def _clustered_counts(seed: int, pairs: int = 400) -> CollusionCounts:
     rng = np.random.default_rng(seed)
     cells = [(A, 0.05), (("all_fours", 3, 0, 1, 1, 0, 2), 0.15), (("all_fours", 3, 1, 0, 0, 1, 3), 0.02)]
     c = CollusionCounts()
-    order = 0
     for i in range(pairs):
         pair = (f"g{i}", f"r{i}")
         for _ in range(int(rng.integers(1, 7))):
@@ -225,8 +247,6 @@ def _clustered_counts(seed: int, pairs: int = 400) -> CollusionCounts:
             v = c.deals_of.setdefault(pair, {}).setdefault(((cell, k),), [0, 0])
             v[0] += 1
             v[1] += gave
-            c.trail.setdefault(pair, {}).setdefault(cell, []).extend(trail_code(order, j, gave) for j in range(k))
-            order += 1
             c.deals += 1
     return c
 

@@ -13,7 +13,7 @@ from scipy.stats import binom
 
 from auditor.calibrate_play import REVOKER_Q
 from auditor.cards import parse_card
-from auditor.columns import from_results
+from auditor.columns import from_results, natural_key, time_key
 from auditor.dealog import validate
 from auditor.detectors.play_facts import PlayState, deal_exclusion
 from auditor.detectors.revoke_pattern import (
@@ -73,8 +73,8 @@ def test_ruff_pay_worked_by_hand():
     assert rev == 1 and gainful == 1
     assert gain == 4  # four cards taken; following with the 9 of spades would have lost the trick
     assert opp >= 1 and 1 <= pay_chances <= opp
-    [(code, num, den)] = c.trail["b"]  # his only revoke: the rest of the deal is played legally
-    assert code & 1 == 1 and (num, den) == (1, 8)
+    # his only revoke (the rest of the deal is played legally): it paid, at pi 1/8
+    assert c.revokes.subjects == ["b"] and c.revokes.totals(*c.revokes.spans()["b"]) == {1 / 8: [1, 1]}
     # the numba count over the table says the same
     assert RevokePattern().count(from_results([res])) == c
 
@@ -89,8 +89,7 @@ def test_save_pay_worked_by_hand():
     assert rev == 1 and gainful == 0
     # taken: 4 cards, King 3 and Ace 4 = 11; with the Ten followed his side takes the Ten's 10 as well = 21
     assert gain == 11 - 21
-    code, num, den = c.trail["b"][0]
-    assert code & 1 == 1 and (num, den) == (8, 8)
+    assert c.revokes.totals(*c.revokes.spans()["b"]) == {1.0: [1, 1]}
     assert RevokePattern().count(from_results([res])) == c
 
 
@@ -155,11 +154,10 @@ def test_kernel_equals_the_spec_on_clumsy_and_deliberate_revokers():
     res = [replay_deal(validate(r, source="s.jsonl", line=k + 1)) for k, r in enumerate(sim.records + sim2.records)]
     want = count_results(res)
     assert_same(RevokePattern().count(from_results(res)), want)
-    trail = [(pl, x) for pl, v in want.trail.items() for x in v]
-    assert len(trail) > 60
-    assert all(0 <= n <= d and d > 0 for _, (_, n, d) in trail)
-    paid = [x for _, x in trail if x[0] & 1]
-    assert paid and all(n > 0 for _, n, _ in paid)  # a revoke that paid had a paying card
+    rv = want.revokes
+    assert rv.n.sum() > 60 and all(0 <= p <= 1 for p in rv.groups)
+    pi = np.asarray(rv.groups)[rv.grp]
+    assert rv.k.sum() and (pi[rv.k > 0] > 0).all()  # a revoke that paid had a paying card
     games = {cell[0] for (pl, cell), v in want.cells.items() if v[1]}
     assert games == {"scotch_whist", "all_fours"}
     # every revoke classified again from the walk: save-pays in both games, ruff-pays in Scotch Whist
@@ -219,8 +217,10 @@ def _random_club(seed: int, rate: float, tables: int = 12, games: int = 12):
         for g in range(games):
             recs = random_game(rng, "scotch_whist", "foster", 4, game_id=f"t{tb}g{g}", players=players,
                                table=f"t{tb}", sides=[[0, 2], [1, 3]], style=Style(revoke_rate=rate))
-            out += [replay_deal(validate(r, source=f"club.jsonl:{len(out) + k + 1}", line=len(out) + k + 1))
-                    for k, r in enumerate(recs)]  # one line of one log each: the timelines' input order
+            for r in recs:  # one line of one log each, and its own minute: one point of the timelines each
+                k = len(out)
+                r["time"] = f"2026-01-{1 + k // 1440:02d}T{k // 60 % 24:02d}:{k % 60:02d}:00Z"
+                out.append(replay_deal(validate(r, source=f"club.jsonl:{k + 1}", line=k + 1)))
     return out
 
 
@@ -266,30 +266,36 @@ def test_deliberate_revoker_is_flagged_within_1000_deals():
     assert by["ada"].controls["revoke_rate"]["revokes"] == by["ada"].n
 
 
-def test_timeline_follows_each_revoker_in_input_order(accidental):
-    """Each revoker's timeline: one point per revoke in input order, his revokes that paid so far against the sum
-    of their chances pi so far, with the Poisson-binomial variance so far; it ends at the test's counts."""
+def test_timeline_follows_each_revoker_in_canonical_order(accidental):
+    """Each revoker's timeline: a point at the end of each deal with his revokes (each deal its own minute here), in
+    the canonical order (table, time), his revokes that paid so far against the sum of their chances pi so far,
+    with the Poisson-binomial variance so far, exact; it ends at the test's counts."""
     det = RevokePattern()
     counts = count_results(accidental)
     tests = det.finalize(counts)
-    per_deal = []  # deal by deal, in input order: each player's revokes as (paid, pi)
-    for r in accidental:
+    per_deal = []  # deal by deal, in canonical order: each player's revokes as {pi: [revokes, paid]}
+    for r in sorted(accidental, key=lambda r: (natural_key(r.deal.table), time_key(r.deal.time))):
         c = RevokeCounts()
         count_deal(r, c)
-        if c.trail:
-            per_deal.append({pl: [(x[0] & 1, Fraction(x[1], x[2])) for x in v] for pl, v in c.trail.items()})
+        if len(c.revokes):
+            per_deal.append({pl: c.revokes.totals(a, b) for pl, (a, b) in c.revokes.spans().items()})
     checked = 0
     for t in tests:
         tl = t.detail["timeline"]
-        assert [p[0] for p in tl] == list(range(1, t.n + 1))  # one point per revoke (fewer than 200)
-        assert tl[-1][1] == t.observed and tl[-1][2] == pytest.approx(t.expected, abs=1e-3)
+        assert tl[-1][:2] == [t.n, t.observed] and tl[-1][2] == pytest.approx(t.expected, abs=1e-3)
         at = {p[0]: p for p in tl}
         n, g, e, v = 0, 0, Fraction(0), Fraction(0)
+        deals = 0
         for got in per_deal:
-            for paid, pi in got.get(t.subject, []):
-                n, g, e, v = n + 1, g + paid, e + pi, v + pi * (1 - pi)
-                assert at[n][1] == g and at[n][2] == pytest.approx(float(e), abs=1e-3)
-                assert at[n][3] == pytest.approx(float(v), abs=1e-3)
-                checked += 1
+            if t.subject not in got:
+                continue
+            deals += 1
+            for pi, (k, paid) in got[t.subject].items():
+                f = Fraction(pi)
+                n, g, e, v = n + k, g + paid, e + k * f, v + k * f * (1 - f)
+            assert at[n][1] == g and at[n][2] == pytest.approx(float(e), abs=1e-3)  # a point per deal
+            assert at[n][3] == pytest.approx(float(v), abs=1e-3)
+            checked += 1
+        assert len(tl) == deals  # fewer than 200
     assert checked >= 30
-    assert sorted(counts.trail) == sorted(t.subject for t in tests)
+    assert sorted(counts.revokes.subjects) == sorted(t.subject for t in tests)

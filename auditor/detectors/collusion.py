@@ -25,7 +25,9 @@ family (thousands of pairs in a large club). The per-chance test of before is ke
 Each deal's chances are counted as its *pattern* (the sorted cells of its chances with their multiplicities) per
 ordered pair, with how many of the pair's deals had that pattern and in how many of them the pair gave: a deal lives
 in exactly one part of any partition of the input, so the patterns add exactly across parts whatever the parts'
-order keys (`deals_of`).
+order keys (`deals_of`). The timeline keeps the same per bin of time (`bins`, a `play_columns.BinnedGroups`:
+pair x bin x pattern, integers), so the counts are bounded in deals (issue 15): a deal's null is known only in
+`finalize` (it needs the field's leave-pair-out rates), where each bin's expectation is summed from its patterns.
 
 Two nulls, one test (issue 14). Honest givers differ (a careless player gives more to everybody), which one field
 rate per situation does not allow for: on honest All Fours tables of three the field null alone rejected at 2.9% /
@@ -47,10 +49,10 @@ executable spec (the tests' oracle: the two give equal counts, field for field).
 
 The kernel transcribes `count_deal` over the walk of `play_columns.walk_deal`: at every play that is not a lead, not
 the Russian two-card turn and not a revoke, when another seat is winning the trick, it classifies the giver's legal
-cards and, for an opportunity, emits one int64 key, (giver player, receiver player, cell), its `base.trail_code`
-(deal order, play index, event) and its row. Sorted by key, the runs of equal keys are the pairs' cells: their
-lengths the opportunities, their codes' low bits the events, their codes the trails; sorted by (pair, row, cell),
-the runs of equal (pair, row) are the pairs' deals, whose cells make the deal patterns; they become the same
+cards and, for an opportunity, emits one int64 key, (giver player, receiver player, cell), its event and its row.
+Sorted by key, the runs of equal keys are the pairs' cells: their lengths the opportunities, their events' sums the
+gifts; sorted by (pair, row, cell), the runs of equal (pair, row) are the pairs' deals, whose cells make the deal
+patterns, binned by the row's table and time; they become the same
 `CollusionCounts` dicts the Python counter builds (cells as the same tuples, values as Python ints). Key layout: (giver * n_players +
 receiver) << 11 | cell, cell = af << 10 | n << 6 | following << 5 | trump_led << 4 | last << 3 | sure << 2 |
 min(counting legal cards, 3).
@@ -66,11 +68,10 @@ import numba
 import numpy as np
 
 from ..cards import suit_of
-from ..columns import AuditColumns
+from ..columns import AuditColumns, time_key
 from ..facts import DealingFacts
 from ..stats import exact
 from ..stats.family import TestResult
-from .base import deal_order, timeline, trail_code
 from .play_columns import (
     P_CARD,
     P_LEAD,
@@ -86,6 +87,7 @@ from .play_columns import (
     T_COUNT,
     WALK_LEGAL,
     WALK_WINNER,
+    BinnedGroups,
     beats,
     counting_table,
     low_bit,
@@ -110,29 +112,21 @@ def individual(deal: Any) -> bool:
 
 @dataclass
 class CollusionCounts:
-    """Counts that add across partitions: per cell the field's (opportunities, events); per ordered pair and cell
-    the pair's (opportunities, events).
-
-    `trail`, per ordered pair and cell, lists the pair's opportunities one by one as `trail_code(deal order, play
-    index, event)` (deal order = file index << 32 | line, play index = the play's place in the deal's plays), in
-    ascending order: the timeline of the pair's gifts in input order. Sorted, so that any partition of the input
-    merges to the same lists.
+    """Counts that add across partitions, bounded in deals: per cell the field's (opportunities, events); per
+    ordered pair and cell the pair's (opportunities, events).
 
     `deals_of`, per ordered pair and deal pattern (the sorted (cell, chances) of one deal's chances of the pair),
-    [deals with that pattern, of them deals where the pair gave at least once]: the trials of the test."""
+    [deals with that pattern, of them deals where the pair gave at least once]: the trials of the test.
+
+    `bins`: the same per bin of time (subject: the pair, group: the pattern, event: gave at least once), for the
+    pair's timeline (empty when the detector keeps no details)."""
 
     field: dict[Cell, list[int]] = dc_field(default_factory=dict)
     pairs: dict[Pair, dict[Cell, list[int]]] = dc_field(default_factory=dict)
     excluded_deals: dict[str, int] = dc_field(default_factory=dict)
     deals: int = 0
-    trail: dict[Pair, dict[Cell, list[int]]] = dc_field(default_factory=dict)
     deals_of: dict[Pair, dict[Pattern, list[int]]] = dc_field(default_factory=dict)
-
-
-def sort_trail(trail: dict[Pair, dict[Cell, list[int]]]) -> None:
-    for cells in trail.values():
-        for codes in cells.values():
-            codes.sort()
+    bins: BinnedGroups = dc_field(default_factory=BinnedGroups)
 
 
 def _add(dct: dict[Any, list[int]], key: Any, opp: int, ev: int) -> None:
@@ -148,13 +142,30 @@ def count_results(results: Iterable[Any]) -> CollusionCounts:
     """The counts of these `DealResult`s, play by play with `play_facts.walk`: the executable spec of
     `Collusion.count` (tests only)."""
     c = CollusionCounts()
+    rows: list[tuple] = []
     for res in results:
-        count_deal(res, c)
-    sort_trail(c.trail)
+        _count_deal(res, c, rows)
+    c.bins = bins_of(rows)
     return c
 
 
 def count_deal(res: Any, c: CollusionCounts) -> None:
+    """Add one `DealResult`'s counts to `c`."""
+    rows: list[tuple] = []
+    _count_deal(res, c, rows)
+    c.bins = BinnedGroups.merge([c.bins, bins_of(rows)])
+
+
+def bins_of(rows: Sequence[tuple]) -> BinnedGroups:
+    """`CollusionCounts.bins` of the pairs' deals given as (pair, pattern, table name, time us, gave)."""
+    tables: dict[str, int] = {}
+    tb = np.array([tables.setdefault(r[2], len(tables)) for r in rows], np.int64)
+    return BinnedGroups.of_keys([r[0] for r in rows], [r[1] for r in rows], list(tables), tb,
+                                np.array([r[3] for r in rows], np.int64), np.array([r[4] for r in rows], np.int64))
+
+
+def _count_deal(res: Any, c: CollusionCounts, rows: list[tuple]) -> None:
+    """`count_deal` with the deal's (pair, pattern, table, time, gave) appended to `rows` instead of binned."""
     d = res.deal
     if not individual(d):
         return
@@ -164,9 +175,8 @@ def count_deal(res: Any, c: CollusionCounts) -> None:
         return
     c.deals += 1
     game = d.game
-    order = deal_order(res)
     mine: dict[Pair, tuple[dict[Cell, int], list[int]]] = {}  # this deal's chances per pair: cells, gave
-    for play, st in enumerate(walk(res)):
+    for st in walk(res):
         w = st.current_winner()
         if w is None or st.two_card_turn or st.revoke:  # a lead (nobody is winning yet)
             continue
@@ -198,21 +208,23 @@ def count_deal(res: Any, c: CollusionCounts) -> None:
         _add(c.field, cell, 1, ev)
         pair = (d.players[a], d.players[ws])
         _add(c.pairs.setdefault(pair, {}), cell, 1, ev)
-        c.trail.setdefault(pair, {}).setdefault(cell, []).append(trail_code(order, play, ev))
         cells, gave = mine.setdefault(pair, ({}, [0]))
         cells[cell] = cells.get(cell, 0) + 1
         gave[0] |= ev
+    t_us = time_key(d.time)
     for pair, (cells, gave) in mine.items():
-        _add(c.deals_of.setdefault(pair, {}), tuple(sorted(cells.items())), 1, gave[0])
+        pat = tuple(sorted(cells.items()))
+        _add(c.deals_of.setdefault(pair, {}), pat, 1, gave[0])
+        rows.append((pair, pat, d.table, t_us, gave[0]))
 
 
 # ---------------------------------------------------------------- the count over the table
 
 
 @numba.njit(cache=True)
-def _gifts(use, arrays, count_tab, seat_player, n_players, order, keys, codes, rows):
-    """`count_deal` over the rows `use` (`play_columns.walk_deal`): each opportunity's key, trail code and row into
-    keys[m] / codes[m] / rows[m]; returns m."""
+def _gifts(use, arrays, count_tab, seat_player, n_players, keys, evs, rows):
+    """`count_deal` over the rows `use` (`play_columns.walk_deal`): each opportunity's key, event and row into
+    keys[m] / evs[m] / rows[m]; returns m."""
     buf = walk_buffers(arrays)
     W = buf.plays
     T = buf.tricks
@@ -262,7 +274,7 @@ def _gifts(use, arrays, count_tab, seat_player, n_players, order, keys, codes, r
             g = np.int64(seat_player[row, s])
             b = np.int64(seat_player[row, ws])
             keys[m] = ((g * n_players + b) << 11) | cell
-            codes[m] = (((order[row] << 6) | i) << 1) | np.int64(ev)
+            evs[m] = ev
             rows[m] = row
             m += 1
     return m
@@ -313,27 +325,24 @@ class Collusion:
         if not c.deals:
             return c
         n_players = max(len(table.players), 1)
-        cap = int(table.n_plays[use].astype(np.int64).sum())
-        keys = np.empty(max(cap, 1), np.int64)
-        codes = np.empty(max(cap, 1), np.int64)
-        rows = np.empty(max(cap, 1), np.int64)
-        m = _gifts(use, su.arrays(table), counting_table(), table.seat_player, n_players, table.order, keys, codes,
-                   rows)
-        keys, codes, rows = keys[:m], codes[:m], rows[:m]
-        c.deals_of = _patterns(keys, codes, rows, table.players, n_players)
-        # group by (pair, cell), each group's trail ascending: rows in input order emit ascending codes already, so a
-        # stable sort by key suffices; otherwise sort by (key, code)
-        if m > 1 and not (codes[1:] >= codes[:-1]).all():
-            idx = np.lexsort((codes, keys))
-        else:
-            idx = np.argsort(keys, kind="stable")
-        keys, codes = keys[idx], codes[idx]
+        cap = max(int(table.n_plays[use].astype(np.int64).sum()), 1)
+        keys = np.empty(cap, np.int64)
+        evs = np.empty(cap, np.int64)
+        rows = np.empty(cap, np.int64)
+        m = _gifts(use, su.arrays(table), counting_table(), table.seat_player, n_players, keys, evs, rows)
+        keys, evs, rows = keys[:m], evs[:m], rows[:m]
+        c.deals_of, deals = _patterns(keys, evs, rows, table.players, n_players)
+        if self.details:  # the timeline's bins: the pairs' deals by table and time
+            pair_l, pat_l, row_a, gave_a = deals
+            c.bins = BinnedGroups.of_keys(pair_l, pat_l, table.tables, table.table[row_a], table.time[row_a], gave_a)
+        # group by (pair, cell)
+        idx = np.argsort(keys, kind="stable")
+        keys, evs = keys[idx], evs[idx]
         starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if m else np.zeros(0, np.int64)
         ends = np.r_[starts[1:], m].astype(np.int64) if m else starts
-        ev_cum = np.r_[0, np.cumsum(codes & 1)]
+        ev_cum = np.r_[0, np.cumsum(evs)]
         cell_of: dict[int, Cell] = {}
         players = table.players
-        trail = codes.tolist()
         for key, a, b in zip(keys[starts].tolist(), starts.tolist(), ends.tolist(), strict=True):
             code = key & 2047
             cell = cell_of.get(code)
@@ -343,7 +352,6 @@ class Collusion:
             pair = (players[gb // n_players], players[gb % n_players])
             o, e = b - a, int(ev_cum[b] - ev_cum[a])
             c.pairs.setdefault(pair, {})[cell] = [o, e]
-            c.trail.setdefault(pair, {})[cell] = trail[a:b]
             v = c.field.get(cell)
             if v is None:
                 c.field[cell] = [o, e]
@@ -364,19 +372,16 @@ class Collusion:
                 dst = out.pairs.setdefault(pair, {})
                 for cell, (o, e) in cells.items():
                     _add(dst, cell, o, e)
-            for pair, cells in p.trail.items():
-                dst_t = out.trail.setdefault(pair, {})
-                for cell, codes in cells.items():
-                    dst_t.setdefault(cell, []).extend(codes)
             for pair, pats in p.deals_of.items():
                 dst_p = out.deals_of.setdefault(pair, {})
                 for pat, (nd, ng) in pats.items():
                     _add(dst_p, pat, nd, ng)
-        sort_trail(out.trail)
+        out.bins = BinnedGroups.merge([p.bins for p in parts])
         return out
 
     def finalize(self, counts: CollusionCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
         out: list[TestResult] = []
+        spans = counts.bins.spans() if self.details else {}
         # the giver's totals per cell (for the within-giver control)
         giver: dict[str, dict[tuple, list[int]]] = {}
         for (a, _b), cells in counts.pairs.items():
@@ -457,7 +462,7 @@ class Collusion:
                                                                      counts.deals_of.get((b, a), {}).values())}
             detail = {"deals": n_deals, "deals_with_a_gift": obs, "opportunities": n_opp, "gifts": gifts,
                       "cells": len(cells),
-                      "timeline": pair_timeline(counts.trail.get((a, b), {}), p_of)} if self.details else {}
+                      "timeline": pair_timeline(counts.bins, spans.get((a, b)), p_of)} if self.details else {}
             out.append(TestResult(
                 test=NAME, subject=f"{a}+{b}", n=int(n_deals), observed=float(obs), expected=float(expct),
                 statistic=float(z), pvalue=float(pval),
@@ -489,20 +494,21 @@ def _cell(code: int) -> Cell:
             code & 3)
 
 
-def _patterns(keys: np.ndarray, codes: np.ndarray, rows: np.ndarray, players: Sequence[str],
-              n_players: int) -> dict[Pair, dict[Pattern, list[int]]]:
-    """`CollusionCounts.deals_of` from the kernel's opportunities (key = pair << 11 | cell, trail code, row): the
-    runs of equal (pair, row, cell) are one deal's chances of one pair in one cell; the runs of equal (pair, row)
-    are its deals, each a pattern of (cell, chances) sorted by cell, with whether any of its chances was a gift.
-    Within one deal the game and player count are fixed, and the remaining fields of a cell are its code's bits in
-    the tuple's order, so ascending codes are ascending cells: the oracle's sorted tuples."""
+def _patterns(keys: np.ndarray, evs: np.ndarray, rows: np.ndarray, players: Sequence[str], n_players: int
+              ) -> tuple[dict[Pair, dict[Pattern, list[int]]], tuple[list[Pair], list[Pattern], np.ndarray, np.ndarray]]:
+    """`CollusionCounts.deals_of` from the kernel's opportunities (key = pair << 11 | cell, event, row): the runs of
+    equal (pair, row, cell) are one deal's chances of one pair in one cell; the runs of equal (pair, row) are its
+    deals, each a pattern of (cell, chances) sorted by cell, with whether any of its chances was a gift. Within one
+    deal the game and player count are fixed, and the remaining fields of a cell are its code's bits in the tuple's
+    order, so ascending codes are ascending cells: the oracle's sorted tuples. Also the pairs' deals one by one
+    (for `CollusionCounts.bins`): (pair, pattern, row, gave) of each as four parallel sequences."""
     out: dict[Pair, dict[Pattern, list[int]]] = {}
     m = len(keys)
     if m == 0:
-        return out
+        return out, ([], [], np.zeros(0, np.int64), np.zeros(0, np.int64))
     pk = keys >> 11
     idx = np.lexsort((keys & 2047, rows, pk))
-    pk, rw, cc, ev = pk[idx], rows[idx], (keys & 2047)[idx], (codes & 1)[idx]
+    pk, rw, cc, ev = pk[idx], rows[idx], (keys & 2047)[idx], evs[idx]
     new_cell = np.r_[True, (pk[1:] != pk[:-1]) | (rw[1:] != rw[:-1]) | (cc[1:] != cc[:-1])]
     starts = np.flatnonzero(new_cell)
     n_in = np.diff(np.r_[starts, m])
@@ -510,6 +516,9 @@ def _patterns(keys: np.ndarray, codes: np.ndarray, rows: np.ndarray, players: Se
     new_deal = np.r_[True, (pk[starts][1:] != pk[starts][:-1]) | (rw[starts][1:] != rw[starts][:-1])]
     cell_of: dict[int, Cell] = {}
     pair_of: dict[int, Pair] = {}
+    d_pairs: list[Pair] = []
+    d_pats: list[Pattern] = []
+    d_gave: list[int] = []
     cur: list[tuple[Cell, int]] = []
     gave = 0
     pair: Pair = ("", "")
@@ -517,7 +526,11 @@ def _patterns(keys: np.ndarray, codes: np.ndarray, rows: np.ndarray, players: Se
                                     ev_in.tolist(), strict=True):
         if first:
             if cur:
-                _add(out.setdefault(pair, {}), tuple(cur), 1, gave)
+                pat = tuple(cur)
+                _add(out.setdefault(pair, {}), pat, 1, gave)
+                d_pairs.append(pair)
+                d_pats.append(pat)
+                d_gave.append(gave)
             pr = pair_of.get(p)
             if pr is None:
                 pr = pair_of[p] = (players[p // n_players], players[p % n_players])
@@ -527,27 +540,25 @@ def _patterns(keys: np.ndarray, codes: np.ndarray, rows: np.ndarray, players: Se
             cell = cell_of[code] = _cell(code)
         cur.append((cell, k))
         gave |= e
-    _add(out.setdefault(pair, {}), tuple(cur), 1, gave)
-    return out
+    pat = tuple(cur)
+    _add(out.setdefault(pair, {}), pat, 1, gave)
+    d_pairs.append(pair)
+    d_pats.append(pat)
+    d_gave.append(gave)
+    return out, (d_pairs, d_pats, rw[starts][new_deal], np.asarray(d_gave, np.int64))
 
 
-def pair_timeline(trail: dict[tuple, list[int]], p_of: dict[tuple, float]) -> list[list]:
-    """The pair's deals with a chance in input order (the trail codes' deal order, `code >> 7`), cumulative: deals
-    where the pair gave at least once against the null of each (1 - prod(1 - r_cell) over its chances), with the
-    exact null variance so far (sum of p(1 - p): independent deals). Deals sharing an order key (results made outside
-    a replay, without a line) are one point."""
-    cells = [c for c in sorted(trail, key=repr) if trail[c]]
-    if not cells:
+def pair_timeline(bins: BinnedGroups, span: tuple[int, int] | None, p_of: dict[tuple, float]) -> list[list]:
+    """The pair's deals with a chance in the canonical order, cumulative at the ends of its bins (`bins`' rows
+    `span`): deals, deals where the pair gave at least once, the sum of their nulls (1 - prod(1 - r_cell) over each
+    deal's chances) and the exact null variance so far (sum of p(1 - p): independent deals)."""
+    if span is None:
         return []
-    codes = np.concatenate([np.asarray(trail[c], np.int64) for c in cells])
-    logq = np.concatenate([np.full(len(trail[c]), np.log1p(-p_of[c])) for c in cells])
-    order = np.argsort(codes, kind="stable")
-    codes, logq = codes[order], logq[order]
-    deal = codes >> 7
-    starts = np.flatnonzero(np.r_[True, deal[1:] != deal[:-1]])
-    gave = np.maximum.reduceat(codes & 1, starts).astype(np.int64)
-    p = -np.expm1(np.add.reduceat(logq, starts))
-    return timeline(gave, p, variance=np.cumsum(p * (1 - p)))
+    a, b = span
+    p = np.zeros(len(bins.groups))
+    for g in np.unique(bins.grp[a:b]).tolist():
+        p[g] = _at_least_one(bins.groups[g], p_of)
+    return bins.timeline(a, b, p).points(variance=True)
 
 
 OWN_PRIOR = 20  # the giver's own rate in a cell counts the field's rate there as this many chances (a giver seen

@@ -30,14 +30,16 @@ from __future__ import annotations
 
 import weakref
 from collections import namedtuple
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Sequence
 
 import numba
 import numpy as np
 
 from ..cards import parse_card, rank_of
-from ..columns import AuditColumns
+from ..columns import TIME_NONE, AuditColumns, natural_key
 from ..rules import layout
+from .base import MAX_BINS, MAX_LEVEL, MINUTE_US, NO_TIME_BIN, Timeline
 from .play_facts import counting
 
 # `deal_exclusion` reasons, in the order it tests them; 0 = the deal can be walked
@@ -410,3 +412,172 @@ def walk_deal(row, arrays, buf, fields):
                 lead = cs
     return WalkDeal(n, trump, af, must, n_tricks, np_, out_public_a[row])
 
+
+
+# ---------------------------------------------------------------- bounded counts of the play tests (issue 15)
+
+
+@dataclass(eq=False)
+class BinnedGroups:
+    """Trials of many subjects, counted per (subject, bin, group): bounded (subjects x bins x groups, never deals)
+    and exact (integers only), the compact counts of `collusion` (subject: an ordered pair, group: a deal's
+    pattern of chances) and `revoke_pattern` (subject: a player, group: a revoke's chance pi of paying).
+
+    A bin is `base.Timeline`'s: (table, time in minutes >> level), untimed deals one bin at the end of their table;
+    each subject has its own `level`, the smallest at which it has at most `base.MAX_BINS` bins (the rule of
+    `Timeline`, so any partition of the input merges to the same bins). Row i: subject `subj[i]` (index into
+    `subjects`), bin (`tb[i]` into `tables`, `tbin[i]`), group `grp[i]` (index into `groups`), `n[i]` trials of which
+    `k[i]` had the event. The structure is canonical: `subjects`, `groups` and `tables` sorted, the rows sorted by
+    (subject, table, bin, group) and every (subject, table, bin, group) once, so equal trials give equal fields
+    whatever the partition of the input or the order of its rows.
+
+    A group's null probability may be known only in `finalize` (collusion's leave-pair-out rates): `timeline(i, p)`
+    then lays out the subject's `Timeline` (n, events, sum of p, sum of p(1 - p) per bin) from the groups' p."""
+
+    subjects: list = field(default_factory=list)
+    groups: list = field(default_factory=list)
+    tables: list = field(default_factory=list)
+    level: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per subject
+    subj: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    tb: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    tbin: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    grp: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    n: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    k: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+    def __len__(self) -> int:
+        return len(self.n)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields, the arrays' dtypes included (the counts of equal trials are equal, field for field)."""
+        if type(other) is not BinnedGroups:
+            return NotImplemented
+        for f in self.__dataclass_fields__:
+            x, y = getattr(self, f), getattr(other, f)
+            if isinstance(x, np.ndarray):
+                if x.dtype != y.dtype or not np.array_equal(x, y):
+                    return False
+            elif type(x) is not type(y) or x != y or [type(v) for v in x] != [type(v) for v in y]:
+                return False
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @staticmethod
+    def of(subjects: Sequence, subj: np.ndarray, groups: Sequence, grp: np.ndarray, tables: Sequence[str],
+           tb: np.ndarray, time_us: np.ndarray, k: np.ndarray) -> "BinnedGroups":
+        """One row per trial (parallel arrays indexing `subjects`, `groups`, `tables`; `time_us` as
+        `AuditColumns.time`, `k` the event 0/1), in any order."""
+        time_us = np.asarray(time_us, np.int64)
+        tbin = np.where(time_us == TIME_NONE, NO_TIME_BIN, time_us // MINUTE_US)
+        return _settle(list(subjects), np.asarray(subj, np.int64), np.zeros(len(subjects), np.int64),
+                       list(groups), np.asarray(grp, np.int64), list(tables), np.asarray(tb, np.int64), tbin,
+                       np.ones(len(tbin), np.int64), np.asarray(k, np.int64))
+
+    @staticmethod
+    def of_keys(subject_of: Sequence, group_of: Sequence, tables: Sequence[str], tb: np.ndarray, time_us: np.ndarray,
+                k: np.ndarray) -> "BinnedGroups":
+        """`of` with each trial's subject and group given by key (`subject_of[i]`, `group_of[i]`)."""
+        s_ids: dict = {}
+        g_ids: dict = {}
+        subj = np.array([s_ids.setdefault(x, len(s_ids)) for x in subject_of], np.int64)
+        grp = np.array([g_ids.setdefault(x, len(g_ids)) for x in group_of], np.int64)
+        return BinnedGroups.of(list(s_ids), subj, list(g_ids), grp, tables, tb, time_us, k)
+
+    @staticmethod
+    def merge(parts: Sequence["BinnedGroups"]) -> "BinnedGroups":
+        """The exact sum of the parts: the structure `of` gives for all their trials at once."""
+        parts = [p for p in parts if len(p)]
+        if not parts:
+            return BinnedGroups()
+        if len(parts) == 1:
+            return parts[0]
+        ids: tuple[dict, dict, dict] = ({}, {}, {})
+        maps = []
+        for p in parts:
+            maps.append([np.array([d.setdefault(x, len(d)) for x in lst], np.int64)
+                         for d, lst in zip(ids, (p.subjects, p.groups, p.tables), strict=True)])
+        level = np.zeros(len(ids[0]), np.int64)
+        for p, (ms, _, _) in zip(parts, maps, strict=True):
+            np.maximum.at(level, ms, p.level)
+        subj, grp, tb, tbin = [], [], [], []
+        for p, (ms, mg, mt) in zip(parts, maps, strict=True):
+            s = ms[p.subj]
+            subj.append(s)
+            grp.append(mg[p.grp])
+            tb.append(mt[p.tb])
+            tbin.append(coarsen(p.tbin, level[s] - p.level[p.subj]))
+        cat = np.concatenate
+        return _settle(list(ids[0]), cat(subj), level, list(ids[1]), cat(grp), list(ids[2]), cat(tb), cat(tbin),
+                       cat([p.n for p in parts]), cat([p.k for p in parts]))
+
+    def spans(self) -> dict:
+        """{subject: (first row, end row)}: each subject's rows."""
+        if not len(self):
+            return {}
+        starts = np.flatnonzero(np.r_[True, self.subj[1:] != self.subj[:-1]])
+        ends = np.r_[starts[1:], len(self.subj)]
+        return {self.subjects[int(s)]: (int(a), int(b))
+                for s, a, b in zip(self.subj[starts].tolist(), starts.tolist(), ends.tolist(), strict=True)}
+
+    def totals(self, a: int, b: int) -> dict:
+        """{group: [trials, events]} of the rows a:b (one subject's span)."""
+        g = self.grp[a:b]
+        n = np.bincount(g, self.n[a:b], minlength=len(self.groups))
+        k = np.bincount(g, self.k[a:b], minlength=len(self.groups))
+        return {self.groups[i]: [int(round(n[i])), int(round(k[i]))] for i in np.unique(g).tolist()}
+
+    def timeline(self, a: int, b: int, p: np.ndarray) -> Timeline:
+        """The `Timeline` of the rows a:b (one subject's span), the group `grp` having null probability `p[grp]`:
+        per bin the trials, the events, the sum of p and of p(1 - p) (the groups of a bin added in `groups`' order,
+        the same for every partition)."""
+        g = self.grp[a:b]
+        tb, tbin, n = self.tb[a:b], self.tbin[a:b], self.n[a:b]
+        pg = np.asarray(p, float)[g]
+        starts = np.flatnonzero(np.r_[True, (tb[1:] != tb[:-1]) | (tbin[1:] != tbin[:-1])])
+        nf = n.astype(float)
+        s = int(self.subj[a])
+        return Timeline(level=int(self.level[s]), tables=list(self.tables), tb=tb[starts].astype(np.int32),
+                        tbin=tbin[starts], n=np.add.reduceat(n, starts),
+                        obs=np.add.reduceat(self.k[a:b].astype(float), starts),
+                        exp=np.add.reduceat(nf * pg, starts), var=np.add.reduceat(nf * pg * (1 - pg), starts))
+
+
+def coarsen(tbin: np.ndarray, by: np.ndarray | int) -> np.ndarray:
+    """Bins `by` levels coarser (the untimed bin stays)."""
+    return np.where(tbin == NO_TIME_BIN, NO_TIME_BIN, tbin >> np.asarray(by, np.int64))
+
+
+def _canon(keys: list, idx: np.ndarray, key=None) -> tuple[list, np.ndarray, np.ndarray]:
+    """The keys `idx` uses, sorted (by `key`), `idx` renumbered into them, and the old index of each new one."""
+    used = np.unique(idx)
+    ks = [keys[i] for i in used.tolist()]
+    o = sorted(range(len(ks)), key=(lambda i: key(ks[i])) if key is not None else ks.__getitem__)
+    old = used[np.asarray(o, np.int64)]
+    new = np.zeros(len(keys), np.int64)
+    new[old] = np.arange(len(o))
+    return [keys[i] for i in old.tolist()], new[idx], old
+
+
+def _settle(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, grp: np.ndarray, tables: list,
+            tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, k: np.ndarray) -> BinnedGroups:
+    """Canonical form: used keys sorted, each subject's level raised until it has at most MAX_BINS bins, equal rows
+    added, rows sorted."""
+    if not len(n):
+        return BinnedGroups()
+    subjects, subj, old = _canon(subjects, subj)
+    level = level[old]
+    groups, grp, _ = _canon(groups, grp)
+    tables, tb, _ = _canon(tables, tb, lambda name: (natural_key(name), name))
+    while True:
+        o = np.lexsort((grp, tbin, tb, subj))
+        subj, tb, tbin, grp, n, k = subj[o], tb[o], tbin[o], grp[o], n[o], k[o]
+        new = np.r_[True, (subj[1:] != subj[:-1]) | (tb[1:] != tb[:-1]) | (tbin[1:] != tbin[:-1])]
+        over = (np.bincount(subj[new], minlength=len(subjects)) > MAX_BINS) & (level < MAX_LEVEL)
+        if not over.any():
+            break
+        level = level + over
+        tbin = coarsen(tbin, over[subj].astype(np.int64))
+    cut = np.flatnonzero(np.r_[True, new[1:] | (grp[1:] != grp[:-1])])
+    return BinnedGroups(subjects, groups, tables, level, subj[cut].astype(np.int32), tb[cut].astype(np.int32),
+                        tbin[cut], grp[cut].astype(np.int32), np.add.reduceat(n, cut), np.add.reduceat(k, cut))

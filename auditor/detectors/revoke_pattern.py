@@ -34,10 +34,11 @@ spec (the tests' oracle: the two give equal counts, field for field and type for
 The kernel transcribes `count_deal` over the walk of `play_columns.walk_deal`: it counts each seat's revoke chances
 (and those where a revoke could pay) per deal and, for each revoke the replay found, whether it paid, pi as integers
 (numerator, denominator), whether it was gainful, its gain as an exact fraction (numerator, denominator: the trick
-points are whole numbers, so the mean over the legal cards is a ratio of integers) and its play index (for
-`base.trail_code`). The kernel sums the chances per (player, game, players); the revokes' gains are summed over a
-common denominator (`sum_fractions`), so that the `RevokeCounts` (gains as `Fraction`s) equal the Python counter's
-exactly.
+points are whole numbers, so the mean over the legal cards is a ratio of integers). The kernel sums the chances
+per (player, game, players); the revokes' gains are summed over a common denominator (`sum_fractions`), so that the
+`RevokeCounts` (gains as `Fraction`s) equal the Python counter's exactly. Each player's revokes are kept as counts
+per (bin of time, pi) (`play_columns.BinnedGroups`): bounded in deals (issue 15), and all the exact
+Poisson-binomial needs, with the timeline at the bins' ends.
 """
 
 from __future__ import annotations
@@ -53,12 +54,12 @@ import numpy as np
 from scipy import stats as st_
 
 from ..cards import cards_of, rank_of, suit_of
-from ..columns import AuditColumns
+from ..columns import AuditColumns, time_key
 from ..facts import DealingFacts
 from ..rules import AF_PIPS, SW_HONOURS
 from ..stats import exact
 from ..stats.family import TestResult
-from .base import Trials, deal_order, pb_result, timeline, trail_code
+from .base import TrialSummary, pb_result
 from .play_columns import (
     P_CARD,
     P_HOLD,
@@ -74,6 +75,7 @@ from .play_columns import (
     T_FIRST,
     WALK_LEGAL,
     WALK_WINNER,
+    BinnedGroups,
     beats,
     count_bits,
     counting_table,
@@ -155,20 +157,19 @@ def pay_odds(st: PlayState) -> tuple[int, int]:
 Cell = tuple[str, int]  # (game, players)
 # [revoke chances, revokes, gainful revokes (ints), summed gain (an exact Fraction), chances where a revoke could pay]
 Tally = list[Any]
-Revoke = tuple[int, int, int]  # (base.trail_code(deal order, play index, paid), pi numerator, pi denominator)
 
 
 @dataclass
 class RevokeCounts:
     """Per player and cell (game, n): revoke chances, revokes, gainful revokes, summed gain (an exact fraction:
-    adds exactly across partitions), chances where a revoke could pay. `trail`: per player, his revokes one by one
-    as (`base.trail_code(deal order, play index, paid)`, pi numerator, pi denominator), ascending (input order): the
-    primary test's trials and his timeline. Sorted, so any partition merges to the same lists.
+    adds exactly across partitions), chances where a revoke could pay. `revokes`: per player, his revokes counted
+    per bin of time and chance pi (`BinnedGroups`: subject the player, group pi = pay_odds' fraction as a float,
+    event paid): the primary test's trials and his timeline, bounded in deals.
     """
 
     cells: dict[tuple[str, Cell], Tally] = dc_field(default_factory=dict)
     excluded_deals: dict[str, int] = dc_field(default_factory=dict)
-    trail: dict[str, list[Revoke]] = dc_field(default_factory=dict)
+    revokes: BinnedGroups = dc_field(default_factory=BinnedGroups)
 
 
 def _add(c: RevokeCounts, player: str, cell: Cell, opp: int, rev: int, gainful: int, gain: Fraction,
@@ -188,14 +189,31 @@ def count_results(results: Iterable[Any]) -> RevokeCounts:
     """The counts of these `DealResult`s, play by play with `play_facts.walk`: the executable spec of
     `RevokePattern.count` (tests only)."""
     c = RevokeCounts()
+    rows: list[tuple] = []
     for res in results:
-        count_deal(res, c)
-    for codes in c.trail.values():
-        codes.sort()
+        _count_deal(res, c, rows)
+    c.revokes = revokes_of(rows)
     return c
 
 
 def count_deal(res: Any, c: RevokeCounts) -> None:
+    """Add one `DealResult`'s counts to `c`."""
+    rows: list[tuple] = []
+    _count_deal(res, c, rows)
+    c.revokes = BinnedGroups.merge([c.revokes, revokes_of(rows)])
+
+
+def revokes_of(rows: Sequence[tuple]) -> BinnedGroups:
+    """`RevokeCounts.revokes` of revokes given as (player, pi numerator, pi denominator, table name, time us,
+    paid)."""
+    tables: dict[str, int] = {}
+    tb = np.array([tables.setdefault(r[3], len(tables)) for r in rows], np.int64)
+    return BinnedGroups.of_keys([r[0] for r in rows], [r[1] / r[2] for r in rows], list(tables), tb,
+                                np.array([r[4] for r in rows], np.int64), np.array([r[5] for r in rows], np.int64))
+
+
+def _count_deal(res: Any, c: RevokeCounts, rows: list[tuple]) -> None:
+    """`count_deal` with the deal's revokes appended to `rows` (as `revokes_of` takes them) instead of binned."""
     d = res.deal
     why = deal_exclusion(res)
     if why is not None:
@@ -210,9 +228,8 @@ def count_deal(res: Any, c: RevokeCounts) -> None:
         tricks.setdefault(k, []).append((s, card))
     opp_by_seat = [0] * d.n
     pay_by_seat = [0] * d.n
-    # the result's canonical rank in the input when the replay set one (`DealResult.order`), as the table's order
-    order = deal_order(res) if hasattr(res, "order") else deal_order(d)
-    for play, st in enumerate(walk(res)):
+    t_us = time_key(d.time)
+    for st in walk(res):
         if st.lead_suit is None or st.two_card_turn:  # a lead (no suit led yet)
             continue
         s = st.seat
@@ -244,7 +261,7 @@ def count_deal(res: Any, c: RevokeCounts) -> None:
         gainful = int((won and not alt_win) or
                       (d.game == "all_fours" and alt_gives and not counting(d.game, trump, st.card)))
         _add(c, d.players[s], cell, 0, 1, gainful, gain, 0)
-        c.trail.setdefault(d.players[s], []).append((trail_code(order, play, paid), num, den))
+        rows.append((d.players[s], num, den, d.table, t_us, paid))
     for s in range(d.n):
         if opp_by_seat[s]:
             _add(c, d.players[s], cell, opp_by_seat[s], 0, 0, Fraction(0), pay_by_seat[s])
@@ -286,7 +303,7 @@ def pay_counting_table() -> np.ndarray:
 
 @numba.njit(cache=True)
 def _revokes(use, arrays, side_of, winners, count_tab, pts_tab, pay_tab, seat_player, opp, pay_opp, r_row, r_seat,
-             r_play, r_gainful, r_num, r_den, r_paid, r_pnum, r_pden):
+             r_gainful, r_num, r_den, r_paid, r_pnum, r_pden):
     """`count_deal` over the rows `use` (`play_columns.walk_deal`): each seat's revoke chances summed into
     `opp[player << 5 | all_fours << 4 | n]` (those where a revoke could pay into `pay_opp`), each revoke into
     r_*[m]; returns m."""
@@ -379,7 +396,6 @@ def _revokes(use, arrays, side_of, winners, count_tab, pts_tab, pay_tab, seat_pl
                 af and alt_gives and not count_tab[np.int64(af), np.int64(c // 13 == trump), c % 13])
             r_row[m] = row
             r_seat[m] = s
-            r_play[m] = i
             r_gainful[m] = gainful
             # gain = (pts if won) - alt_sum / n_alt; n_alt >= 1 (the seat has a legal card)
             r_num[m] = (pts if won else 0) * n_alt - alt_sum
@@ -463,7 +479,6 @@ class RevokePattern:
         cap = max(int(table.n_plays[use & has_rev].astype(np.int64).sum()), 1)
         r_row = np.empty(cap, np.int64)
         r_seat = np.empty(cap, np.int64)
-        r_play = np.empty(cap, np.int64)
         r_gainful = np.empty(cap, np.bool_)
         r_num = np.empty(cap, np.int64)
         r_den = np.empty(cap, np.int64)
@@ -471,9 +486,9 @@ class RevokePattern:
         r_pnum = np.empty(cap, np.int64)
         r_pden = np.empty(cap, np.int64)
         m = _revokes(use, su.arrays(table), table.side_of, table.winners, counting_table(), points_table(),
-                     pay_counting_table(), table.seat_player, opp, pay_opp, r_row, r_seat, r_play, r_gainful, r_num,
+                     pay_counting_table(), table.seat_player, opp, pay_opp, r_row, r_seat, r_gainful, r_num,
                      r_den, r_paid, r_pnum, r_pden)
-        r_row, r_seat, r_play, r_num, r_den = r_row[:m], r_seat[:m], r_play[:m], r_num[:m], r_den[:m]
+        r_row, r_seat, r_num, r_den = r_row[:m], r_seat[:m], r_num[:m], r_den[:m]
         r_gainful = r_gainful[:m].astype(np.int64)
         r_paid = r_paid[:m].astype(np.int64)
         r_pnum, r_pden = r_pnum[:m], r_pden[:m]
@@ -490,15 +505,9 @@ class RevokePattern:
         for k in sorted(set(np.flatnonzero(opp).tolist()) | set(rev_of)):
             r, g, gain = rev_of.get(k, (0, 0, Fraction(0)))
             c.cells[(players[k >> 5], (games[(k >> 4) & 1], k & 15))] = [int(opp[k]), r, g, gain, int(pay_opp[k])]
-        # each player's revokes as (trail code, pi numerator, pi denominator), in input order
-        codes = (((table.order[r_row] << 6) | r_play) << 1) | r_paid
-        idx = np.lexsort((r_pden, r_pnum, codes, r_player))
-        r_player, codes, r_pnum, r_pden = r_player[idx], codes[idx], r_pnum[idx], r_pden[idx]
-        starts = np.flatnonzero(np.r_[True, r_player[1:] != r_player[:-1]]) if m else np.zeros(0, np.int64)
-        trail = list(zip(codes.tolist(), r_pnum.tolist(), r_pden.tolist(), strict=True))
-        ends = np.r_[starts[1:], m] if m else starts
-        for pl, a, b in zip(r_player[starts].tolist(), starts.tolist(), ends.tolist(), strict=True):
-            c.trail[players[pl]] = trail[a:b]
+        # each player's revokes per (bin, pi)
+        c.revokes = BinnedGroups.of_keys([players[p] for p in r_player.tolist()], (r_pnum / r_pden).tolist(),
+                                         table.tables, table.table[r_row], table.time[r_row], r_paid)
         return c
 
     def merge(self, parts: Sequence[RevokeCounts]) -> RevokeCounts:
@@ -508,10 +517,7 @@ class RevokePattern:
                 out.excluded_deals[k] = out.excluded_deals.get(k, 0) + n
             for (pl, cell), v in p.cells.items():
                 _add(out, pl, cell, *v)
-            for pl, codes in p.trail.items():
-                out.trail.setdefault(pl, []).extend(codes)
-        for codes in out.trail.values():
-            codes.sort()
+        out.revokes = BinnedGroups.merge([p.revokes for p in parts])
         return out
 
     def finalize(self, counts: RevokeCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
@@ -525,21 +531,22 @@ class RevokePattern:
         R = sum(t[1] for t in tot_cell.values())
         G = sum(t[2] for t in tot_cell.values())
         gain_all = sum(t[3] for t in tot_cell.values())
-        subjects = sorted(pl for pl in per_player if counts.trail.get(pl))
+        spans = counts.revokes.spans()
+        subjects = sorted(pl for pl in per_player if pl in spans)
         level = exact.per_test_level(self.fdr, len(subjects))
         out: list[TestResult] = []
         for pl in subjects:
             cells = per_player[pl]
-            trail = counts.trail[pl]
+            a, b = spans[pl]
+            pi_of = counts.revokes.totals(a, b)  # {pi: [revokes, paid]}
             r = int(sum(v[1] for v in cells.values()))
             g = int(sum(v[2] for v in cells.values()))
             opp = int(sum(v[0] for v in cells.values()))
             pay_opp = int(sum(v[4] for v in cells.values()))
             gain_exact = sum((v[3] for v in cells.values()), Fraction(0))
             gain = float(gain_exact)
-            key = np.array([x[0] for x in trail], np.int64)
-            pi = np.array([x[1] / x[2] for x in trail], float)
-            trials = Trials(key, (key & 1).astype(np.int8), pi)
+            trials = TrialSummary(np.array(list(pi_of), float), np.array([v[0] for v in pi_of.values()], np.int64),
+                                  np.array([v[1] for v in pi_of.values()], np.int64))
             rf, gf = int(R) - r, int(G) - g  # the field without him
             # control: Fisher's exact test, one-sided: his gainful share above the field's (the old primary test)
             p_fisher = float(st_.hypergeom.sf(g - 1, r + rf, g + gf, r)) if (r + rf) > 0 else 1.0
@@ -556,7 +563,7 @@ class RevokePattern:
                 dist = exact.poisson_binomial(gt)
                 rate_ctl |= {"expected": sum(p * k for p, k in gt), "pvalue": dist.sf(r)}
             # control: his revokes at chances where a revoke could pay, against a draw of r of his chances
-            at_pay = int(np.sum(np.array([x[1] for x in trail]) > 0))
+            at_pay = sum(v[0] for p, v in pi_of.items() if p > 0)
             timing: dict[str, Any] = {"chances": opp, "pay_chances": pay_opp, "revokes": r, "observed": at_pay}
             if opp > 0:
                 timing |= {"expected": r * pay_opp / opp,
@@ -574,8 +581,8 @@ class RevokePattern:
             res = pb_result(NAME, pl, trials, level, METHOD, controls, {}, details=self.details,
                             cheat="revokes when it pays")
             if self.details:  # the timeline with the null variance of the count so far (the report's honest band)
-                res = replace(res, detail=res.detail | {
-                    "timeline": timeline(trials.obs, trials.p, variance=np.cumsum(trials.p * (1 - trials.p)))})
+                tl = counts.revokes.timeline(a, b, np.asarray(counts.revokes.groups, float))
+                res = replace(res, detail=res.detail | {"timeline": tl.points(variance=True)})
             out.append(res)
         return out
 

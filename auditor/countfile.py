@@ -440,8 +440,8 @@ class _Reader:
                    K_NONE: self.none, K_FRACTION: self.fraction}
         self.dispatch = [by_kind.get(k, self.misplaced) for k in range(len(KINDS))]
 
-    def _data(self, i: int) -> memoryview | bytes:
-        """The data of node row i with its `more` rows; moves past them."""
+    def _data(self, i: int) -> memoryview | bytearray:
+        """The data of node row i with its `more` rows (then a new, writable bytearray); moves past them."""
         more = self.n[i]
         if more < 0 or i + more >= self.rows:
             raise _Corrupt(f"row {i}: {more} continuation rows")
@@ -454,7 +454,7 @@ class _Reader:
                 raise _Corrupt(f"row {j}: a continuation row expected")
             parts.append(self.buf[self.start[j]:self.end[j]])
         self.pos += more
-        return b"".join(parts)
+        return bytearray().join(parts)
 
     def node(self) -> Any:
         i = self.pos
@@ -585,7 +585,10 @@ class _Reader:
             raise _Corrupt(f"row {i}: {len(raw)} bytes for an array of shape {tuple(shape)} and dtype {dt}")
         if not len(raw):
             return np.zeros(shape, dt)
-        return np.frombuffer(raw, dt, count=size).reshape(shape).copy()
+        arr = np.frombuffer(raw, dt, count=size).reshape(shape)
+        # the file's buffer is read-only (and a value may sit anywhere in it): a copy, unless the pieces were
+        # joined into a new bytearray already (aligned by malloc, writable)
+        return arr if isinstance(raw, bytearray) and arr.flags.aligned else arr.copy()
 
     def _dataclass(self, i: int) -> Any:
         name = self.name[i] or ""

@@ -646,6 +646,8 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, str]:
     import pyarrow.parquet as pq
 
     src = str(path)
+    if os.path.isdir(src):  # pyarrow would read a folder as a data set of the files in it
+        raise CountsFileError("is a folder, not a counts file", src)
     try:
         raw = pq.read_schema(src).metadata or {}
     except FileNotFoundError:

@@ -290,6 +290,10 @@ def test_a_missing_file_and_a_file_that_is_not_parquet(tmp_path):
     _refused(tmp_path / "x.parquet", "not a readable counts file")
     (tmp_path / "empty.parquet").write_bytes(b"")
     _refused(tmp_path / "empty.parquet", "not a readable counts file")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    _saved(folder)  # a counts file inside: still not read as one
+    _refused(folder, "is a folder, not a counts file")
 
 
 def test_a_parquet_file_that_is_not_a_counts_file(tmp_path):

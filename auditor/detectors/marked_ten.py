@@ -76,11 +76,11 @@ import numpy as np
 from scipy.special import ndtr, ndtri, owens_t
 
 from ..cards import SUIT_MASK, parse_card, rank_of, suit_of
-from ..columns import DEAL_NO_MAX, AuditColumns
+from ..columns import DEAL_NO_MAX, TIME_NONE, AuditColumns, natural_key, time_key
 from ..facts import DealingFacts
 from ..rules import layout, trump_strength
 from ..stats.family import TestResult
-from .base import deal_order, timeline
+from .base import Timeline
 from .field import field_compare
 from .marked_ten_fit import cgf as block_cgf
 from .marked_ten_fit import (
@@ -291,8 +291,12 @@ class MarkedTenCounts:
     deal_no: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     games: list[str] = field(default_factory=list)
     source: list[str] = field(default_factory=list)  # file:line of each deal
-    order: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # each deal's canonical order key
-    # (`AuditColumns.order`, `base.deal_order`): the timeline's order, whatever the order of the files (issue 14)
+    # each deal's place in the canonical order, as data that compares across runs (issue 15: not `order` ranks):
+    # its table (index into `tables`) and time (us since 1970, TIME_NONE when absent); with `games` and `deal_no`
+    # the canonical tuple (table natural key, time, game natural key, deal no) of the timeline and the top deals
+    table: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    tables: list[str] = field(default_factory=list)
+    time: np.ndarray = field(default_factory=lambda: np.full(0, TIME_NONE, np.int64))
     side: np.ndarray = field(default_factory=lambda: np.zeros((0, MAX_SEATS), np.int8))  # side of each seat, -1 past n
     # the score ledger: one row per Scotch Whist deal of the input (kept or not: an excluded deal's points still
     # move the game's score), from which `finalize` computes every kept deal's pre-deal game score (`pre_deal_scores`)
@@ -327,7 +331,9 @@ class _Builder:
         self.game: list[int] = []
         self.deal_no: list[int] = []
         self.source: list[str] = []
-        self.order: list[int] = []
+        self.tid: dict[str, int] = {}
+        self.table: list[int] = []
+        self.time: list[int] = []
         self.side: list[list[int]] = []
         self.lgid: dict[str, int] = {}
         self.ledger: list[tuple[int, int, bool, list[int], int, bool]] = []
@@ -353,7 +359,9 @@ class _Builder:
         c.deal_no = np.asarray(self.deal_no, np.int64)
         c.games = sorted(self.gid, key=self.gid.__getitem__)
         c.source = self.source
-        c.order = np.asarray(self.order, np.int64)
+        c.table = np.asarray(self.table, np.int32)
+        c.tables = sorted(self.tid, key=self.tid.__getitem__)
+        c.time = np.asarray(self.time, np.int64)
         c.side = np.asarray(self.side, np.int8).reshape(-1, MAX_SEATS)
         c.ledger_games = sorted(self.lgid, key=self.lgid.__getitem__)
         L = self.ledger
@@ -436,7 +444,8 @@ def extract_deal(res, counts: MarkedTenCounts, B: _Builder) -> bool:
     B.game.append(B.gid.setdefault(d.game_id, len(B.gid)))
     B.deal_no.append(min(d.deal_no, DEAL_NO_MAX))
     B.source.append(d.source)
-    B.order.append(deal_order(res))
+    B.table.append(B.tid.setdefault(d.table, len(B.tid)))
+    B.time.append(time_key(d.time))
     B.side.append(list(d.side_of) + [-1] * (MAX_SEATS - d.n))
     B.players.append([B.player(p) for p in d.players] + [-1] * (MAX_SEATS - d.n))
     if d.pack is None:
@@ -999,7 +1008,10 @@ def count_table(cols: AuditColumns) -> MarkedTenCounts:
                                                   strict=True)]
     for j in np.flatnonzero(np.isin(rows, np.fromiter(cols.source_of, np.int64, len(cols.source_of)))).tolist():
         c.source[j] = cols.source_of[int(rows[j])]
-    c.order = cols.order[rows].astype(np.int64)
+    seen, remap = _first_seen(cols.table[rows], len(cols.tables))
+    c.table = remap[cols.table[rows]].astype(np.int32)
+    c.tables = [cols.tables[k] for k in seen.tolist()]
+    c.time = cols.time[rows].astype(np.int64)
 
     # the walk
     arrays = su.arrays(cols)
@@ -1293,7 +1305,9 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
     keys, players, pack, share = [], [], [], []
     games: dict[str, int] = {}
     game, deal_no, source = [], [], []
-    order: list[np.ndarray] = []
+    tables: dict[str, int] = {}
+    table: list[np.ndarray] = []
+    time: list[np.ndarray] = []
     side: list[np.ndarray] = []
     lgames: dict[str, int] = {}
     led: dict[str, list[np.ndarray]] = {k: [] for k in LEDGER_FIELDS}
@@ -1308,7 +1322,9 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         game.append(gmap[p.game])
         deal_no.append(p.deal_no)
         source += p.source
-        order.append(p.order)
+        tmap = np.array([tables.setdefault(x, len(tables)) for x in p.tables] + [-1], np.int32)
+        table.append(tmap[p.table])
+        time.append(p.time)
         side.append(p.side)
         lmap = np.array([lgames.setdefault(g, len(lgames)) for g in p.ledger_games] + [-1], np.int32)
         for k in LEDGER_FIELDS:
@@ -1343,11 +1359,13 @@ def merge_counts(parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
         out.game = np.concatenate(game).astype(np.int32)
         out.deal_no = np.concatenate(deal_no).astype(np.int64)
         out.side = np.concatenate(side).astype(np.int8)
-        out.order = np.concatenate(order).astype(np.int64)
+        out.table = np.concatenate(table).astype(np.int32)
+        out.time = np.concatenate(time).astype(np.int64)
         for k in LEDGER_FIELDS:
             setattr(out, k, np.concatenate(led[k]).astype(getattr(out, k).dtype))
     out.ledger_games = sorted(lgames, key=lgames.__getitem__)
     out.games = sorted(games, key=games.__getitem__)
+    out.tables = sorted(tables, key=tables.__getitem__)
     out.source = source
     out.names = sorted(names, key=names.__getitem__)
     out.pack_names = sorted(packs, key=packs.__getitem__)
@@ -1955,26 +1973,39 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
     return out
 
 
-def input_rank(scores: dict) -> np.ndarray:
-    """Per deal (in key order), its place in the canonical order of the input (`AuditColumns.order`: table, time,
-    game, deal number, then file and line; issue 14), ties by key order: so the timeline does not depend on how the
-    log was split into files."""
-    got = scores.get("input_rank")
+def _name_ranks(names: Sequence[str]) -> np.ndarray:
+    """Each name's rank in `columns.natural_key` order (one extra entry, -1, for index -1)."""
+    keys = [natural_key(x) for x in names]
+    rank = np.full(len(names) + 1, -1, np.int64)
+    rank[np.asarray(sorted(range(len(names)), key=keys.__getitem__), np.int64)] = np.arange(len(names))
+    return rank
+
+
+def canonical_rank(scores: dict) -> np.ndarray:
+    """Per deal (in key order), its rank by the canonical tuple (table natural key, time, game natural key, deal
+    number), ties by key order: the timeline's order and the top deals' tie order (issue 15). Data of the deals
+    themselves, so it compares across runs and parts (`AuditColumns.order` ranks do not); it equals the canonical
+    order of the input but for deals equal in all four (the input's file and line, which break those ties there,
+    are not kept)."""
+    got = scores.get("canonical_rank")
     if got is None:
-        place = scores["counts"].order
+        c = scores["counts"]
         order = scores["order"]
-        perm = np.lexsort((np.arange(len(order)), place[order])) if len(order) else order
+        cols = (np.arange(len(order)), c.deal_no[order], _name_ranks(c.games)[c.game[order]], c.time[order],
+                _name_ranks(c.tables)[c.table[order]])
+        perm = np.lexsort(cols) if len(order) else order
         got = np.empty(len(order), np.int64)
         got[perm] = np.arange(len(order))
-        scores["input_rank"] = got
+        scores["canonical_rank"] = got
     return got
 
 
 def _deal_timeline(main: TargetScores, sel: np.ndarray, phi: float, scores: dict) -> list[list]:
-    """The primary test over the player's scored deals in input order: per deal, observed = sum of (x - c) g(true
-    place) over his decisions, expected = sum of (x - c) E g under the posterior (their difference is the deal sum
-    S_d), variance = sum of (x - c)^2 Var g; cumulated, the variance widened by the guard `phi` as the test is. The
-    last point is the test's (deals, observed, expected, variance)."""
+    """The primary test over the player's scored deals in canonical order, as a `base.Timeline` (issue 15): per
+    deal, observed = sum of (x - c) g(true place) over his decisions, expected = sum of (x - c) E g under the
+    posterior (their difference is the deal sum S_d), variance = sum of (x - c)^2 Var g, widened by the guard
+    `phi` as the test is; binned by (table, time) and cumulated at bin ends (at most `Timeline.points`' points).
+    The last point is the test's (deals, observed, expected, variance)."""
     A = main.A
     gtrue, dev2 = main.dec_moments()
     if len(sel) == 0:
@@ -1984,21 +2015,32 @@ def _deal_timeline(main: TargetScores, sel: np.ndarray, phi: float, scores: dict
     obs = np.bincount(inv, weights=w * gtrue[sel], minlength=len(deals))
     exp_ = np.bincount(inv, weights=w * main.G_soft[sel], minlength=len(deals))
     var = np.bincount(inv, weights=w ** 2 * dev2[sel], minlength=len(deals))
-    o = np.argsort(input_rank(scores)[deals], kind="stable")
-    return timeline(obs[o], exp_[o], variance=np.cumsum(var[o]) * phi, counts=False)
+    c = scores["counts"]
+    src = scores["order"][deals]  # the deals' indexes in the counts
+    o = np.argsort(canonical_rank(scores)[deals], kind="stable")  # floats added in canonical order
+    tl = Timeline.of(c.tables, c.table[src[o]], c.time[src[o]], obs[o], exp_[o], var[o] * phi)
+    return tl.points(counts=False, variance=True)
 
 
 def _top_deals(main: TargetScores, sel: np.ndarray, scores: dict, k: int = 10) -> list[dict]:
     """The k deals whose decisions fit the Ten's true place most beyond what he knew (largest per-deal sum of
-    (x - c)(g(true) - E g)); equal sums (to 1e-12: deals whose decisions carry nothing, or the same decisions) in
-    key order, so that rounding in the sums does not reorder them."""
+    (x - c)(g(true) - E g)); equal sums (to 1e-12: deals whose decisions carry nothing, or the same decisions) by
+    the deals' canonical tuple (`canonical_rank`), so that neither rounding in the sums nor the input's order
+    ranks reorder them. A bounded selection: the k best of the player's deal sums (`np.argpartition` when he has
+    more than k deals), sorted."""
     A = main.A
     S, _ = main.deal_sums(sel)
     deals, inv = _deal_index(A.d_deal[sel])
     n_dec = np.bincount(inv, minlength=len(deals))
     c = scores["counts"]
     out = []
-    for j in np.argsort(-np.round(S, 12), kind="stable")[:k]:
+    neg = -np.round(S, 12)
+    cand = np.arange(len(S))
+    if len(S) > k:  # every deal tied with the k-th best stays a candidate: the tie order decides among them
+        kth = np.partition(neg, k - 1)[k - 1]
+        cand = np.flatnonzero(neg <= kth)
+    crank = canonical_rank(scores)[deals[cand]]
+    for j in cand[np.lexsort((crank, neg[cand]))][:k]:
         orig = int(scores["order"][deals[j]])
         out.append({"game_id": c.games[int(c.game[orig])], "deal_no": int(c.deal_no[orig]),
                     "source": c.source[orig], "contribution": float(S[j]),

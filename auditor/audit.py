@@ -18,11 +18,15 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import shutil
 import sys
+import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, ContextManager, Iterable, Sequence
+from typing import IO, Any, Callable, ContextManager, Iterable, Iterator, Sequence
+
+import orjson
 
 import numpy as np
 
@@ -31,9 +35,14 @@ from .dealog import Record, read_records
 from .detectors.base import Detector
 from .detectors.registry import SHARES, SPECS, make_detectors
 from .facts import DealingFacts, facts_from_columns
+from .countfile import CountsFileError, load_counts, save_counts
+from .findings import Finding
+from .parts import Parts, merge_replays, replay_part, split_input
+from .replay.chain import GameSummary
 from .replay.result import Replay, dump_document
 from .replay.run import replay_paths, replay_records
 from .select import Selection, selected_chunks
+from .errors import UsageError
 from .stats.family import AuditWide, Family, TestResult, apply_audit, cleaned, most_significant_first
 
 DEFAULT_SEED = 0
@@ -65,6 +74,14 @@ class AuditReport:
     audit: AuditWide | None = None
     selection: dict | None = None
     _tests_json: dict | None = field(default=None, repr=False, compare=False)
+    cleanup: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    def close(self) -> None:
+        """Remove the audit's working files (the parts of a large input, whose games summary the document streams
+        from): call it once the document is written."""
+        if self.cleanup is not None:
+            self.cleanup()
+            self.cleanup = None
 
     @property
     def flags(self) -> list[TestResult]:
@@ -103,6 +120,23 @@ class AuditReport:
         entries = gs.json_entries()  # indented for the replay document (4 spaces); here it is one level deeper
         entries = b"  " + entries.replace(b"\n", b"\n  ")
         return text.replace(marker, b'"games_summary": [\n' + entries + b"\n    ]")
+
+    def write_json(self, out: IO[bytes], doc: dict | None = None) -> None:
+        """Write `json_bytes()` to a binary stream without holding the games summary: its entries are streamed a
+        block at a time (issue 15: what grows with the input is written out, not held)."""
+        gs = self.replay.games_summary
+        if not len(gs) or not hasattr(gs, "json_pieces"):
+            out.write(self.json_bytes(doc))
+            return
+        text = dump_document(doc if doc is not None else self.to_json(games=False))
+        marker = b'"games_summary": []'
+        head, tail = text.split(marker)
+        out.write(head + b'"games_summary": [\n')
+        first = True
+        for piece in gs.json_pieces():
+            out.write((b"  " if first else b"") + piece.replace(b"\n", b"\n  "))
+            first = False
+        out.write(b"\n    ]" + tail)
 
 
 def detector_rng(seed: int, name: str) -> np.random.Generator:
@@ -173,6 +207,255 @@ def audit(replay: Replay, fdr: float = 0.05, seed: int = DEFAULT_SEED, selection
         replay.table = None
     sel = selection.summary() if selection is not None and selection.active else None
     return AuditReport(replay, seed, fdr, tests, fams, dealing, selection=sel, audit=wide)
+
+
+PART_DEALS = 250_000  # a large input is audited in parts of about this many deals (whole tables)
+COUNTS_LAYOUT = 1  # the version of the detectors' counts as --save-counts writes them
+
+
+def fingerprint(dets: Sequence[Detector]) -> dict:
+    """What saved counts must share with the audit that adds them (`--add-counts`): the counts' layout, and every
+    test with its class, share and counting parameters (not its error level: counts do not depend on it)."""
+    tests = {}
+    for d in dets:
+        params = {k: v for k, v in sorted(vars(d).items())
+                  if k not in ("fdr", "details") and (v is None or isinstance(v, (bool, int, float, str, tuple)))}
+        tests[d.name] = {"class": f"{type(d).__module__}.{type(d).__qualname__}", "share": SHARES.get(d.name),
+                         "params": {k: list(v) if isinstance(v, tuple) else v for k, v in params.items()}}
+    return {"counts_layout": COUNTS_LAYOUT, "tests": tests}
+
+
+def _part_task(args: tuple) -> tuple[Replay, Counts]:
+    """One part of the input: replayed, counted by every detector, its table dropped (what a worker returns)."""
+    parts, k, fdr, seed, workers = args
+    dets = make_detectors(fdr=fdr)
+    rep = replay_part(parts, k, table=True)
+    table = rep.table
+    assert table is not None
+    counts = count_table(table, dets, seed, workers=workers)
+    rep.table = None
+    return rep, counts
+
+
+def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, dask: str | None = None,
+              progress: Callable[[int, int], None] | None = None) -> list[tuple[Replay, Counts]]:
+    """Every part replayed and counted: one after the other in this process (the detectors of a part then share
+    the cores), in `workers` local processes, or on a Dask cluster (`dask`: a scheduler address, or `local:N` for a
+    LocalCluster of N worker processes). The results come back in part order, whoever computed them."""
+    n = len(parts)
+    say = progress or (lambda _done, _n: None)
+    if dask:
+        return _dask_parts(parts, fdr, seed, dask, say)
+    if workers is not None and workers > 1 and n > 1:
+        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        out: dict[int, tuple[Replay, Counts]] = {}
+        with ctx.Pool(min(workers, n), maxtasksperchild=1) as pool:
+            for k, res in enumerate(pool.imap(_part_task, [(parts, k, fdr, seed, 1) for k in range(n)])):
+                out[k] = res
+                say(k + 1, n)
+        return [out[k] for k in range(n)]
+    got = []
+    for k in range(n):
+        got.append(_part_task((parts, k, fdr, seed, None)))
+        say(k + 1, n)
+    return got
+
+
+def _dask_parts(parts: Parts, fdr: float, seed: int, address: str,
+                say: Callable[[int, int], None]) -> list[tuple[Replay, Counts]]:
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise UsageError("--dask needs the 'distributed' package: pip install 'auditor[dask]'") from None
+    cluster = None
+    if address.startswith("local:"):
+        try:
+            nw = int(address.split(":", 1)[1])
+        except ValueError:
+            raise UsageError(f"--dask local:N needs a number of workers, got {address!r}") from None
+        if nw < 1:
+            raise UsageError(f"--dask local:N needs at least one worker, got {address!r}")
+        cluster = LocalCluster(n_workers=nw, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=40)
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(address, timeout=30)
+        except (OSError, TimeoutError, ValueError) as e:
+            raise UsageError(f"--dask: cannot reach the scheduler at {address!r}: {e}") from None
+    try:
+        n = len(parts)
+        futures = client.map(_part_task, [(parts, k, fdr, seed, 1) for k in range(n)], pure=False)
+        index = {f.key: k for k, f in enumerate(futures)}
+        out: dict[int, tuple[Replay, Counts]] = {}
+        for done, fut in enumerate(as_completed(futures), 1):
+            out[index[fut.key]] = fut.result()
+            say(done, n)
+        return [out[k] for k in range(n)]
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEED,
+                selection: Selection | None = None, part_deals: int = PART_DEALS, workers: int | None = None,
+                dask: str | None = None, add_counts: Sequence[str] = (), save_counts: str | None = None,
+                workdir: str | None = None, progress: Callable[[int], None] | None = None,
+                parts_progress: Callable[[int, int], None] | None = None) -> AuditReport:
+    """The audit of files at any size (issue 15): the input split into parts of whole tables (`auditor.parts`),
+    each part replayed and counted on its own (here, in `workers` processes, or on Dask), the counts merged exactly
+    and finalized once, so the document is the same whichever way it was computed. `add_counts`: counts saved by
+    earlier audits (`save_counts`), merged before this input's (their logs come first, in the order given);
+    `save_counts`: write the merged counts (and the replay's findings and games) for a later audit. The report's
+    `close()` removes the working files (the games summary streams from them until then)."""
+    dets = make_detectors(fdr=fdr)
+    fp = fingerprint(dets)
+    saved = [load_saved(p, fp) for p in add_counts]
+    wd = tempfile.mkdtemp(prefix="auditor-parts-", dir=workdir)
+    try:
+        parts = split_input([str(p) for p in paths], wd, part_deals, selection=selection, progress=progress)
+        t0 = clock()
+        results = run_parts(parts, fdr, seed, workers=workers, dask=dask, progress=parts_progress)
+        stage(f"parts: {len(parts)} replayed and counted", t0)
+        t0 = clock()
+        new_replay = merge_replays([r for r, _ in results])
+        counts = merge_counts([c for _, c in saved] + [c for _, c in results], dets)
+        replay = concat_replays([r for r, _ in saved] + [new_replay]) if saved else new_replay
+        stage("merge", t0)
+        if save_counts is not None:
+            write_saved(save_counts, counts, replay, fp)
+        t0 = clock()
+        tests, fams, dealing, wide = finalize_counts(counts, fdr=fdr, seed=seed, dets=dets)
+        stage("detectors' tests over the merged counts", t0)
+    except BaseException:
+        shutil.rmtree(wd, ignore_errors=True)
+        raise
+    sel = selection.summary() if selection is not None and selection.active else None
+    return AuditReport(replay, seed, fdr, tests, fams, dealing, selection=sel, audit=wide,
+                       cleanup=lambda: shutil.rmtree(wd, ignore_errors=True))
+
+
+# ---------------------------------------------------------------- saved counts (--save-counts, --add-counts)
+
+
+def write_saved(path: str, counts: Counts, replay: Replay, fp: dict) -> None:
+    """The merged counts, the dealing summary's parts and the replay (findings, games summary, stats) as one
+    counts file (`auditor.countfile`, no pickle): what a later audit adds with `--add-counts`."""
+    head = {"deals": replay.deals, "games": replay.games, "stats": replay.stats,
+            "findings": [f.to_json() for f in replay.findings]}
+    gs = replay.games_summary
+    if len(gs) and hasattr(gs, "json_pieces"):
+        games = b"".join(gs.json_pieces())
+    elif len(gs) and hasattr(gs, "json_entries"):
+        games = gs.json_entries()
+    else:
+        games = _entries_bytes(gs)
+    meta = {"fingerprint": fp, "deals_audited": counts.deals_audited,
+            "deals_not_auditable": counts.deals_not_auditable, "tables": counts.tables, "games": len(gs)}
+    save_counts(path, counts.by_test, meta, {"replay": orjson.dumps(head), "games": games})
+
+
+def load_saved(path: str, fp: dict) -> tuple[Replay, Counts]:
+    """Counts saved by `write_saved`, refused (one-line `CountsFileError`) when their fingerprint is not `fp`."""
+    by_test, meta, blobs = load_counts(path, expect_fingerprint=fp)
+    try:
+        head = orjson.loads(blobs["replay"])
+        replay = Replay(deals=int(head["deals"]), games=int(head["games"]),
+                        findings=[Finding(**f) for f in head["findings"]],
+                        games_summary=SavedGames(blobs["games"], int(meta["games"])), stats=dict(head["stats"]))
+        counts = Counts(dict(by_test), int(meta["deals_audited"]), int(meta["deals_not_auditable"]),
+                        [str(x) for x in meta["tables"]])
+    except (KeyError, TypeError, ValueError, orjson.JSONDecodeError) as e:
+        raise CountsFileError(f"{path}: not the counts of an audit (auditor audit --save-counts): {e}") from None
+    return replay, counts
+
+
+def _entries_bytes(games: Sequence[GameSummary]) -> bytes:
+    """Games entries as the replay document lays them out (4-space indent, joined by ",\n")."""
+    text = dump_document({"games_summary": [g.to_json() for g in games]})
+    body = text.split(b"[\n", 1)[1].rsplit(b"\n  ]", 1)[0] if games else b""
+    return body
+
+
+class SavedGames(Sequence[GameSummary]):
+    """A saved audit's games summary: its document entries as bytes."""
+
+    def __init__(self, entries: bytes, n: int) -> None:
+        self.entries = entries
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def json_pieces(self) -> Iterator[bytes]:
+        if self.n:
+            yield self.entries
+
+    def json_entries(self) -> bytes:
+        return self.entries
+
+    def json_buffer(self) -> bytes:
+        return self.entries
+
+    def __iter__(self) -> Iterator[GameSummary]:
+        if self.n:
+            for d in orjson.loads(b"[" + self.entries + b"]"):
+                yield GameSummary(d["game_id"], deals=d["deals"], totals=d["totals"], winner=d["winner"],
+                                  ended_by=d["ended_by"], loser=d["loser"])
+
+    def __getitem__(self, key: Any) -> Any:
+        return list(self)[key]
+
+
+class ChainedGames(Sequence[GameSummary]):
+    """Games summaries one after the other (a saved audit's, then this input's)."""
+
+    def __init__(self, parts: Sequence[Sequence[GameSummary]]) -> None:
+        self.parts = [g for g in parts if len(g)]
+
+    def __len__(self) -> int:
+        return sum(len(g) for g in self.parts)
+
+    def json_pieces(self) -> Iterator[bytes]:
+        for i, g in enumerate(self.parts):
+            if hasattr(g, "json_pieces"):
+                pieces: Iterable[bytes] = g.json_pieces()
+            elif hasattr(g, "json_entries"):
+                pieces = [g.json_entries()]
+            else:
+                pieces = [_entries_bytes(g)]
+            for j, piece in enumerate(pieces):
+                yield (b",\n" if i and not j else b"") + piece
+
+    def json_entries(self) -> bytes:
+        return b"".join(self.json_pieces())
+
+    def json_buffer(self) -> bytes:
+        return self.json_entries()
+
+    def __iter__(self) -> Iterator[GameSummary]:
+        for g in self.parts:
+            yield from g
+
+    def __getitem__(self, key: Any) -> Any:
+        return list(self)[key]
+
+
+def concat_replays(replays: Sequence[Replay]) -> Replay:
+    """Replays of inputs one after the other (a saved audit's logs, then this input's): findings and games in
+    that order, stats summed."""
+    stats: dict[str, Any] = {"engine": "batch", "records": 0, "deals": 0, "kernel": 0, "fallback": 0}
+    reasons: dict[str, int] = {}
+    for r in replays:
+        for key in ("records", "deals", "kernel", "fallback"):
+            stats[key] += int(r.stats.get(key, 0))
+        for why, c in r.stats.get("fallback_reasons", {}).items():
+            reasons[why] = reasons.get(why, 0) + int(c)
+    stats["fallback_reasons"] = dict(sorted(reasons.items()))
+    return Replay(deals=sum(r.deals for r in replays), games=sum(r.games for r in replays),
+                  findings=[f for r in replays for f in r.findings],
+                  games_summary=ChainedGames([r.games_summary for r in replays]), stats=stats)
 
 
 def audit_paths(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEED, engine: str = "batch",

@@ -136,3 +136,21 @@ def test_tables_and_time_pieces_merge_to_the_whole(season, Det):
     # the merge of merges (parts of tables first, then the parts) is the same
     by_part = [det.merge([det.count(season.take(r)) for r in pieces[i:i + 2]]) for i in (0, 2, 4)]
     assert det.merge(by_part[::-1]) == whole_counts
+
+
+def test_a_smaller_cap_of_bins_merges_exactly_and_is_kept():
+    """collusion's pairs keep at most PAIR_BINS bins: the cap is part of the counts (parts of other caps do not
+    merge), every subject ends at the smallest level within it, and partitions still merge to the whole."""
+    subj, grp, tb, t, k, rng = _trials(4, 8000)
+    whole = BinnedGroups.of(SUBJECTS, subj, GROUPS, grp, TABLES, tb, t, k, max_bins=16)
+    big = BinnedGroups.of(SUBJECTS, subj, GROUPS, grp, TABLES, tb, t, k)
+    assert (whole.level > big.level).all()
+    for s, (lo, hi) in whole.spans().items():
+        assert len(set(zip(whole.tb[lo:hi].tolist(), whole.tbin[lo:hi].tolist(), strict=True))) <= 16
+        assert whole.totals(lo, hi) == big.totals(*big.spans()[s])
+    lab = rng.integers(0, 3, len(k))
+    parts = [BinnedGroups.of(SUBJECTS, subj[lab == j], GROUPS, grp[lab == j], TABLES, tb[lab == j], t[lab == j],
+                             k[lab == j], max_bins=16) for j in range(3)]
+    assert BinnedGroups.merge(parts) == whole
+    with pytest.raises(ValueError):
+        BinnedGroups.merge([parts[0], big])

@@ -23,6 +23,7 @@ from auditor.detectors.revoke_pattern import (
     count_results,
     pay_counting,
     pays,
+    revoke_chances,
 )
 from auditor.replay.reference import replay_deal
 from auditor.simulate import CheaterSpec, SeasonSpec, TableSpec, partnerships, simulate_season
@@ -158,6 +159,8 @@ def test_kernel_equals_the_spec_on_clumsy_and_deliberate_revokers():
     assert rv.n.sum() > 60 and all(0 <= p <= 1 for p in rv.groups)
     pi = np.asarray(rv.groups)[rv.grp]
     assert rv.k.sum() and (pi[rv.k > 0] > 0).all()  # a revoke that paid had a paying card
+    chances = revoke_chances(want)
+    assert sum(len(v) for v in chances.values()) == rv.n.sum() and all(v == sorted(v) for v in chances.values())
     games = {cell[0] for (pl, cell), v in want.cells.items() if v[1]}
     assert games == {"scotch_whist", "all_fours"}
     # every revoke classified again from the walk: save-pays in both games, ruff-pays in Scotch Whist

@@ -106,6 +106,10 @@ Pair = tuple[str, str]  # (giver, receiver)
 Pattern = tuple[tuple[Cell, int], ...]  # one deal's chances of one pair: (cell, chances in it), sorted by cell
 
 
+PAIR_BINS = 64  # a pair's timeline keeps at most this many bins (points): each bin holds its deals' patterns, so the
+# counts of a pair grow with bins x patterns; fewer bins than the Timeline's MAX_BINS keep them small
+
+
 def individual(deal: Any) -> bool:
     return deal.n >= 3 and (not deal.sides or all(len(s) == 1 for s in deal.sides))
 
@@ -126,7 +130,7 @@ class CollusionCounts:
     excluded_deals: dict[str, int] = dc_field(default_factory=dict)
     deals: int = 0
     deals_of: dict[Pair, dict[Pattern, list[int]]] = dc_field(default_factory=dict)
-    bins: BinnedGroups = dc_field(default_factory=BinnedGroups)
+    bins: BinnedGroups = dc_field(default_factory=lambda: BinnedGroups(max_bins=PAIR_BINS))
 
 
 def _add(dct: dict[Any, list[int]], key: Any, opp: int, ev: int) -> None:
@@ -161,7 +165,8 @@ def bins_of(rows: Sequence[tuple]) -> BinnedGroups:
     tables: dict[str, int] = {}
     tb = np.array([tables.setdefault(r[2], len(tables)) for r in rows], np.int64)
     return BinnedGroups.of_keys([r[0] for r in rows], [r[1] for r in rows], list(tables), tb,
-                                np.array([r[3] for r in rows], np.int64), np.array([r[4] for r in rows], np.int64))
+                                np.array([r[3] for r in rows], np.int64), np.array([r[4] for r in rows], np.int64),
+                                PAIR_BINS)
 
 
 def _count_deal(res: Any, c: CollusionCounts, rows: list[tuple]) -> None:
@@ -334,7 +339,8 @@ class Collusion:
         c.deals_of, deals = _patterns(keys, evs, rows, table.players, n_players)
         if self.details:  # the timeline's bins: the pairs' deals by table and time
             pair_l, pat_l, row_a, gave_a = deals
-            c.bins = BinnedGroups.of_keys(pair_l, pat_l, table.tables, table.table[row_a], table.time[row_a], gave_a)
+            c.bins = BinnedGroups.of_keys(pair_l, pat_l, table.tables, table.table[row_a], table.time[row_a], gave_a,
+                                          PAIR_BINS)
         # group by (pair, cell)
         idx = np.argsort(keys, kind="stable")
         keys, evs = keys[idx], evs[idx]

@@ -424,8 +424,8 @@ class BinnedGroups:
     pattern of chances) and `revoke_pattern` (subject: a player, group: a revoke's chance pi of paying).
 
     A bin is `base.Timeline`'s: (table, time in minutes >> level), untimed deals one bin at the end of their table;
-    each subject has its own `level`, the smallest at which it has at most `base.MAX_BINS` bins (the rule of
-    `Timeline`, so any partition of the input merges to the same bins). Row i: subject `subj[i]` (index into
+    each subject has its own `level`, the smallest at which it has at most `max_bins` bins (the rule of `Timeline`,
+    whose MAX_BINS is the default, so any partition of the input merges to the same bins). Row i: subject `subj[i]` (index into
     `subjects`), bin (`tb[i]` into `tables`, `tbin[i]`), group `grp[i]` (index into `groups`), `n[i]` trials of which
     `k[i]` had the event. The structure is canonical: `subjects`, `groups` and `tables` sorted, the rows sorted by
     (subject, table, bin, group) and every (subject, table, bin, group) once, so equal trials give equal fields
@@ -444,6 +444,7 @@ class BinnedGroups:
     grp: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     n: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     k: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    max_bins: int = MAX_BINS
 
     def __len__(self) -> int:
         return len(self.n)
@@ -457,7 +458,8 @@ class BinnedGroups:
             if isinstance(x, np.ndarray):
                 if x.dtype != y.dtype or not np.array_equal(x, y):
                     return False
-            elif type(x) is not type(y) or x != y or [type(v) for v in x] != [type(v) for v in y]:
+            elif type(x) is not type(y) or x != y or (
+                    isinstance(x, list) and [type(v) for v in x] != [type(v) for v in y]):
                 return False
         return True
 
@@ -465,33 +467,38 @@ class BinnedGroups:
 
     @staticmethod
     def of(subjects: Sequence, subj: np.ndarray, groups: Sequence, grp: np.ndarray, tables: Sequence[str],
-           tb: np.ndarray, time_us: np.ndarray, k: np.ndarray) -> "BinnedGroups":
+           tb: np.ndarray, time_us: np.ndarray, k: np.ndarray, max_bins: int = MAX_BINS) -> "BinnedGroups":
         """One row per trial (parallel arrays indexing `subjects`, `groups`, `tables`; `time_us` as
         `AuditColumns.time`, `k` the event 0/1), in any order."""
         time_us = np.asarray(time_us, np.int64)
         tbin = np.where(time_us == TIME_NONE, NO_TIME_BIN, time_us // MINUTE_US)
         return _settle(list(subjects), np.asarray(subj, np.int64), np.zeros(len(subjects), np.int64),
                        list(groups), np.asarray(grp, np.int64), list(tables), np.asarray(tb, np.int64), tbin,
-                       np.ones(len(tbin), np.int64), np.asarray(k, np.int64))
+                       np.ones(len(tbin), np.int64), np.asarray(k, np.int64), max_bins)
 
     @staticmethod
     def of_keys(subject_of: Sequence, group_of: Sequence, tables: Sequence[str], tb: np.ndarray, time_us: np.ndarray,
-                k: np.ndarray) -> "BinnedGroups":
+                k: np.ndarray, max_bins: int = MAX_BINS) -> "BinnedGroups":
         """`of` with each trial's subject and group given by key (`subject_of[i]`, `group_of[i]`)."""
         s_ids: dict = {}
         g_ids: dict = {}
         subj = np.array([s_ids.setdefault(x, len(s_ids)) for x in subject_of], np.int64)
         grp = np.array([g_ids.setdefault(x, len(g_ids)) for x in group_of], np.int64)
-        return BinnedGroups.of(list(s_ids), subj, list(g_ids), grp, tables, tb, time_us, k)
+        return BinnedGroups.of(list(s_ids), subj, list(g_ids), grp, tables, tb, time_us, k, max_bins)
 
     @staticmethod
     def merge(parts: Sequence["BinnedGroups"]) -> "BinnedGroups":
-        """The exact sum of the parts: the structure `of` gives for all their trials at once."""
+        """The exact sum of the parts (all of one `max_bins`): the structure `of` gives for all their trials at
+        once."""
+        empty = BinnedGroups(max_bins=parts[0].max_bins) if parts else BinnedGroups()
         parts = [p for p in parts if len(p)]
         if not parts:
-            return BinnedGroups()
+            return empty
         if len(parts) == 1:
             return parts[0]
+        max_bins = parts[0].max_bins
+        if any(p.max_bins != max_bins for p in parts):
+            raise ValueError("BinnedGroups of different max_bins cannot be merged")
         ids: tuple[dict, dict, dict] = ({}, {}, {})
         maps = []
         for p in parts:
@@ -509,7 +516,7 @@ class BinnedGroups:
             tbin.append(coarsen(p.tbin, level[s] - p.level[p.subj]))
         cat = np.concatenate
         return _settle(list(ids[0]), cat(subj), level, list(ids[1]), cat(grp), list(ids[2]), cat(tb), cat(tbin),
-                       cat([p.n for p in parts]), cat([p.k for p in parts]))
+                       cat([p.n for p in parts]), cat([p.k for p in parts]), max_bins)
 
     def spans(self) -> dict:
         """{subject: (first row, end row)}: each subject's rows."""
@@ -560,11 +567,11 @@ def _canon(keys: list, idx: np.ndarray, key=None) -> tuple[list, np.ndarray, np.
 
 
 def _settle(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, grp: np.ndarray, tables: list,
-            tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, k: np.ndarray) -> BinnedGroups:
-    """Canonical form: used keys sorted, each subject's level raised until it has at most MAX_BINS bins, equal rows
-    added, rows sorted."""
+            tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, k: np.ndarray, max_bins: int) -> BinnedGroups:
+    """Canonical form: used keys sorted, each subject's level raised until it has at most `max_bins` bins, equal
+    rows added, rows sorted."""
     if not len(n):
-        return BinnedGroups()
+        return BinnedGroups(max_bins=max_bins)
     subjects, subj, old = _canon(subjects, subj)
     level = level[old]
     groups, grp, _ = _canon(groups, grp)
@@ -573,11 +580,12 @@ def _settle(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, g
         o = np.lexsort((grp, tbin, tb, subj))
         subj, tb, tbin, grp, n, k = subj[o], tb[o], tbin[o], grp[o], n[o], k[o]
         new = np.r_[True, (subj[1:] != subj[:-1]) | (tb[1:] != tb[:-1]) | (tbin[1:] != tbin[:-1])]
-        over = (np.bincount(subj[new], minlength=len(subjects)) > MAX_BINS) & (level < MAX_LEVEL)
+        over = (np.bincount(subj[new], minlength=len(subjects)) > max_bins) & (level < MAX_LEVEL)
         if not over.any():
             break
         level = level + over
         tbin = coarsen(tbin, over[subj].astype(np.int64))
     cut = np.flatnonzero(np.r_[True, new[1:] | (grp[1:] != grp[:-1])])
     return BinnedGroups(subjects, groups, tables, level, subj[cut].astype(np.int32), tb[cut].astype(np.int32),
-                        tbin[cut], grp[cut].astype(np.int32), np.add.reduceat(n, cut), np.add.reduceat(k, cut))
+                        tbin[cut], grp[cut].astype(np.int32), np.add.reduceat(n, cut), np.add.reduceat(k, cut),
+                        max_bins)

@@ -212,6 +212,12 @@ def revokes_of(rows: Sequence[tuple]) -> BinnedGroups:
                                 np.array([r[4] for r in rows], np.int64), np.array([r[5] for r in rows], np.int64))
 
 
+def revoke_chances(c: RevokeCounts) -> dict[str, list[float]]:
+    """Each player's revokes' chances pi of paying, one per revoke, ascending (for the calibration studies)."""
+    return {pl: [p for p, (n, _k) in c.revokes.totals(a, b).items() for _ in range(n)]
+            for pl, (a, b) in c.revokes.spans().items()}
+
+
 def _count_deal(res: Any, c: RevokeCounts, rows: list[tuple]) -> None:
     """`count_deal` with the deal's revokes appended to `rows` (as `revokes_of` takes them) instead of binned."""
     d = res.deal

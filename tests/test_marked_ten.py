@@ -417,10 +417,11 @@ def _differences(got: dict, want: dict, rtol: float = 1e-9) -> list:
 
 
 def _untied(numbers: dict) -> dict:
-    """The pinned numbers with each player's top deals of equal contribution (to 1e-9) in one order (by
+    """The pinned numbers without the timeline, with each player's top deals of equal contribution (to 1e-9) in one order (by
     deal number; the deal numbers of the tie group at the cut left out): what does not depend on how ties are
     broken."""
-    out = {k: v for k, v in numbers.items() if "/top_deals/" not in k}
+    out = {k: v for k, v in numbers.items() if "/top_deals/" not in k and "/timeline" not in k}  # the timeline is
+    # a `base.Timeline` now (points at bin ends, issue 15): its own tests hold it to the test's totals
     tops: dict[str, dict[int, dict]] = {}
     for k, v in numbers.items():
         if "/top_deals/" in k:

@@ -9,6 +9,7 @@ Imports are lazy so that start-up stays cheap.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -293,9 +294,19 @@ def audit(
                                                                   "all_fours (repeatable)"),
     max_record_bytes: int = typer.Option(1 << 20, "--max-record-bytes", help="longest line read as a record; a "
                                          "longer one is a bad_record (default 1 MiB)"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="replay and count the parts of a large input in "
+                                          "N local processes (the document is the same)"),
+    dask: Optional[str] = typer.Option(None, "--dask", help="replay and count the parts on a Dask cluster: the "
+                                       "scheduler's address (tcp://host:8786), or local:N for N local workers"),
+    save_counts: Optional[str] = typer.Option(None, "--save-counts", help="also write the merged counts (and the "
+                                              "replay's findings and games) to FILE, for a later --add-counts"),
+    add_counts: Optional[list[str]] = typer.Option(None, "--add-counts", help="counts saved by an earlier audit "
+                                                   "(--save-counts), added before these logs (repeatable)"),
+    part_deals: int = typer.Option(250_000, "--part-deals", help="a large input is audited in parts of about this "
+                                   "many deals (whole tables); memory grows with it"),
 ) -> None:
     """Replay the logs and run every fairness test; flags are decided over the whole audit (one error budget for
-    every test and subject together).
+    every test and subject together). A directory stands for the logs under it (hive-style Parquet datasets too).
 
     Exit 0 when no one is flagged, 1 with flags, 2 for a bad option or an --out that cannot be written (checked
     before the replay), 3 when no deal was replayed (nothing to audit: an empty or unreadable input, a selection
@@ -319,8 +330,22 @@ def audit(
     if engine not in ("batch", "reference"):
         _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
         raise typer.Exit(2)
+    if workers is not None and workers < 1:
+        _err(f"auditor: --workers must be at least 1, got {workers}")
+        raise typer.Exit(2)
+    if part_deals < 1:
+        _err(f"auditor: --part-deals must be at least 1, got {part_deals}")
+        raise typer.Exit(2)
+    scaled = bool(workers and workers > 1) or dask is not None or save_counts is not None or bool(add_counts)
+    if engine == "reference" and scaled:
+        _err("auditor: --engine reference replays in one process: it cannot be combined with --workers, --dask, "
+             "--save-counts or --add-counts")
+        raise typer.Exit(2)
+    if save_counts is not None:
+        _check_out(save_counts, "--save-counts", inputs=paths)
+    paths = _expanded(paths)
     _check_paths(paths, max_record_bytes)
-    from .errors import UsageError
+    from .errors import InputError, UsageError
     from .select import Selection
 
     try:
@@ -329,19 +354,58 @@ def audit(
         _err(f"auditor: {e}")
         raise typer.Exit(2) from None
     show = not json_out and sys.stderr.isatty()
-    from .audit import audit, clock, replay_for_audit, stage
+    from .audit import audit, audit_input, replay_for_audit
 
+    status = contextlib.nullcontext
     if show:
         from rich.console import Console
 
         from .report.console import replay_progress
 
         err_console = Console(stderr=True)
-        with replay_progress(paths) as progress:  # the bar, then a spinner while the tests run
-            rep = replay_for_audit(paths, engine=engine, progress=progress, selection=sel)
-        report = audit(rep, fdr=fdr, seed=seed, selection=sel, status=lambda text: err_console.status(text))
-    else:
-        report = audit(replay_for_audit(paths, engine=engine, selection=sel), fdr=fdr, seed=seed, selection=sel)
+        status = err_console.status  # type: ignore[assignment]
+    try:
+        if engine == "batch":
+            if show:
+                with replay_progress(paths) as progress:  # the bar while the input is read and split
+                    report = audit_input(paths, fdr=fdr, seed=seed, selection=sel, part_deals=part_deals,
+                                         workers=workers, dask=dask, add_counts=tuple(add_counts or ()),
+                                         save_counts=save_counts, progress=progress)
+            else:
+                report = audit_input(paths, fdr=fdr, seed=seed, selection=sel, part_deals=part_deals,
+                                     workers=workers, dask=dask, add_counts=tuple(add_counts or ()),
+                                     save_counts=save_counts)
+        elif show:
+            with replay_progress(paths) as progress:  # the bar, then a spinner while the tests run
+                rep = replay_for_audit(paths, engine=engine, progress=progress, selection=sel)
+            report = audit(rep, fdr=fdr, seed=seed, selection=sel, status=status)
+        else:
+            report = audit(replay_for_audit(paths, engine=engine, selection=sel), fdr=fdr, seed=seed, selection=sel)
+    except (UsageError, InputError) as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(2) from None
+    try:
+        _finish_audit(report, json_out, out, show)
+    finally:
+        report.close()
+
+
+def _expanded(paths: list[str]) -> list[str]:
+    """Directories replaced by the logs under them (`inputs.expand_inputs`); a bad one is a one-line error."""
+    from .errors import InputError
+    from .inputs import expand_inputs
+
+    try:
+        return expand_inputs(paths)
+    except InputError as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(3) from None
+
+
+def _finish_audit(report, json_out: bool, out: str | None, show: bool) -> None:
+    from .audit import clock, stage
+    from .errors import UsageError
+
     t0 = clock()
     doc = report.to_json(games=False)  # what the reports read; --json streams the games summary in
     stage("document", t0)
@@ -353,7 +417,7 @@ def audit(
 
         try:
             if out.lower().endswith(".json"):
-                _write_bytes(report.json_bytes(doc) + b"\n", out)
+                _write_stream(lambda fh: (report.write_json(fh, doc), fh.write(b"\n")), out)
             else:
                 write_report(doc, out)  # .html or .md by the suffix
         except UsageError as e:
@@ -363,21 +427,34 @@ def audit(
     with _stdout_guard():
         if json_out:
             t0 = clock()
-            data = report.json_bytes(doc) + b"\n"
-            stage("JSON bytes", t0)
             buf = _stdout_bytes()
             sys.stdout.flush()
             if buf is not None:
-                buf.write(data)
+                report.write_json(buf, doc)  # the games summary streamed, never joined in memory
+                buf.write(b"\n")
                 buf.flush()
             else:
-                sys.stdout.write(data.decode())
+                sys.stdout.write((report.json_bytes(doc) + b"\n").decode())
+            stage("JSON bytes", t0)
         else:
             from .report.terminal import print_audit
 
             print_audit(doc)  # the same view as the HTML and Markdown; every log string escaped for the terminal
     _nothing_replayed(cover)
     raise typer.Exit(1 if doc["flags"] else 0)
+
+
+def _write_stream(write, path: str) -> None:
+    """`write(fh)` into `path`, atomically (whole or not at all)."""
+    from .atomic import atomic_open
+
+    try:
+        with atomic_open(path, "wb") as fh:
+            write(fh)
+    except OSError as e:
+        from .errors import UsageError
+
+        raise UsageError(f"cannot write {path!r}: {e.strerror or e}") from None
 
 
 def _write_bytes(data: bytes, path: str) -> None:

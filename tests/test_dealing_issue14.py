@@ -228,4 +228,4 @@ def test_dealer_cutter_table_count_equals_its_oracle_and_merges():
     half = len(table) // 3
     parts = [table.take(np.arange(half)), table.take(np.arange(half, len(table)))]
     assert _same_counts(det.merge([det.count(t, rng) for t in parts]), got)
-    assert all(isinstance(t, Trials) for by in got.values() for t in by.values())
+    assert all(isinstance(t, TrialSummary) for by in got.values() for t in by.values())

@@ -102,11 +102,13 @@ def _binary(rg: Ragged, rows_mask: np.ndarray) -> Arrow:
     lens = np.where(has, rg.lens(), 0)
     off = np.zeros(len(lens) + 1, np.int64)
     np.cumsum(lens, out=off[1:])
+    # the rows' bytes: a Ragged read from Parquet may be a slice of a larger buffer (offsets not from 0)
+    body = rg.data[int(rg.off[0]):int(rg.off[-1])] if len(rg.off) else rg.data[:0]
     if has.all():
-        data = rg.data
+        data = body
     else:
         keep = np.repeat(has, rg.lens())
-        data = rg.data[keep]
+        data = body[keep]
     return pa.Array.from_buffers(pa.binary(), len(lens), [_validity(has), pa.py_buffer(off.astype(np.int32)),
                                                          pa.py_buffer(np.ascontiguousarray(data))])
 
@@ -134,8 +136,48 @@ def _list_col(vals: np.ndarray, has: np.ndarray, ns: np.ndarray) -> Arrow:
     return pa.ListArray.from_arrays(pa.array(off), values, mask=pa.array(~has))
 
 
+def _str_codes(col: list[str | None] | DictColumn | None, n: int, missing: str | None) -> tuple[np.ndarray, list[str]]:
+    """A chunk's string column (a list, a DictColumn, or None: every row `missing`) as codes into its sorted
+    distinct values (-1 where None), without a Python step per row."""
+    if col is None:
+        if missing is None:
+            return np.full(n, -1, np.int64), []
+        return np.zeros(n, np.int64), [missing]
+    if isinstance(col, DictColumn):
+        codes0, vals0 = np.asarray(col.codes, np.int64), list(col.values)
+    else:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        enc = pc.dictionary_encode(pa.array(col, pa.string()))
+        codes0, vals0 = to_numpy(enc.indices, np.int64, -1), enc.dictionary.to_pylist()
+    lut = np.full(len(vals0) + 1, -1, np.int64)  # code -1 picks the last entry: -1
+    used = np.unique(codes0[codes0 >= 0]).tolist()
+    names = sorted({vals0[u] for u in used if vals0[u] is not None})
+    pos = {v: j for j, v in enumerate(names)}
+    for u in used:
+        if vals0[u] is not None:
+            lut[u] = pos[vals0[u]]
+    return lut[codes0], names
+
+
+def _masked_str(vals: list[str | None] | None, mask: np.ndarray) -> Arrow:
+    """A string column of per-row values (None: all null), null where ~mask."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(mask)
+    if vals is None or not mask.any():
+        return pa.nulls(n, pa.string())
+    arr = pa.array(vals, pa.string())
+    if mask.all():
+        return arr
+    return pc.if_else(pa.array(mask), arr, pa.scalar(None, pa.string()))
+
+
 def chunk_to_table(ch: Chunk, reg: Registry) -> Arrow:
-    """The Parquet rows of a chunk read with `keep_all` (slow rows as `raw`)."""
+    """The Parquet rows of a chunk read with `keep_all` (slow rows as `raw`). Vectorised: a Python step only per
+    slow row and per distinct value (the split of issue 15 writes every row of a large input through here)."""
     import pyarrow as pa
 
     n = ch.n
@@ -148,19 +190,15 @@ def chunk_to_table(ch: Chunk, reg: Registry) -> Arrow:
             raw[i] = orjson.dumps(rec.deal.to_canonical())
         else:
             raw[i] = None  # a file-level error: nothing to keep (reported by convert)
-    nsides = np.array([reg.n_sides(int(s), int(k)) if c else 0
-                       for s, k, c in zip(ch.sides.tolist(), ch.nplayers.tolist(), col.tolist(), strict=True)], np.int64) \
-        if n else np.zeros(0, np.int64)
+    nsides = np.zeros(n, np.int64)
+    if col.any():
+        nsides[col] = _ns_vec(ch.sides[col], ch.nplayers[col].astype(np.int64), reg)
     rs_rules = [info[1] for info in reg.rs_info]
     rs_opts = [orjson.dumps(info[2]).decode() if info[2] else None for info in reg.rs_info]
     lineups = [orjson.dumps(p).decode() for p in reg.lineups]
     sides = [orjson.dumps(s).decode() for s in reg.sides]
-    tables = ch.table if ch.table is not None else [""] * n
-    tab_vals = sorted({t for t in tables if t is not None})
-    tab_code = {t: i for i, t in enumerate(tab_vals)}
-    packs = ch.pack if ch.pack is not None else [None] * n
-    pack_vals = sorted({p for p in packs if p is not None})
-    pack_code = {p: i for i, p in enumerate(pack_vals)}
+    tab_codes, tab_vals = _str_codes(ch.table, n, "")
+    pack_codes, pack_vals = _str_codes(ch.pack, n, None)
 
     def u8(a: np.ndarray, mask: np.ndarray) -> Arrow:
         return pa.array(a, mask=~mask)
@@ -170,17 +208,15 @@ def chunk_to_table(ch: Chunk, reg: Registry) -> Arrow:
         "game": u8(ch.game, col),
         "rules": _dict_col(ch.rset, rs_rules, col),
         "options": _dict_col(ch.rset, rs_opts, col),
-        "table": _dict_col(np.array([tab_code.get(t, -1) if t is not None else -1 for t in tables], np.int64),
-                           tab_vals, col),
+        "table": _dict_col(tab_codes, tab_vals, col),
         "game_id": _gid_col(ch, reg, col),
         "deal_no": pa.array(ch.deal_no, mask=~col),
-        "time": pa.array([t if c else None for t, c in zip(ch.time or [None] * n, col.tolist(), strict=True)], pa.string()),
+        "time": _masked_str(ch.time, col),
         "players": _dict_col(ch.lineup, lineups, col),
         "sides": _dict_col(ch.sides, sides, col),
         "dealer": pa.array(ch.dealer.astype(np.int8), mask=~col),
         "cutter": pa.array(ch.cutter.astype(np.int8), mask=~col | (ch.cutter < 0)),
-        "pack": _dict_col(np.array([pack_code.get(p, -1) if p is not None else -1 for p in packs], np.int64),
-                          pack_vals, col),
+        "pack": _dict_col(pack_codes, pack_vals, col),
         "deck": _binary(ch.deck, col),
         "hands": _binary(ch.hands, col),
         "hand_lens": _binary(ch.hand_lens, col),
@@ -197,7 +233,7 @@ def chunk_to_table(ch: Chunk, reg: Registry) -> Arrow:
         "rec_points": _list_col(ch.rp, ch.rp_has & col, nsides),
         "rec_totals": _list_col(ch.rt, ch.rt_has & col, nsides),
         "rec_winner": pa.array(ch.rw.astype(np.int8), mask=~col | (ch.rw < 0)),
-        "extra": pa.array([e if c else None for e, c in zip(ch.extra or [None] * n, col.tolist(), strict=True)], pa.string()),
+        "extra": _masked_str(ch.extra, col),
     }
     sch = schema()
     return pa.Table.from_arrays([arrays[f.name] for f in sch], schema=sch)
@@ -208,10 +244,16 @@ def _gid_col(ch: Chunk, reg: Registry, col: np.ndarray) -> Arrow:
 
     codes = np.where(col, ch.gid, -1)
     uniq, inv = np.unique(codes, return_inverse=True)
-    vals = [ch.gid_vals[int(u)] if u >= 0 else "" for u in uniq]
-    vals = [v if isinstance(v, str) else v.as_py() for v in vals]
     idx = pa.array(inv.astype(np.int32), mask=~col)
-    return pa.DictionaryArray.from_arrays(idx, pa.array(vals, pa.string()))
+    if isinstance(ch.gid_vals, list):
+        vals = [ch.gid_vals[int(u)] if u >= 0 else "" for u in uniq]
+        return pa.DictionaryArray.from_arrays(idx, pa.array(vals, pa.string()))
+    import pyarrow.compute as pc
+
+    dvals = ch.gid_vals.take(pa.array(np.maximum(uniq, 0))).cast(pa.string())  # (an Arrow array: read from Parquet)
+    if len(uniq) and uniq[0] < 0:
+        dvals = pc.if_else(pa.array(uniq >= 0), dvals, pa.scalar("", pa.string()))
+    return pa.DictionaryArray.from_arrays(idx, dvals)
 
 
 class Writer:
@@ -257,11 +299,25 @@ def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll = F
                         rows: int = 65536) -> Iterator[Chunk]:
     """Record batches of a deal-log/1 Parquet file as chunks. A file that is not one gives a chunk with one bad
     row (source = the path)."""
+    for ch, _batch in _parquet_chunks(path, fi, reg, keep_all, rows):
+        yield ch
+
+
+def iter_parquet_batches(path: str, fi: int, reg: Registry, keep_all: KeepAll = "meta",
+                         rows: int = 65536) -> Iterator[tuple[Chunk, Arrow]]:
+    """As `iter_parquet_chunks`, each chunk with the record batch of the auditor layout it was read from (its
+    rows 1:1, hive partition values added as columns), or None when the chunk is not one (a table of records, a
+    file refused or damaged): the split of `auditor.parts` spills such batches as they are."""
+    yield from _parquet_chunks(path, fi, reg, keep_all, rows)
+
+
+def _parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll,
+                    rows: int) -> Iterator[tuple[Chunk, Arrow]]:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError as e:  # no pyarrow: a Parquet input is a bad record naming the file
-        yield _file_error(reg, fi, path, f"cannot read as Parquet: {_short_error(e)}")
+        yield _file_error(reg, fi, path, f"cannot read as Parquet: {_short_error(e)}"), None
         return
     done = 0  # rows given so far
     try:
@@ -273,8 +329,9 @@ def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll = F
             pf = pq.ParquetFile(fh)
             names = set(pf.schema_arrow.names)
             hive = {k: v for k, v in hive_values(path).items() if k not in names}  # dropped by write_to_dataset
+            gen: Iterator[tuple[Chunk, Arrow]]
             if is_records_table(names):
-                gen = _records_table_chunks(pf, path, fi, reg, keep_all, rows, hive)
+                gen = ((ch, None) for ch in _records_table_chunks(pf, path, fi, reg, keep_all, rows, hive))
             else:
                 missing = [c for c in REQUIRED if c not in names and c not in hive]
                 if missing:
@@ -282,19 +339,19 @@ def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll = F
                                      f"{missing[0]!r}) nor a table of records (no column 'format', 'hands' or "
                                      f"'tricks')")
                 gen = _native_chunks(pf, names, path, fi, reg, keep_all, rows, hive)
-            for ch in gen:
+            for ch, batch in gen:
                 done += ch.n
-                yield ch
+                yield ch, batch
     except _Refused as e:
-        yield _file_error(reg, fi, path, str(e))
+        yield _file_error(reg, fi, path, str(e)), None
     except (pa.ArrowException, *_READ_ERRORS) as e:  # unreadable file: one bad record naming it
         if done:  # the rows before the damage are kept
             b = ChunkBuilder(reg, fi, path)
             b.add_record(Record(source=f"{path}:{done + 1}", file_index=fi, line=done + 1,
                                 error=f"unreadable after row {done}: {_short_error(e)}"))
-            yield b.finish()
+            yield b.finish(), None
         else:
-            yield _file_error(reg, fi, path, f"cannot read as Parquet: {_short_error(e)}")
+            yield _file_error(reg, fi, path, f"cannot read as Parquet: {_short_error(e)}"), None
 
 
 # ---------------------------------------------------------------- hive-style partitions (issue 15)
@@ -367,9 +424,10 @@ def _short_error(e: Exception) -> str:
 
 
 def _native_chunks(pf: Arrow, names: set[str], path: str, fi: int, reg: Registry, keep_all: KeepAll,
-                   rows: int, hive: dict[str, str] | None = None) -> Iterator[Chunk]:
-    """The auditor's own layout (written by `auditor convert`), a record batch at a time. `hive`: values of
-    columns the file lacks, from its hive-style directories (`table=T/`), as constant columns."""
+                   rows: int, hive: dict[str, str] | None = None) -> Iterator[tuple[Chunk, Arrow]]:
+    """The auditor's own layout (written by `auditor convert`), a record batch at a time, each chunk with its
+    batch. `hive`: values of columns the file lacks, from its hive-style directories (`table=T/`), as constant
+    columns."""
     cols = list(REQUIRED) + [c for c in ("time", "pack", "extra") if c in names or (hive and c in hive)]
     if not keep_all:
         cols = [c for c in cols if c in REPLAY_COLS]
@@ -381,7 +439,7 @@ def _native_chunks(pf: Arrow, names: set[str], path: str, fi: int, reg: Registry
             batch = _with_constants(batch, {k: v for k, v in hive.items() if k in cols}, native=True)
         ch = _batch_chunk(batch, row0, fi, path, reg, keep_all)
         row0 += batch.num_rows
-        yield ch
+        yield ch, batch
 
 
 def _ragged(arr: Arrow) -> Ragged:
@@ -559,9 +617,10 @@ def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, kee
     pack: list[str | None] | DictColumn | None = None
     time: list[str | None] | None = None
     extra: list[str | None] | None = None
-    if keep_all == "meta":  # the audit: table and pack as codes, no Python string per row
+    if keep_all == "meta":  # the audit: table and pack as codes, no Python string per row; time as read
         table = DictColumn.of(c["table"])
         pack = DictColumn.of(c["pack"]) if "pack" in c else None
+        time = c["time"].to_pylist() if "time" in c else None
     elif keep_all:
         table = c["table"].to_pylist()
         time = c["time"].to_pylist() if "time" in c else [None] * n

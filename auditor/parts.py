@@ -58,14 +58,13 @@ from .fast.pipeline import replay_paths
 from .fast.read import CHUNK_ROWS, iter_chunks
 from .findings import Finding
 from .logparse import Record
-from .parquet import batch_chunk, chunk_to_table, schema
+from .parquet import batch_chunk, chunk_to_table, iter_parquet_batches, schema
 from .replay.chain import GameSummary
 from .replay.result import Replay
 from .select import Selection, selected_chunks
 
 DEFAULT_BUCKETS = 256
-FLUSH_ROWS = 16384  # a bucket's buffered rows written as one row group at this size
-BUFFER_ROWS = 131072  # at most this many rows buffered over all buckets (the largest are written first)
+SPILL_ROWS = 131072  # rows gathered before they are sorted by bucket and written (bounds the split's memory)
 GAMES_BLOCK = 65536  # games per block when games entries are written or merged
 
 _PRIVATE = ("_fi", "_line", "_src", "_bad")
@@ -96,7 +95,7 @@ class Parts:
 
     def bucket_path(self, b: int) -> str:
         assert self.workdir is not None
-        return os.path.join(self.workdir, f"bucket-{b:04d}.parquet")
+        return os.path.join(self.workdir, f"bucket-{b:04d}.arrows")
 
     def games_path(self, k: int) -> str:
         assert self.workdir is not None
@@ -107,8 +106,7 @@ class Parts:
         if self.workdir is None:
             return
         for name in os.listdir(self.workdir):
-            if (name.startswith("bucket-") and name.endswith(".parquet")) or \
-                    (name.startswith("games-") and name.endswith(".arrows")):
+            if (name.startswith("bucket-") or name.startswith("games-")) and name.endswith(".arrows"):
                 try:
                     os.remove(os.path.join(self.workdir, name))
                 except OSError:
@@ -182,100 +180,168 @@ def _row_tables(ch: Chunk) -> tuple[np.ndarray, list[str]]:
 
 
 def spill_schema() -> Arrow:
+    """The spill files' schema: the project's Parquet layout with its dictionary columns as plain strings (a
+    bucket's rows come from many record batches, each with its own dictionaries; the reader encodes them again),
+    plus the private columns."""
     import pyarrow as pa
 
-    s = schema()
+    fields = [pa.field(f.name, pa.string()) if pa.types.is_dictionary(f.type) else f for f in schema()]
     for name, typ in (("_fi", pa.int32()), ("_line", pa.int64()), ("_src", pa.string()), ("_bad", pa.string())):
-        s = s.append(pa.field(name, typ))
-    return s.with_metadata({**(s.metadata or {}), b"auditor.spill": b"1"})
+        fields.append(pa.field(name, typ))
+    return pa.schema(fields, metadata={"auditor.spill": "2"})
 
 
-def _spill_table(ch: Chunk, reg: Registry) -> Arrow:
-    """The chunk's rows in the Parquet layout plus the private columns."""
+def _bad_text(rec: Record) -> str:
+    """What a bad record's finding needs (its error, line, and the game_id/deal_no it shows), as JSON text."""
+    raw = rec.raw if isinstance(rec.raw, dict) else {}
+    keep = {k: raw[k] for k in ("game_id", "deal_no") if k in raw}
+    try:
+        kept = orjson.dumps(keep).decode()
+    except TypeError:  # a deal_no past 64 bits: bad_record_finding drops it as not an int anyway
+        kept = orjson.dumps({k: v for k, v in keep.items() if k == "game_id"}).decode()
+    return orjson.dumps({"error": rec.error, "line": rec.line}).decode()[:-1] + ',"raw":' + kept + "}"
+
+
+def _as_spill(cols: dict[str, Arrow], n: int, fi: int, line: np.ndarray, src: list[str | None] | None,
+              bad: list[str | None] | None) -> Arrow:
+    """A record batch of the spill schema from layout columns by name (a missing one is null; dictionary columns
+    decoded; another type cast, which may raise) and the private columns."""
     import pyarrow as pa
 
+    sch = spill_schema()
+    arrays = []
+    for f in sch:
+        if f.name == "_fi":
+            arrays.append(pa.array(np.full(n, fi, np.int32)))
+        elif f.name == "_line":
+            arrays.append(pa.array(np.asarray(line, np.int64)))
+        elif f.name in ("_src", "_bad"):
+            vals = src if f.name == "_src" else bad
+            arrays.append(pa.nulls(n, pa.string()) if vals is None else pa.array(vals, pa.string()))
+        else:
+            c = cols.get(f.name)
+            if c is None:
+                arrays.append(pa.nulls(n, f.type))
+                continue
+            if isinstance(c, pa.ChunkedArray):
+                c = c.combine_chunks()
+            if c.type != f.type:
+                c = c.cast(f.type)
+            arrays.append(c)
+    return pa.RecordBatch.from_arrays(arrays, schema=sch)
+
+
+def _spill_chunk(ch: Chunk, reg: Registry) -> Arrow:
+    """A chunk's rows (rebuilt in the Parquet layout) plus the private columns: for rows that are not a record
+    batch of the layout as read (JSON Lines, a selection, a table of records, a file-level error)."""
     t = chunk_to_table(ch, reg)
     n = ch.n
-    src: list[str | None] = [None] * n
-    bad: list[str | None] = [None] * n
+    src: list[str | None] | None = None
+    bad: list[str | None] | None = None
     if ch.sources is not None:
+        src = [None] * n
         for i in range(n):
             s = ch.sources[i]
             if s != f"{ch.path}:{int(ch.line[i])}":
                 src[i] = s
     for i, rec in ch.slow.items():
         if rec.source != f"{ch.path}:{int(ch.line[i])}" or rec.line is None:
+            if src is None:
+                src = [None] * n
             src[i] = rec.source
         if rec.deal is None:
-            raw = rec.raw if isinstance(rec.raw, dict) else {}
-            keep = {k: raw[k] for k in ("game_id", "deal_no") if k in raw}
-            try:
-                kept = orjson.dumps(keep).decode()
-            except TypeError:  # a deal_no past 64 bits: bad_record_finding drops it as not an int anyway
-                kept = orjson.dumps({k: v for k, v in keep.items() if k == "game_id"}).decode()
-            bad[i] = orjson.dumps({"error": rec.error, "line": rec.line}).decode()[:-1] + ',"raw":' + kept + "}"
-    t = t.append_column("_fi", pa.array(np.full(n, ch.fi, np.int32)))
-    t = t.append_column("_line", pa.array(np.asarray(ch.line, np.int64)))
-    t = t.append_column("_src", pa.array(src, pa.string()))
-    t = t.append_column("_bad", pa.array(bad, pa.string()))
-    return t
+            if bad is None:
+                bad = [None] * n
+            bad[i] = _bad_text(rec)
+    return _as_spill({name: t.column(name) for name in t.schema.names}, n, ch.fi, ch.line, src, bad)
+
+
+def _spill_batch(ch: Chunk, batch: Arrow, reg: Registry) -> Arrow:
+    """A record batch of the layout as read from a Parquet input, with the private columns: its rows as they are
+    (vectorised; the reader of the part judges them again as the direct run does); a bad row's finding kept."""
+    import pyarrow as pa
+
+    bad: list[str | None] | None = None
+    for i, rec in ch.slow.items():
+        if rec.deal is None:
+            if bad is None:
+                bad = [None] * ch.n
+            bad[i] = _bad_text(rec)
+    try:
+        return _as_spill({name: batch.column(name) for name in batch.schema.names}, ch.n, ch.fi, ch.line, None,
+                         bad)
+    except (pa.ArrowException, ValueError, TypeError):  # a column of another type the cast refuses: rebuilt
+        return _spill_chunk(ch, reg)
 
 
 class _Spill:
-    """Per bucket, a Parquet file of its rows in input order; rows buffered and written as row groups."""
+    """Per bucket, an Arrow IPC stream of its rows in input order. Rows are gathered up to SPILL_ROWS, then sorted
+    by bucket at once (one `take`) and each bucket's slice written as one record batch."""
 
     def __init__(self, parts: Parts) -> None:
         self.parts = parts
         self.sch = spill_schema()
-        self.buf: dict[int, list[Arrow]] = {}
-        self.rows: dict[int, int] = {}
+        self.pending: list[Arrow] = []
+        self.bucket: list[np.ndarray] = []
         self.total = 0
-        self.writers: dict[int, Any] = {}
+        self.writers: dict[int, tuple[Any, Any]] = {}
 
     def add(self, t: Arrow, bucket: np.ndarray) -> None:
-        import pyarrow as pa
-
         if not len(bucket):
             return
-        order = np.argsort(bucket, kind="stable")
-        sb = bucket[order]
-        cuts = np.flatnonzero(np.diff(sb)) + 1
-        starts = np.concatenate([[0], cuts])
-        ends = np.concatenate([cuts, [len(sb)]])
-        for a, e in zip(starts.tolist(), ends.tolist(), strict=True):
-            b = int(sb[a])
-            rows = order[a:e]
-            part = t if e - a == len(bucket) else t.take(pa.array(rows))
-            self.buf.setdefault(b, []).append(part)
-            self.rows[b] = self.rows.get(b, 0) + (e - a)
-            self.total += e - a
-            if self.rows[b] >= FLUSH_ROWS:
-                self._flush(b)
-        while self.total > BUFFER_ROWS:
-            self._flush(max(self.rows, key=lambda k: self.rows[k]))
+        self.pending.append(t)
+        self.bucket.append(bucket)
+        self.total += len(bucket)
+        if self.total >= SPILL_ROWS:
+            self._flush()
 
-    def _flush(self, b: int) -> None:
+    def _flush(self) -> None:
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        tabs = self.buf.pop(b, [])
-        n = self.rows.pop(b, 0)
-        self.total -= n
-        if not tabs:
+        if not self.pending:
             return
-        w = self.writers.get(b)
-        if w is None:
-            w = self.writers[b] = pq.ParquetWriter(self.parts.bucket_path(b), self.sch, compression="lz4",
-                                                   use_dictionary=True)
-        t = pa.concat_tables(tabs).cast(self.sch)
-        w.write_table(t, row_group_size=max(n, 1))
+        b = np.concatenate(self.bucket)
+        t = pa.Table.from_batches(self.pending, schema=self.sch)
+        self.pending, self.bucket, self.total = [], [], 0
+        order = np.argsort(b, kind="stable")
+        sb = b[order]
+        if (order != np.arange(len(order))).any():
+            t = t.take(pa.array(order))
+        batch = t.combine_chunks().to_batches()[0] if len(b) else None
+        del t
+        cuts = np.flatnonzero(np.diff(sb)) + 1
+        starts = [0] + cuts.tolist()
+        ends = cuts.tolist() + [len(sb)]
+        for a, e in zip(starts, ends, strict=True):
+            k = int(sb[a])
+            w = self.writers.get(k)
+            if w is None:
+                f = pa.OSFile(self.parts.bucket_path(k), "wb")
+                w = self.writers[k] = (f, pa.ipc.new_stream(f, self.sch))
+            w[1].write_batch(batch.slice(a, e - a))
 
     def close(self) -> list[int]:
-        for b in list(self.buf):
-            self._flush(b)
-        for w in self.writers.values():
+        self._flush()
+        for f, w in self.writers.values():
             w.close()
+            f.close()
         return sorted(self.writers)
+
+
+def _split_source(paths: list[str], reg: Registry, selection: Selection | None) -> Iterator[tuple[Chunk, Arrow]]:
+    """The input as chunks, each with the record batch it was read from when it is one of the layout as read
+    (Parquet inputs), else None."""
+    if selection is not None and selection.active:
+        for ch in selected_chunks(selection)(paths, reg):
+            yield ch, None
+        return
+    for fi, path in enumerate(paths):
+        if path.endswith(".parquet"):
+            reg.paths.append(path)
+            yield from iter_parquet_batches(path, fi, reg, "meta", CHUNK_ROWS)
+        else:
+            for ch in iter_chunks([path], reg, keep_all="meta", first_index=fi):
+                yield ch, None
 
 
 def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: Selection | None = None,
@@ -296,22 +362,22 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
     os.makedirs(workdir, exist_ok=True)
     parts.cleanup()
     reg = Registry()
-    source = selected_chunks(selection)(paths, reg) if active and selection is not None \
-        else iter_chunks(paths, reg, keep_all="meta")
     spill = _Spill(parts)
     deals: dict[str, int] = {}
     n_read = 0
-    for ch in source:
+    nb_of: dict[str, int] = {}
+    for ch, batch in _split_source(paths, reg, selection):
         n_read += ch.n
         if progress is not None:
             progress(n_read)
         codes, names = _row_tables(ch)
-        nb = np.array([bucket_of(x, buckets) for x in names] + [0], np.int64)
+        nb = np.array([nb_of.get(x) if x in nb_of else nb_of.setdefault(x, bucket_of(x, buckets)) for x in names]
+                      + [0], np.int64)
         bucket = nb[codes]  # code -1 picks bucket 0
         cnt = np.bincount(codes[codes >= 0], minlength=len(names))
         for j in np.flatnonzero(cnt).tolist():
             deals[names[j]] = deals.get(names[j], 0) + int(cnt[j])
-        spill.add(_spill_table(ch, reg), bucket)
+        spill.add(_spill_chunk(ch, reg) if batch is None else _spill_batch(ch, batch, reg), bucket)
     used = spill.close()
     parts.records = n_read
     if n_read <= part_deals:
@@ -346,6 +412,14 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
 # ---------------------------------------------------------------- replaying a part
 
 
+def _joined(batches: list[Arrow]) -> Arrow:
+    import pyarrow as pa
+
+    if len(batches) == 1:
+        return batches[0]
+    return pa.Table.from_batches(batches).combine_chunks().to_batches()[0]
+
+
 class _PartSource:
     """The `chunks` hook of `replay_paths` for one part: its buckets' rows as chunks of their original file index
     and lines; it notes each game's first valid deal (file index, line) and the sources that are not path:line."""
@@ -359,36 +433,55 @@ class _PartSource:
         self.first_line: list[np.ndarray] = []
 
     def __call__(self, _paths: list[str], reg: Registry) -> Iterator[Chunk]:
-        import pyarrow.parquet as pq
-
         P = self.parts
         reg.paths.extend(P.paths)
         cols = [f.name for f in schema()]
-        for b in P.parts[self.k]:
-            path = P.bucket_path(b)
+        for batch in self._batches():
+            fi_all = batch.column("_fi").to_numpy()
+            cuts = np.flatnonzero(np.diff(fi_all)) + 1
+            starts = [0] + cuts.tolist()
+            ends = cuts.tolist() + [len(fi_all)]
+            for a, e in zip(starts, ends, strict=True):
+                sub = batch.slice(a, e - a)
+                ch = self._chunk(sub, cols, int(fi_all[a]), reg)
+                self._note_games(ch)
+                yield ch
+
+    def _batches(self) -> Iterator[Arrow]:
+        """The part's spilled rows, bucket after bucket, as record batches of about CHUNK_ROWS rows (a bucket's
+        small record batches joined)."""
+        import pyarrow as pa
+
+        acc: list[Arrow] = []
+        n = 0
+        for b in self.parts.parts[self.k]:
+            path = self.parts.bucket_path(b)
             if not os.path.exists(path):
                 continue
-            pf = pq.ParquetFile(path)
-            for batch in pf.iter_batches(batch_size=CHUNK_ROWS):
-                fi_all = batch.column("_fi").to_numpy()
-                cuts = np.flatnonzero(np.diff(fi_all)) + 1
-                starts = [0] + cuts.tolist()
-                ends = cuts.tolist() + [len(fi_all)]
-                for a, e in zip(starts, ends, strict=True):
-                    sub = batch.slice(a, e - a)
-                    ch = self._chunk(sub, cols, int(fi_all[a]), reg)
-                    self._note_games(ch)
-                    yield ch
+            with pa.OSFile(path, "rb") as f:
+                for batch in pa.ipc.open_stream(f):
+                    acc.append(batch)
+                    n += batch.num_rows
+                    if n >= CHUNK_ROWS:
+                        yield _joined(acc)
+                        acc, n = [], 0
+        if acc:
+            yield _joined(acc)
 
     def _chunk(self, sub: Arrow, cols: list[str], fi: int, reg: Registry) -> Chunk:
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         path = self.parts.paths[fi]
-        data = pa.RecordBatch.from_arrays([sub.column(c) for c in cols], names=cols)
+        layout = schema()
+        arrays = []
+        for f in layout:  # the dictionary columns encoded again (table and pack read as codes by the replay)
+            c = sub.column(f.name)
+            arrays.append(pc.dictionary_encode(c) if pa.types.is_dictionary(f.type) else c)
+        data = pa.RecordBatch.from_arrays(arrays, names=cols)
         ch = batch_chunk(data, 0, fi, path, reg, "meta")
         line = np.asarray(sub.column("_line").to_numpy(zero_copy_only=False), np.int64).copy()
         ch.line = line
-        ch.time = sub.column("time").to_pylist()
         src = sub.column("_src")
         srcs = src.to_pylist() if src.null_count < len(src) else None
         bad = sub.column("_bad")

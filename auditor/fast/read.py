@@ -43,10 +43,11 @@ KeepAll = bool | Literal["meta"]  # as ChunkBuilder's keep_all: True keeps every
 
 
 def iter_chunks(paths: list[str], reg: Registry, keep_all: KeepAll = False, rows: int = CHUNK_ROWS,
-                raw_lines: bool = False) -> Iterator[Chunk]:
+                raw_lines: bool = False, first_index: int = 0) -> Iterator[Chunk]:
     """Every record of every file as chunks, in order. A file that cannot be read gives a chunk with one bad row
-    (line None as 0), as `dealog.read_records` does."""
-    for fi, path in enumerate(paths):
+    (line None as 0), as `dealog.read_records` does. `first_index`: the file index of paths[0] (the split of
+    `auditor.parts` reads its inputs one at a time)."""
+    for fi, path in enumerate(paths, first_index):
         path = str(path)
         reg.paths.append(path)
         if path.endswith(".parquet"):

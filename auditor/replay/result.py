@@ -32,6 +32,8 @@ class GameEntries(Protocol):
 
     def json_buffer(self) -> Any: ...
 
+    # optional: `json_pieces() -> Iterator[bytes]`, the entries as consecutive pieces (written one at a time)
+
 
 def dump_document(doc: dict[str, Any]) -> bytes:
     """The JSON document, indented by 2 and UTF-8 (orjson when it can; `json.dumps(doc, indent=2,
@@ -104,7 +106,12 @@ class Replay:
         text = dump_document(self.head_json())
         assert text.endswith(_TAIL)
         out.write(text[:-len(_TAIL)] + b"[\n")
-        out.write(entries.json_buffer())
+        pieces = getattr(entries, "json_pieces", None)
+        if pieces is not None:  # a summary merged from parts (`auditor.parts`): block by block, never joined
+            for piece in pieces():
+                out.write(piece)
+        else:
+            out.write(entries.json_buffer())
         out.write(b"\n  ]\n}")
 
     def counts(self) -> dict[str, int]:

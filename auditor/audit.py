@@ -247,9 +247,12 @@ def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, d
     if dask:
         return _dask_parts(parts, fdr, seed, dask, say)
     if workers is not None and workers > 1 and n > 1:
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+        # not "fork": the reader's and numba's threads may hold locks at the fork (a hang was seen); a fork server
+        # starts clean and forks each worker from there
+        methods = mp.get_all_start_methods()
+        ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
         out: dict[int, tuple[Replay, Counts]] = {}
-        with ctx.Pool(min(workers, n), maxtasksperchild=1) as pool:
+        with ctx.Pool(min(workers, n)) as pool:
             for k, res in enumerate(pool.imap(_part_task, [(parts, k, fdr, seed, 1) for k in range(n)])):
                 out[k] = res
                 say(k + 1, n)

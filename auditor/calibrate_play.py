@@ -44,7 +44,7 @@ from .dealog import record_from_obj
 from .detectors.marked_ten import Blocks
 from .detectors.play_facts import deal_exclusion, walk
 from .detectors.registry import DETECTORS, SHARES
-from .detectors.revoke_pattern import RevokePattern
+from .detectors.revoke_pattern import RevokePattern, revoke_chances
 from .replay.reference import DealResult
 from .replay.result import Replay
 from .replay.run import replay_records
@@ -279,13 +279,12 @@ def revoke_season(seed: int, i: int, q: float, fdr: float = 0.05, deals_each: in
         "honest_expected": float(sum(t.expected for t in honest)),
         "seconds": 0.0}
     assert rep.table is not None
-    trail = RevokePattern().count(rep.table).trail
+    chances = revoke_chances(RevokePattern().count(rep.table))  # each player's revokes' pi, one per revoke
     names = {t.subject for t in honest}
-    out["honest_variance"] = float(sum((n / d) * (1 - n / d) for pl, v in trail.items() if pl in names
-                                       for _, n, d in v))
+    out["honest_variance"] = float(sum(p * (1 - p) for pl, v in chances.items() if pl in names for p in v))
     if cheat and cheat[0].n:
         # the exact single-test oracle: his revokes' pi as they were, a share deliberate / n of them made to pay
-        pis = [n / d for _, n, d in trail[CHEATER]]
+        pis = chances[CHEATER]
         qd = min(1.0, deliberate / len(pis))
         out["oracle_power"] = exact.power(exact.group_probs(pis), exact.per_test_level(level, len(tests)), qd)
     out["seconds"] = round(time.perf_counter() - t0, 2)

@@ -142,3 +142,101 @@ def test_selection_parts(inputs: list[str], tmp_path) -> None:
     merged = merge_replays([replay_part(parts, k) for k in range(len(parts))])
     assert merged.to_json_bytes() == direct.to_json_bytes()
     assert sel.summary() == direct_sel.summary()
+
+
+def test_merged_replay_writes_its_games_piece_by_piece(inputs: list[str], tmp_path, monkeypatch) -> None:
+    """`Replay.write_json` of a merged replay streams the games entries block by block (small blocks here): the
+    bytes of the direct document, and the merged games are never joined in memory."""
+    import io
+
+    from auditor import parts as P
+
+    monkeypatch.setattr(P, "GAMES_BLOCK", 3)
+    direct = replay_paths(inputs)
+    parts = split_input(inputs, str(tmp_path / "w"), 25, buckets=64)
+    merged = merge_replays([replay_part(parts, k, table=False) for k in range(len(parts))])
+
+    def joined(self):  # noqa: ANN001, ANN202
+        raise AssertionError("the merged games summary was joined")
+
+    monkeypatch.setattr(P.MergedGames, "json_buffer", joined)
+    monkeypatch.setattr(P.MergedGames, "json_entries", joined)
+    sizes: list[int] = []
+
+    class Out(io.BytesIO):
+        def write(self, b) -> int:  # noqa: ANN001
+            sizes.append(len(b))
+            return super().write(b)
+
+    out = Out()
+    merged.write_json(out)
+    assert out.getvalue() == direct.to_json_bytes()
+    assert len(sizes) > 2 + len(merged.games_summary) // 3 - 1  # head, one write per block of 3 games, tail
+    parts.cleanup()
+
+
+def _hive_dataset(tmp_path) -> list[str]:
+    """A hive-style dataset (`table=T/part-0.parquet`, the table column dropped from the files), in input order."""
+    pa = pytest.importorskip("pyarrow")
+    pc = pytest.importorskip("pyarrow.compute")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from auditor.inputs import expand_inputs
+
+    rng = np.random.default_rng(8)
+    recs: list[dict] = []
+    tables = ("club-7", "club-10", "club 2", "af-1")
+    for t in tables:
+        game = "all_fours" if t.startswith("af") else "scotch_whist"
+        recs += random_log(rng, 3, game=game, n=4 if game == "scotch_whist" else 2,
+                           sides=None if game == "all_fours" else "random", table=t, id_prefix=f"{t}-",
+                           style=Style(with_time=True))
+    src = tmp_path / "all.jsonl"
+    src.write_bytes(_dumps(recs))
+    whole = tmp_path / "all.parquet"
+    convert_file(str(src), str(whole))
+    table = pq.read_table(whole)
+    for t in tables:
+        d = tmp_path / "ds" / f"table={t.replace(' ', '%20')}"
+        d.mkdir(parents=True)
+        part = table.filter(pc.equal(table.column("table"), t)).drop_columns(["table"])
+        pq.write_table(part, str(d / "part-0.parquet"), row_group_size=7)
+    files = expand_inputs([tmp_path / "ds"])
+    assert len(files) == len(tables) and "table" not in pq.read_schema(files[0]).names
+    assert pa is not None
+    return files
+
+
+def test_hive_dataset_parts(tmp_path) -> None:
+    """A Parquet dataset whose table is in its directories: the split's batches get it back (parquet.hive_values)."""
+    files = _hive_dataset(tmp_path)
+    _check(files, str(tmp_path / "w"), part_deals=1, min_parts=2, buckets=64)
+
+
+def test_parquet_columns_of_other_types(inputs: list[str], tmp_path) -> None:
+    """A Parquet file of the layout written with other column types: plain strings for the dictionary columns and
+    int64 numbers are cast to the spill's types; a dealer out of int8's range cannot be cast, and that batch is
+    spilled as rebuilt rows (its bad record as the direct run reports it)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    src = [p for p in inputs if p.endswith(".parquet")][0]
+    t = pq.read_table(src)
+    cols = {}
+    for f in t.schema:
+        c = t.column(f.name)
+        if pa.types.is_dictionary(f.type):
+            c = c.cast(pa.string())
+        elif f.name in ("deal_no", "dealer"):
+            c = c.cast(pa.int64())
+        cols[f.name] = c
+    plain = pa.table(cols)
+    a = tmp_path / "plain.parquet"
+    pq.write_table(plain, str(a), row_group_size=10)
+    dealer = plain.column("dealer").to_pylist()
+    i = next(j for j, v in enumerate(dealer) if v is not None)
+    dealer[i] = 300
+    b = tmp_path / "dealer.parquet"
+    pq.write_table(plain.set_column(plain.schema.get_field_index("dealer"), "dealer", pa.array(dealer, pa.int64())),
+                   str(b), row_group_size=10)
+    direct = replay_paths([str(b)])
+    assert any(f.code == "bad_record" and f.source == f"{b}:{i + 1}" for f in direct.findings)
+    _check([str(a), str(b)], str(tmp_path / "w"), part_deals=10, min_parts=2, buckets=64)

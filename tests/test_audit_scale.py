@@ -1,0 +1,111 @@
+"""The audit at any size (issue 15): parts of whole tables counted apart and merged give the document of the
+whole, whoever computes them (this process, local worker processes, a Dask LocalCluster), and saved counts plus
+new logs give the audit of all the logs."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from auditor.audit import audit, audit_input, fingerprint, replay_for_audit
+from auditor.countfile import CountsFileError, load_counts, save_counts
+from auditor.detectors.registry import make_detectors
+
+DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "season.jsonl.gz"
+
+
+def _doc(report) -> bytes:
+    buf = io.BytesIO()
+    try:
+        report.write_json(buf)
+    finally:
+        report.close()
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def months(tmp_path_factory) -> tuple[Path, Path]:
+    """The demo's first 2,400 deals or so, as two 'months': every game in the month of its first deal."""
+    d = tmp_path_factory.mktemp("months")
+    recs = [json.loads(line) for line in gzip.open(DEMO)]
+    first: dict[str, str] = {}
+    for r in recs:
+        first.setdefault(r["game_id"], r["time"])
+    times = sorted(first.values())
+    cut1, cut2 = times[len(times) * 3 // 20], times[len(times) * 3 // 10]
+    a = [r for r in recs if first[r["game_id"]] < cut1]
+    b = [r for r in recs if cut1 <= first[r["game_id"]] < cut2]
+    assert len(a) > 800 and len(b) > 800
+    out = []
+    for name, rs in (("m1.jsonl", a), ("m2.jsonl", b)):
+        p = d / name
+        p.write_text("".join(json.dumps(r) + "\n" for r in rs))
+        out.append(p)
+    return out[0], out[1]
+
+
+@pytest.fixture(scope="module")
+def whole(months) -> bytes:
+    paths = [str(p) for p in months]
+    return audit(replay_for_audit(paths)).json_bytes()
+
+
+def test_parts_here_and_in_workers_give_the_document_of_the_whole(months, whole):
+    paths = [str(p) for p in months]
+    assert _doc(audit_input(paths)) == whole  # one part: today's path
+    assert _doc(audit_input(paths, part_deals=500)) == whole  # several parts, one after the other
+    assert _doc(audit_input(paths, part_deals=500, workers=2)) == whole
+
+
+def test_dask_local_cluster_gives_the_same_bytes(months, whole):
+    pytest.importorskip("distributed")
+    paths = [str(p) for p in months]
+    assert _doc(audit_input(paths, part_deals=500, dask="local:2")) == whole
+
+
+def test_saved_counts_plus_new_logs_equal_the_audit_of_all_logs(months, whole, tmp_path):
+    m1, m2 = months
+    saved = tmp_path / "m1.counts"
+    first = audit_input([str(m1)], part_deals=500, save_counts=str(saved))
+    alone = _doc(first)
+    assert json.loads(alone)["deals"] < json.loads(whole)["deals"]
+    assert _doc(audit_input([str(m2)], add_counts=[str(saved)])) == whole
+    # the saved counts alone re-audited with nothing new: the first month's audit
+    empty = tmp_path / "none.jsonl"
+    empty.write_text("")
+    again = json.loads(_doc(audit_input([str(empty)], add_counts=[str(saved)])))
+    assert again["tests"] == json.loads(alone)["tests"]
+
+
+def test_counts_of_other_settings_are_refused(months, tmp_path):
+    m1, _ = months
+    saved = tmp_path / "m1.counts"
+    _doc(audit_input([str(m1)], save_counts=str(saved)))
+    counts, meta, blobs = load_counts(saved)
+    fp = meta["fingerprint"]
+    assert fp == json.loads(json.dumps(fingerprint(make_detectors(fdr=0.05))))
+    # counted by an audit with another share of the budget: refused, the message says what differs
+    fp["tests"]["dealer_jack"]["share"] = 0.5
+    other = tmp_path / "other.counts"
+    save_counts(other, counts, dict(meta, fingerprint=fp), blobs)
+    with pytest.raises(CountsFileError, match="dealer_jack"):
+        audit_input([str(m1)], add_counts=[str(other)])
+    # not a counts file at all
+    with pytest.raises(CountsFileError):
+        audit_input([str(m1)], add_counts=[str(m1)])
+
+
+def test_cli_add_counts_refusal_is_one_line(months, tmp_path):
+    from typer.testing import CliRunner
+
+    from auditor.cli import app
+
+    m1, _ = months
+    res = CliRunner().invoke(app, ["audit", "--json", "--add-counts", str(m1), str(m1)])
+    assert res.exit_code == 2
+    lines = [x for x in res.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith("auditor:") and "Traceback" not in res.output

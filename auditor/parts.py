@@ -9,20 +9,27 @@ API (what the audit's orchestration calls)::
     merged = merge_replays([rep_0, rep_1, ...])                  # -> Replay, no table
     parts.cleanup()                                              # removes the spill files (not workdir itself)
 
-- `split_input` reads every input once, in chunks (the files, or the audit's `Selection` when it is active), and
-  spills each row to one of `buckets` hash buckets of its table (`zlib.crc32` of the table name; records that are
-  not deals, having no table, go to bucket 0), as Parquet files in `workdir` in the project's own layout
-  (`auditor.parquet.chunk_to_table`) plus private columns: the row's ORIGINAL file index and line, its source when
-  it is not "path:line", and what a bad record's finding says. Buckets are grouped, in bucket order, into parts of
-  about `part_deals` deals (a table is never cut: a table larger than that is a part of its own size), so the parts
-  depend only on the input and `part_deals`, never on a number of workers. If the input has at most `part_deals`
-  records (known from Parquet metadata and line counts before reading, else after the pass), nothing is spilled:
-  `parts.single` is true, the one part is the original paths, and `replay_part(parts, 0)` is today's
-  `replay_paths` (byte for byte today's document; the caller may also just take today's path).
+- `split_input` reads every input once (the files, or the audit's `Selection` when it is active) and spills each
+  row to one of `buckets` hash buckets of its table (`zlib.crc32` of the table name; records that are not deals,
+  having no table, go to bucket 0), as Arrow IPC streams in `workdir` (`bucket-<b>.arrows`): the project's Parquet
+  layout with its dictionary columns as plain strings, plus private columns: the row's ORIGINAL file index and
+  line, its source when it is not "path:line", and what a bad record's finding says. A Parquet input in the
+  layout is spilled as it is read, record batch by record batch (`parquet.iter_parquet_batches`: hive partition
+  values included), never rebuilt from a chunk: each row's bucket comes from the `table` dictionary (crc32 per
+  value, then the codes), and SPILL_ROWS rows at a time are sorted by bucket with one `take` and written as one
+  record batch per bucket. Other inputs (JSON Lines, a selection, a table of records, a file-level error) go
+  through the vectorised `parquet.chunk_to_table` of their chunks. Buckets are grouped, in bucket order, into
+  parts of about `part_deals` deals (a table is never cut: a table larger than that is a part of its own size),
+  so the parts depend only on the input and `part_deals`, never on a number of workers. If the input has at most
+  `part_deals` records (known from Parquet metadata and line counts before reading, else after the pass),
+  nothing is spilled: `parts.single` is true, the one part is the original paths, and `replay_part(parts, 0)` is
+  today's `replay_paths` (byte for byte today's document; the caller may also just take today's path).
 - Every table's number of deals is recorded (`table_deals`) and its global canonical offset computed
   (`table_offset`: tables in `columns.natural_key` order, offset = deals of the tables before it).
 - `replay_part(parts, k)` replays part k through the batch pipeline (`fast.pipeline.replay_paths` with its
-  `chunks=` hook) reading the spill files back as chunks of the original file index and lines, so findings and
+  `chunks=` hook) reading the spill files back (a bucket's small record batches joined to about CHUNK_ROWS rows,
+  the string columns encoded again, each batch judged by `parquet.batch_chunk` as a Parquet input's rows are on
+  the direct run) as chunks of the original file index and lines, so findings and
   sources ("path:line") are the direct run's. The table's `order` is the deal's rank in the canonical order of the
   WHOLE input (`table_offset[table]` + rank inside its table): every detector sees the same keys as on the direct
   run. The part's games summary is written to `workdir` as it is produced (`games-<k>.arrows`), sorted by each
@@ -64,7 +71,8 @@ from .replay.result import Replay
 from .select import Selection, selected_chunks
 
 DEFAULT_BUCKETS = 256
-SPILL_ROWS = 131072  # rows gathered before they are sorted by bucket and written (bounds the split's memory)
+SPILL_ROWS = 65536  # rows gathered before they are sorted by bucket and written (bounds the split's memory)
+SPILL_COMPRESSION: str | None = None  # of the spill files' buffers ("lz4": some 60% of the size, more CPU)
 GAMES_BLOCK = 65536  # games per block when games entries are written or merged
 
 _PRIVATE = ("_fi", "_line", "_src", "_bad")
@@ -307,7 +315,7 @@ class _Spill:
         sb = b[order]
         if (order != np.arange(len(order))).any():
             t = t.take(pa.array(order))
-        batch = t.combine_chunks().to_batches()[0] if len(b) else None
+        batch = t.combine_chunks().to_batches()[0]  # (add() keeps no empty table: b is not empty)
         del t
         cuts = np.flatnonzero(np.diff(sb)) + 1
         starts = [0] + cuts.tolist()
@@ -317,7 +325,8 @@ class _Spill:
             w = self.writers.get(k)
             if w is None:
                 f = pa.OSFile(self.parts.bucket_path(k), "wb")
-                w = self.writers[k] = (f, pa.ipc.new_stream(f, self.sch))
+                opts = pa.ipc.IpcWriteOptions(compression=SPILL_COMPRESSION)
+                w = self.writers[k] = (f, pa.ipc.new_stream(f, self.sch, options=opts))
             w[1].write_batch(batch.slice(a, e - a))
 
     def close(self) -> list[int]:

@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in make_season(a.deals or 300_000, 15 if a.seed is None else a.seed, a.which):
             print(p)
     if a.what in ("base", "tenfold", "all"):
-        base = make_base(a.deals or 1_000_000 if a.what != "all" else 1_000_000, 7 if a.seed is None else a.seed)
+        base = make_base(1_000_000 if a.what == "all" else a.deals or 1_000_000, 7 if a.seed is None else a.seed)
         print(base)
         if a.what in ("tenfold", "all"):
             dst = base.with_name(base.stem + f"-x{a.copies}.parquet")

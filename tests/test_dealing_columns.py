@@ -256,7 +256,6 @@ def test_empty_and_single_deal(tmp_path):
 def test_both_residue_tests_read_one_counting_of_a_table(demo_results):
     """Both residue tests read one counting of a table; another table is counted afresh."""
     cols = from_results(demo_results[:2000])
-    facts = facts_from_columns(cols)
     a = rows_of(cols)
     assert rows_of(cols) is a
     other = from_results(demo_results[:1000])

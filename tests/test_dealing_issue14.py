@@ -16,7 +16,7 @@ from auditor.dealog import record_from_obj
 from auditor.detectors import partner_jack as pj
 from auditor.detectors.af_dealer_jack import AFDealerJack
 from auditor.detectors.af_dealer_jack import count_facts as af_count
-from auditor.detectors.base import Trials, TrialSummary
+from auditor.detectors.base import TrialSummary
 from auditor.detectors.deal_uniformity import DealerCutter
 from auditor.detectors.registry import SHARES, SPECS
 from auditor.facts import config, facts_from_columns, facts_from_results, held_prob

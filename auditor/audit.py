@@ -238,34 +238,51 @@ def _part_task(args: tuple) -> tuple[Replay, Counts]:
 
 
 def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, dask: str | None = None,
-              progress: Callable[[int, int], None] | None = None) -> list[tuple[Replay, Counts]]:
+              progress: Callable[[int, int], None] | None = None,
+              on_result: Callable[[int, tuple[Replay, Counts]], None] | None = None) -> list[tuple[Replay, Counts]]:
     """Every part replayed and counted: one after the other in this process (the detectors of a part then share
     the cores), in `workers` local processes, or on a Dask cluster (`dask`: a scheduler address, or `local:N` for a
-    LocalCluster of N worker processes). The results come back in part order, whoever computed them."""
+    LocalCluster of N worker processes). The results come back in part order, whoever computed them: as a list, or
+    (`on_result`) handed over one by one in part order as soon as each is next, so that the caller can fold them
+    and hold no more than the parts that arrived early (then the list is empty). A single part (an input smaller
+    than a part: the original paths) is always replayed here, where its paths are."""
     n = len(parts)
     say = progress or (lambda _done, _n: None)
-    if dask:
-        return _dask_parts(parts, fdr, seed, dask, say)
-    if workers is not None and workers > 1 and n > 1:
+    got: list[tuple[Replay, Counts]] = []
+    early: dict[int, tuple[Replay, Counts]] = {}
+    nxt = 0
+
+    def arrive(k: int, res: tuple[Replay, Counts]) -> None:
+        nonlocal nxt
+        early[k] = res
+        while nxt in early:
+            r = early.pop(nxt)
+            if on_result is not None:
+                on_result(nxt, r)
+            else:
+                got.append(r)
+            nxt += 1
+
+    if dask and not parts.single:
+        _dask_parts(parts, fdr, seed, dask, say, arrive)
+    elif workers is not None and workers > 1 and n > 1:
         # not "fork": the reader's and numba's threads may hold locks at the fork (a hang was seen); a fork server
         # starts clean and forks each worker from there
         methods = mp.get_all_start_methods()
         ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
-        out: dict[int, tuple[Replay, Counts]] = {}
         with ctx.Pool(min(workers, n)) as pool:
             for k, res in enumerate(pool.imap(_part_task, [(parts, k, fdr, seed, 1) for k in range(n)])):
-                out[k] = res
+                arrive(k, res)
                 say(k + 1, n)
-        return [out[k] for k in range(n)]
-    got = []
-    for k in range(n):
-        got.append(_part_task((parts, k, fdr, seed, None)))
-        say(k + 1, n)
+    else:
+        for k in range(n):
+            arrive(k, _part_task((parts, k, fdr, seed, None)))
+            say(k + 1, n)
     return got
 
 
-def _dask_parts(parts: Parts, fdr: float, seed: int, address: str,
-                say: Callable[[int, int], None]) -> list[tuple[Replay, Counts]]:
+def _dask_parts(parts: Parts, fdr: float, seed: int, address: str, say: Callable[[int, int], None],
+                arrive: Callable[[int, tuple[Replay, Counts]], None]) -> None:
     try:
         from distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -290,11 +307,10 @@ def _dask_parts(parts: Parts, fdr: float, seed: int, address: str,
         n = len(parts)
         futures = client.map(_part_task, [(parts, k, fdr, seed, 1) for k in range(n)], pure=False)
         index = {f.key: k for k, f in enumerate(futures)}
-        out: dict[int, tuple[Replay, Counts]] = {}
         for done, fut in enumerate(as_completed(futures), 1):
-            out[index[fut.key]] = fut.result()
+            arrive(index[fut.key], fut.result())
+            fut.release()
             say(done, n)
-        return [out[k] for k in range(n)]
     finally:
         client.close()
         if cluster is not None:
@@ -319,11 +335,18 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
     try:
         parts = split_input([str(p) for p in paths], wd, part_deals, selection=selection, progress=progress)
         t0 = clock()
-        results = run_parts(parts, fdr, seed, workers=workers, dask=dask, progress=parts_progress)
+        replays: list[Replay] = []
+        folded = [merge_counts([c for _, c in saved], dets)] if saved else []
+
+        def fold(_k: int, res: tuple[Replay, Counts]) -> None:  # in part order: the counts merged as they come
+            replays.append(res[0])
+            folded[:] = [merge_counts(folded + [res[1]], dets)] if folded else [res[1]]
+
+        run_parts(parts, fdr, seed, workers=workers, dask=dask, progress=parts_progress, on_result=fold)
         stage(f"parts: {len(parts)} replayed and counted", t0)
         t0 = clock()
-        new_replay = merge_replays([r for r, _ in results])
-        counts = merge_counts([c for _, c in saved] + [c for _, c in results], dets)
+        new_replay = merge_replays(replays)
+        counts = folded[0] if folded else merge_counts([], dets)
         replay = concat_replays([r for r, _ in saved] + [new_replay]) if saved else new_replay
         stage("merge", t0)
         if save_counts is not None:

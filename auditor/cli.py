@@ -304,6 +304,9 @@ def audit(
                                                    "(--save-counts), added before these logs (repeatable)"),
     part_deals: int = typer.Option(250_000, "--part-deals", help="a large input is audited in parts of about this "
                                    "many deals (whole tables); memory grows with it"),
+    workdir: Optional[str] = typer.Option(None, "--workdir", help="where the parts of a large input are spilled "
+                                          "(default: the temporary folder, TMPDIR); with --dask, a folder every "
+                                          "worker sees"),
 ) -> None:
     """Replay the logs and run every fairness test; flags are decided over the whole audit (one error budget for
     every test and subject together). A directory stands for the logs under it (hive-style Parquet datasets too).
@@ -343,6 +346,9 @@ def audit(
         raise typer.Exit(2)
     if save_counts is not None:
         _check_out(save_counts, "--save-counts", inputs=paths)
+    if workdir is not None and not Path(workdir).is_dir():
+        _err(f"auditor: --workdir {workdir!r} is not a folder")
+        raise typer.Exit(2)
     paths = _expanded(paths)
     _check_paths(paths, max_record_bytes)
     from .errors import InputError, UsageError
@@ -370,11 +376,11 @@ def audit(
                 with replay_progress(paths) as progress:  # the bar while the input is read and split
                     report = audit_input(paths, fdr=fdr, seed=seed, selection=sel, part_deals=part_deals,
                                          workers=workers, dask=dask, add_counts=tuple(add_counts or ()),
-                                         save_counts=save_counts, progress=progress)
+                                         save_counts=save_counts, workdir=workdir, progress=progress)
             else:
                 report = audit_input(paths, fdr=fdr, seed=seed, selection=sel, part_deals=part_deals,
                                      workers=workers, dask=dask, add_counts=tuple(add_counts or ()),
-                                     save_counts=save_counts)
+                                     save_counts=save_counts, workdir=workdir)
         elif show:
             with replay_progress(paths) as progress:  # the bar, then a spinner while the tests run
                 rep = replay_for_audit(paths, engine=engine, progress=progress, selection=sel)
@@ -383,6 +389,10 @@ def audit(
             report = audit(replay_for_audit(paths, engine=engine, selection=sel), fdr=fdr, seed=seed, selection=sel)
     except (UsageError, InputError) as e:
         _err(f"auditor: {e}")
+        raise typer.Exit(2) from None
+    except OSError as e:  # the working folder: full, read-only
+        _err(f"auditor: cannot write the parts of the input in {workdir or 'the temporary folder'}: "
+             f"{e.strerror or e}")
         raise typer.Exit(2) from None
     try:
         _finish_audit(report, json_out, out, show)

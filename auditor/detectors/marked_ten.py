@@ -66,10 +66,15 @@ games (in the order the Python builder first meets them), the points shares and 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
+import os
+import shutil
+import tempfile
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numba
 import numpy as np
@@ -314,6 +319,183 @@ class MarkedTenCounts:
     @property
     def n_deals(self) -> int:
         return len(self.keys)
+
+    def __getstate__(self) -> dict:
+        return _counts_getstate(self)
+
+    def __setstate__(self, state: dict) -> None:
+        _counts_setstate(self, state)
+
+
+# ---------------------------------------------------------------- spilled counts (issue 15)
+
+
+@dataclass
+class StrColumn:
+    """A list of strings as one UTF-8 buffer and offsets (string i: `data[off[i]:off[i + 1]]`): how spilled counts
+    keep `source`, `games` and `ledger_games` (numpy arrays, so that they go to files and are memory-mapped like
+    the rows, and save with `auditor.countfile` as they are). Reads like a list: `len`, `[i]`, iteration."""
+
+    data: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    off: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+
+    @staticmethod
+    def of(strings: Sequence[str]) -> "StrColumn":
+        enc = [s.encode("utf-8", "surrogatepass") for s in strings]
+        off = np.zeros(len(enc) + 1, np.int64)
+        if enc:
+            np.cumsum(np.fromiter((len(b) for b in enc), np.int64, len(enc)), out=off[1:])
+        return StrColumn(np.frombuffer(b"".join(enc), np.uint8).copy(), off)
+
+    def __len__(self) -> int:
+        return len(self.off) - 1
+
+    def __getitem__(self, i: int) -> str:
+        i = int(i)
+        if i < 0:
+            i += len(self)
+        return bytes(self.data[int(self.off[i]):int(self.off[i + 1])]).decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        buf = self.data.tobytes()
+        off = self.off.tolist()
+        for a, b in zip(off, off[1:], strict=False):
+            yield buf[a:b].decode("utf-8", "surrogatepass")
+
+    def __getstate__(self) -> dict:
+        return {k: _pack(v) for k, v in self.__dict__.items()}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update({k: _unpack(v) for k, v in state.items()})
+
+
+class _SpilledArray:
+    """What a pickle of spilled counts holds in place of a memory-mapped array: its file (re-opened on loading)."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __getstate__(self) -> str:
+        return self.path
+
+    def __setstate__(self, path: str) -> None:
+        self.path = path
+
+
+def _open(path: str) -> np.ndarray:
+    """A .npy file memory-mapped read-only, as a plain ndarray (its base the `np.memmap`, which knows the file)."""
+    return np.asarray(np.load(path, mmap_mode="r"))
+
+
+def _file_of(a: np.ndarray) -> str | None:
+    """The .npy file `a` is the whole memory-mapped array of (`_open`), else None."""
+    b = a.base
+    while b is not None and not isinstance(b, np.memmap):
+        b = getattr(b, "base", None)
+    if (b is None or not getattr(b, "filename", None) or b.shape != a.shape or b.dtype != a.dtype
+            or b.ctypes.data != a.ctypes.data):
+        return None
+    return str(b.filename)
+
+
+def _pack(x: Any) -> Any:
+    if type(x) is np.ndarray:
+        path = _file_of(x)
+        return _SpilledArray(path) if path is not None else x
+    if type(x) is dict:
+        return {k: _pack(v) for k, v in x.items()}
+    return x
+
+
+def _unpack(x: Any) -> Any:
+    if type(x) is _SpilledArray:
+        return _open(x.path)
+    if type(x) is dict:
+        return {k: _unpack(v) for k, v in x.items()}
+    return x
+
+
+def _counts_getstate(self: "MarkedTenCounts") -> dict:
+    """Pickled spilled counts name their files instead of copying the rows (a worker process or a Dask worker on
+    the same filesystem returns them to the audit so); in-memory arrays pickle as they are."""
+    return {k: _pack(v) for k, v in self.__dict__.items()}
+
+
+def _counts_setstate(self: "MarkedTenCounts", state: dict) -> None:
+    self.__dict__.update({k: _unpack(v) for k, v in state.items()})
+
+
+STR_FIELDS = ("source", "games", "ledger_games")  # the per-deal / per-game strings a spill turns into `StrColumn`s
+
+
+def spill_counts(c: "MarkedTenCounts", spill_dir: str) -> "MarkedTenCounts":
+    """The counts with every array written to a .npy file in a new folder of `spill_dir` and re-opened
+    memory-mapped (read-only), and the per-deal and per-game strings (`STR_FIELDS`) as `StrColumn`s spilled the
+    same way: what one part of a large input keeps in memory is then its small lists (players, packs, tables) and
+    the exclusion counts. Empty arrays stay in memory. The folder lives as long as the audit's working files (the
+    caller removes `spill_dir`)."""
+    os.makedirs(spill_dir, exist_ok=True)
+    d = tempfile.mkdtemp(prefix="marked_ten-", dir=spill_dir)
+    n = 0
+
+    def put(a: np.ndarray) -> np.ndarray:
+        nonlocal n
+        if a.size == 0 or _file_of(a) is not None:
+            return a
+        n += 1
+        path = os.path.join(d, f"{n:03d}.npy")
+        np.save(path, np.ascontiguousarray(a), allow_pickle=False)
+        return _open(path)
+
+    for f in dataclasses.fields(c):
+        v = getattr(c, f.name)
+        if f.name in STR_FIELDS:
+            s = v if isinstance(v, StrColumn) else StrColumn.of(v)
+            setattr(c, f.name, StrColumn(put(s.data), put(s.off)))
+        elif type(v) is np.ndarray:
+            setattr(c, f.name, put(v))
+    c.targets = {t: {part: {k: put(v) for k, v in cols.items()} for part, cols in tc.items()}
+                 for t, tc in c.targets.items()}
+    return c
+
+
+def _reopened(c: "MarkedTenCounts") -> "MarkedTenCounts":
+    """The same counts with fresh memory maps of their files (in-memory arrays shared): what `finalize` reads, so
+    that the pages it touches are released when it drops them (the maps of the merged counts stay untouched)."""
+    out = MarkedTenCounts.__new__(MarkedTenCounts)
+    _counts_setstate(out, _counts_getstate(c))
+    return out
+
+
+@dataclass
+class MarkedTenParts:
+    """Merged counts kept as their parts, in part order, when the parts are spilled (`MarkedTen.merge`): nothing
+    is copied; `finalize` streams over them (`finalize_parts`). Saved with `auditor.countfile` as a list of counts
+    (loaded back in memory, which finalizes the same)."""
+
+    parts: list[MarkedTenCounts] = field(default_factory=list)
+
+    @property
+    def n_deals(self) -> int:
+        return sum(p.n_deals for p in self.parts)
+
+
+def merge_parts(parts: Sequence["MarkedTenCounts | MarkedTenParts"]) -> "MarkedTenCounts | MarkedTenParts":
+    """`MarkedTen.merge`: the concatenation of `merge_counts` (as before issue 15) when every part is in memory;
+    when any part is spilled (its strings are `StrColumn`s) or is itself a `MarkedTenParts`, the list of all the
+    parts in order (flattened), which `finalize` streams over."""
+    flat: list[MarkedTenCounts] = []
+    partwise = False
+    for p in parts:
+        if isinstance(p, MarkedTenParts):
+            flat += p.parts
+            partwise = True
+        else:
+            flat.append(p)
+            partwise = partwise or isinstance(p.source, StrColumn)
+    return MarkedTenParts(flat) if partwise else merge_counts(flat)
 
 
 class _Builder:
@@ -1088,11 +1270,19 @@ SPEC = TestSpec(
 
 class MarkedTen:
     """Detector interface (`auditor.detectors.base`): count / merge / finalize. `count` keeps, per deal, the plays
-    and decisions the test needs (plain tuples); `merge` concatenates them, so any split of the input by table
-    gives the same result; `finalize` fits the field's model and scores every player."""
+    and decisions the test needs; `merge` concatenates them, so any split of the input by table gives the same
+    result; `finalize` fits the field's model and scores every player.
+
+    Spilling (issue 15): with `spill_dir` set (an attribute, `det.spill_dir = path`: it pickles with the detector,
+    so a worker process or a Dask worker on the same filesystem spills there too), `count` writes each part's rows
+    to .npy files in a new folder of `spill_dir` and returns counts that hold them memory-mapped
+    (`spill_counts`); `merge` keeps spilled parts as a list (`MarkedTenParts`, nothing copied); `finalize` streams
+    over the parts (`finalize_parts`), its working arrays in `spill_dir` too (or beside the parts' files). The
+    caller removes `spill_dir` after the audit. Unset (None, the default): everything in memory, as before."""
     spec = SPEC
 
     name = NAME
+    spill_dir: str | None = None  # a class default, so that an unset spill is not in `vars(det)` (the fingerprint)
 
     def __init__(self, fdr: float = 0.05, details: bool = True, folds: int = 5, min_deals: int = MIN_DEALS,
                  targets: Sequence[str] = TARGETS, gate_rule: str = "any", **_: Any):
@@ -1105,16 +1295,30 @@ class MarkedTen:
 
     def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
               facts: DealingFacts | None = None) -> MarkedTenCounts:
-        """The plays and decisions of the table's deals (`count_table`; the spec is `count_results`). `rng` and
-        `facts` are not used."""
-        return count_table(table)
+        """The plays and decisions of the table's deals (`count_table`; the spec is `count_results`), spilled to
+        `spill_dir` when it is set. `rng` and `facts` are not used."""
+        c = count_table(table)
+        return spill_counts(c, str(self.spill_dir)) if self.spill_dir is not None else c
 
-    def merge(self, parts: Sequence[MarkedTenCounts]) -> MarkedTenCounts:
-        return merge_counts(parts)
+    def merge(self, parts: Sequence[MarkedTenCounts | MarkedTenParts]) -> MarkedTenCounts | MarkedTenParts:
+        return merge_parts(parts)
 
-    def finalize(self, counts: MarkedTenCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
-        scores = score_all(counts, folds=self.folds, targets=self.targets, gate_rule=self.gate_rule)
-        return results_from_scores(scores, counts, self.min_deals, self.details)
+    def finalize(self, counts: MarkedTenCounts | MarkedTenParts,
+                 rng: np.random.Generator | None = None) -> list[TestResult]:
+        parts = counts.parts if isinstance(counts, MarkedTenParts) else [counts]
+        return finalize_parts(parts, folds=self.folds, targets=self.targets, gate_rule=self.gate_rule,
+                              min_deals=self.min_deals, details=self.details, work_dir=self._work_dir(parts))
+
+    def _work_dir(self, parts: Sequence[MarkedTenCounts]) -> str | None:
+        """Where `finalize` keeps its working arrays: `spill_dir`, else the folder the parts were spilled to (if
+        they were), else nowhere (in memory)."""
+        if self.spill_dir is not None:
+            return str(self.spill_dir)
+        for c in parts:
+            path = _file_of(c.keys)
+            if path is not None and os.path.isdir(os.path.dirname(os.path.dirname(path))):
+                return os.path.dirname(os.path.dirname(path))
+        return None
 
 
 def run(results: Sequence[Any], folds: int = 5) -> list[TestResult]:
@@ -1684,7 +1888,7 @@ def _deal_index(deals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class TargetScores:
     """One target's scored decisions for every player: the arrays the tests are built from."""
 
-    A: TargetArrays
+    A: TargetArrays | PlayerArrays
     w: np.ndarray  # per decision: x - c
     p_soft: np.ndarray  # per candidate row: posterior fitted on the field (other players' folds)
     p_hard: np.ndarray  # per candidate row: unknown cards and voids only
@@ -2068,3 +2272,620 @@ def _pack_contrast(main: TargetScores, sel: np.ndarray, pk: np.ndarray, packs: l
 
 def _ctl(t: dict) -> dict:
     return {"z": t["z"], "p": t["p"], "deals": t["deals"], "observed": t["observed"], "expected": t["expected"]}
+
+
+# ---------------------------------------------------------------- finalize over parts (issue 15)
+
+
+class _Store:
+    """Where `finalize_parts` keeps its per-part working arrays: in memory (no folder), or as .npy files in a
+    folder of its own (removed by `close`) read back memory-mapped for each pass and dropped after it, so that the
+    pages one pass touches are released."""
+
+    def __init__(self, folder: str | None):
+        self.dir = tempfile.mkdtemp(prefix="marked_ten-finalize-", dir=folder) if folder is not None else None
+        self.n = 0
+
+    def put(self, a: np.ndarray) -> Any:
+        if self.dir is None or a.size == 0:
+            return a
+        self.n += 1
+        path = os.path.join(self.dir, f"{self.n:05d}.npy")
+        np.save(path, np.ascontiguousarray(a), allow_pickle=False)
+        return path
+
+    def get(self, h: Any) -> np.ndarray:
+        return h if isinstance(h, np.ndarray) else _open(h)
+
+    def put_all(self, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+        return {k: self.put(v) for k, v in arrays.items()}
+
+    def get_all(self, handles: dict[str, Any], keys: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        return {k: self.get(handles[k]) for k in (keys if keys is not None else handles)}
+
+    def close(self) -> None:
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@dataclass
+class PlayerArrays:
+    """One player's decisions of one target (in the deals' key order, then play order) and their candidate rows:
+    the columns of `TargetArrays` that the per-player tests read (`d_deal`: the deal's place among his deals)."""
+
+    d_deal: np.ndarray
+    d_early: np.ndarray
+    d_opening: np.ndarray
+    c_dec: np.ndarray
+    c_g: np.ndarray
+    c_true: np.ndarray
+    c_seat: np.ndarray
+
+
+@dataclass
+class _Scored:
+    """One part's scored decisions of one target, grouped by player (in the part's key order, then play order,
+    within a player): `dec` and `rows` (handles in the `_Store`), each player's slice `bounds[pl]:bounds[pl + 1]`
+    of the decisions and `rbounds` of the rows."""
+
+    dec: dict[str, Any]
+    rows: dict[str, Any]
+    bounds: np.ndarray
+    rbounds: np.ndarray
+
+
+READ_BUDGET = 1 << 26  # bytes read from memory-mapped files before their maps are dropped (and re-opened)
+
+
+class _Reader:
+    """Memory-mapped part arrays opened on demand and dropped after READ_BUDGET bytes were read from them, so the
+    pages a sweep over the players touches do not pile up in the process."""
+
+    def __init__(self, run: "_Run"):
+        self.run = run
+        self.cache: dict[Any, Any] = {}
+        self.used = 0
+
+    def charge(self, nbytes: int) -> None:
+        self.used += nbytes
+        if self.used > READ_BUDGET:
+            self.cache.clear()
+            self.used = 0
+
+    def scored(self, k: int, t: str, which: str) -> dict[str, np.ndarray]:
+        key = (k, t, which)
+        got = self.cache.get(key)
+        if got is None:
+            sc = self.run.scored[k][t]
+            got = self.cache[key] = self.run.store.get_all(sc.dec if which == "dec" else sc.rows)
+        return got
+
+    def counts(self, k: int) -> MarkedTenCounts:
+        got = self.cache.get(k)
+        if got is None:
+            got = self.cache[k] = _reopened(self.run.parts[k])
+        return got
+
+
+class _Run:
+    """`finalize_parts`: the fit streamed over the parts, then the players one at a time."""
+
+    def __init__(self, parts: Sequence[MarkedTenCounts], folds: int, targets: Sequence[str], gate_rule: str,
+                 store: _Store):
+        self.parts = list(parts)
+        self.folds = folds
+        self.targets = tuple(targets)
+        self.gate_rule = gate_rule
+        self.store = store
+        names: dict[str, None] = {}
+        tables: dict[str, int] = {}
+        packs: dict[str, int] = {}
+        for p in self.parts:
+            names.update(dict.fromkeys(p.names))
+        self.players = sorted(names)
+        where = {p: i for i, p in enumerate(self.players)}
+        n_pl = len(self.players)
+        self.fold_of = np.array([_fold_of(p, folds) for p in self.players], dtype=np.int64)
+        self.pid = [np.array([where[p] for p in c.names] + [-1], np.int64) for c in self.parts]
+        self.tmap = [np.array([tables.setdefault(x, len(tables)) for x in c.tables] + [-1], np.int64)
+                     for c in self.parts]
+        self.kmap = [np.array([packs.setdefault(x, len(packs)) for x in c.pack_names] + [-1], np.int64)
+                     for c in self.parts]
+        self.tables = list(tables)
+        self.table_rank = _name_ranks(self.tables)
+        self.pack_names = list(packs)
+        self.excluded: dict[str, dict[str, int]] = {}
+        self.excluded_deals: dict[str, int] = {}
+        self.share_sum = np.zeros(n_pl)
+        self.share_n = np.zeros(n_pl, np.int64)
+        self.nf = max(folds, 1)
+        self.xsum = np.zeros((self.nf, N_XCTX))
+        self.xcnt = np.zeros((self.nf, N_XCTX))
+        self.fit: list[dict[str, dict[str, Any]]] = [{} for _ in self.parts]
+        self.psoft: list[dict[str, Any]] = [{} for _ in self.parts]
+        self.rperm: list[dict[str, Any]] = [{} for _ in self.parts]
+        self.n_dec: list[dict[str, np.ndarray]] = [{} for _ in self.parts]  # decisions per fold
+        self.scored: list[dict[str, _Scored]] = [{} for _ in self.parts]
+        self.cnt = {t: np.zeros((self.nf if folds > 1 else 1, 2, N_CTX * N_OUT), np.int64) for t in self.targets}
+        self.fv: dict[tuple[str, bool], dict[int, tuple[float, float]]] = {}
+
+    # -- the passes over the parts
+
+    def prepare(self) -> None:
+        """Per part: its shares, exclusions, the centring sums, the holder model's counts, the posterior's design
+        (kept for the Newton passes) and the decisions grouped by player (kept for the players' tests)."""
+        cmax = {t: 0 for t in self.targets}
+        game_hashes = []
+        for k in range(len(self.parts)):
+            c = _reopened(self.parts[k])
+            for t in self.targets:
+                u = c.targets.get(t, {}).get("cands", {}).get("u")
+                if u is not None and len(u):
+                    cmax[t] = max(cmax[t], int(u.max()))
+            game_hashes.append(_name_hashes(c.ledger_games))
+            del c
+        self.log_u = {t: np.log(np.maximum(np.arange(cmax[t] + 2), 1).astype(float)) for t in self.targets}
+        fixes = _shared_game_gates(self.parts, game_hashes, self.gate_rule)
+        for k in range(len(self.parts)):
+            self._prepare_part(k, fixes.get(k))
+
+    def _prepare_part(self, k: int, fix: tuple[np.ndarray, np.ndarray] | None) -> None:
+        c = _reopened(self.parts[k])
+        pid = self.pid[k]
+        for pl, dct in c.excluded.items():
+            e = self.excluded.setdefault(pl, {})
+            for r, n in dct.items():
+                _bump(e, r, n)
+        for r, n in c.excluded_deals.items():
+            _bump(self.excluded_deals, r, n)
+        seated = c.players >= 0
+        who = pid[c.players[seated]]
+        n_pl = len(self.players)
+        ss = np.bincount(who, weights=c.share[seated].astype(float), minlength=n_pl)
+        sn = np.bincount(who, minlength=n_pl)
+        self.share_sum = ss if k == 0 else self.share_sum + ss
+        self.share_n = sn if k == 0 else self.share_n + sn
+        order = np.argsort(c.keys, kind="stable")  # equal keys: identical deals
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order))
+        seat_player = pid[c.players].reshape(-1)
+        gate = score_gate(c, self.gate_rule)
+        if fix is not None:
+            gate[fix[0]] = fix[1]
+        game_rank = _name_ranks(c.games)
+        folds, nf = self.folds, self.nf
+        for t in dict.fromkeys(("ten",) + self.targets):
+            A = _arrays(c, t, rank, pid, seat_player)
+            n_dec = len(A.d_deal)
+            dec_fold = self.fold_of[A.d_player] if n_dec else np.zeros(0, np.int64)
+            if t == "ten":
+                for f in range(nf):
+                    tr = dec_fold != f if folds > 1 else np.ones(len(A.d_x), bool)
+                    self.xsum[f] += np.bincount(A.d_xctx[tr], weights=A.d_x[tr].astype(float), minlength=N_XCTX)
+                    self.xcnt[f] += np.bincount(A.d_xctx[tr], minlength=N_XCTX)
+            if t not in self.targets:
+                continue
+            self.cnt[t] += holder_counts(A.p_deal, A.p_seat, A.p_cell, A.p_holds, A.seat_player, MAX_SEATS,
+                                         self.fold_of, nf if folds > 1 else 1, N_CTX * N_OUT)
+            c_start, c_end = _dec_bounds(A)
+            x0, code = design(A.c_u, A.c_nv, A.c_seat, self.log_u[t])
+            c_pos = chosen_rows(c_start, c_end, A.c_true == 1)
+            lo, hi, first = play_ranges(A.p_off, A.p_order, A.d_src, A.d_order)
+            self.n_dec[k][t] = np.bincount(dec_fold, minlength=nf) if folds > 1 else np.array([n_dec])
+            self.fit[k][t] = self.store.put_all(dict(
+                x0=x0, code=code, c_pos=c_pos, c_start=c_start, c_end=c_end, lo=lo, hi=hi, first=first,
+                p_seat=A.p_seat, p_cell=A.p_cell, c_seat=A.c_seat, dec_fold=dec_fold))
+            self.psoft[k][t] = self.store.put(np.zeros(len(A.c_dec)))
+            # the decisions by player (stably: each player's in key order, then play order)
+            o = np.argsort(A.d_player, kind="stable")
+            bounds = np.searchsorted(A.d_player[o], np.arange(n_pl + 1))
+            nrow = (c_end - c_start)[o]
+            rperm, _ = segment_rows(np.concatenate([[0], c_end]).astype(np.int64), o)
+            self.rperm[k][t] = self.store.put(rperm)
+            dec = {"d_src": A.d_src[o].astype(np.int32), "x": A.d_x[o], "xctx": A.d_xctx[o],
+                   "early": A.d_early[o], "opening": A.d_opening[o], "nrow": nrow.astype(np.int32)}
+            src = A.d_src[o]
+            dec["key"] = np.asarray(c.keys[src])
+            if t == "ten":  # and the facts of each decision's deal: its gate, pack, and place in canonical order
+                dec["gate"] = gate[A.d_src, A.d_seat][o] if n_dec else np.zeros(0, bool)
+                dec["table"] = self.tmap[k][c.table[src]].astype(np.int32)
+                dec["time"] = np.asarray(c.time[src])
+                dec["pack"] = self.kmap[k][c.pack[src]].astype(np.int32)
+                dec["game"] = np.asarray(c.game[src])
+                dec["deal_no"] = np.asarray(c.deal_no[src])
+                dec["grank"] = game_rank[c.game[src]]
+            rows = {"u": A.c_u[rperm], "g": A.c_g[rperm], "true": A.c_true[rperm], "seat": A.c_seat[rperm]}
+            rb = np.concatenate([[0], np.cumsum(nrow)])[bounds]
+            self.scored[k][t] = _Scored(self.store.put_all(dec), self.store.put_all(rows), bounds, rb)
+            del A
+
+    def fit_target(self, t: str) -> None:
+        """The holder model and the posterior fold by fold, as `score_target` fits them: each Newton pass sums
+        `clogit_pass5` part by part in part order (one part: exactly `score_target`'s sums); then each part's
+        posterior rows, in the players' order."""
+        folds, nf, store = self.folds, self.nf, self.store
+        cnt = self.cnt[t]
+        total = cnt.sum(0)
+        K = range(len(self.parts))
+        n_all = sum(int(self.n_dec[k][t].sum()) for k in K)
+        init = np.array([1.0, 0.5, 0.0, 0.0, 0.0])
+        start = init
+        for f in range(nf):
+            if folds > 1:
+                n_te = sum(int(self.n_dec[k][t][f]) for k in K)
+                n_tr = n_all - n_te
+                n1, n0 = total[1] - cnt[f, 1], total[0] - cnt[f, 0]
+            else:
+                n_te = n_tr = n_all
+                n1, n0 = total[1], total[0]
+            if not n_te:
+                continue
+            llr = np.asarray(llr_from_counts(n1, n0), float)
+            live = [k for k in K if self.n_dec[k][t].sum()]
+            s_h = {}
+            for k in live:
+                F = store.get_all(self.fit[k][t], ("lo", "hi", "first", "p_seat", "p_cell", "c_start", "c_end",
+                                                    "c_seat"))
+                s = np.zeros(len(F["c_seat"]))
+                if len(s):
+                    seat_llr_sums(llr, F["lo"], F["hi"], F["first"], F["p_seat"], F["p_cell"], F["c_start"],
+                                  F["c_end"], F["c_seat"], 3 * LLR_CLIP, s)
+                s_h[k] = store.put(s)
+                del F
+
+            def use(F: dict, test: bool, f: int = f) -> np.ndarray:
+                if folds > 1:
+                    return F["dec_fold"] == f if test else F["dec_fold"] != f
+                return np.ones(len(F["c_start"]), bool)
+
+            beta = init.copy()
+            if n_tr:
+                def info(b: np.ndarray, h: bool, s_h: dict = s_h, use: Any = use) -> tuple[np.ndarray, np.ndarray]:
+                    acc: tuple[np.ndarray, np.ndarray] | None = None
+                    for k, sh in s_h.items():
+                        F = store.get_all(self.fit[k][t], ("x0", "code", "c_pos", "c_start", "c_end", "dec_fold"))
+                        g, H = clogit_pass5(b, F["x0"], store.get(sh), F["code"], F["c_pos"], F["c_start"],
+                                            F["c_end"], use(F, False), h)
+                        acc = (g, H) if acc is None else (acc[0] + g, acc[1] + H)
+                    assert acc is not None
+                    return acc
+
+                beta, ok = newton(info, init, start, 1.0, 30)
+                start = beta if ok else init
+            for k, sh in s_h.items():
+                F = store.get_all(self.fit[k][t], ("x0", "code", "c_start", "c_end", "dec_fold"))
+                p = np.array(store.get(self.psoft[k][t]))
+                clogit_probs5(beta, F["x0"], store.get(sh), F["code"], F["c_start"], F["c_end"], use(F, True), p)
+                self.psoft[k][t] = store.put(p)
+        for k in K:  # the posterior rows in the players' order, beside the other rows
+            sc = self.scored[k][t]
+            p = store.get(self.psoft[k][t])
+            sc.rows["p_soft"] = store.put(np.ascontiguousarray(p[store.get(self.rperm[k][t])]))
+
+    # -- the players
+
+    def player(self, reader: _Reader, t: str, pl: int, deals: bool = False) -> "TargetScores | None":
+        """Player `pl`'s decisions of target `t` gathered from the parts, in the deals' key order then play order
+        (the order of the whole's `by_player`), scored as `score_target` scores them (the same numbers: each is
+        a decision's own), as a `TargetScores` whose `by_player` is {pl: all}. `deals`: also the per-deal facts
+        of the timeline, the top deals and the packs (`diag["deals"]`)."""
+        segs = []
+        for k in range(len(self.parts)):
+            sc = self.scored[k].get(t)
+            if sc is None or sc.bounds[pl] == sc.bounds[pl + 1]:
+                continue
+            a0, a1 = int(sc.bounds[pl]), int(sc.bounds[pl + 1])
+            r0, r1 = int(sc.rbounds[pl]), int(sc.rbounds[pl + 1])
+            D = {n: np.array(v[a0:a1]) for n, v in reader.scored(k, t, "dec").items()}
+            R = {n: np.array(v[r0:r1]) for n, v in reader.scored(k, t, "rows").items()}
+            D["part"] = np.full(a1 - a0, k, np.int64)
+            reader.charge(sum(v.nbytes for v in D.values()) + sum(v.nbytes for v in R.values()))
+            segs.append((D, R))
+        if not segs:
+            return None
+        if len(segs) == 1:
+            D, R = segs[0]
+        else:
+            D = {n: np.concatenate([s[0][n] for s in segs]) for n in segs[0][0]}
+            R = {n: np.concatenate([s[1][n] for s in segs]) for n in segs[0][1]}
+            o = np.lexsort((D["d_src"], D["part"], D["key"]))  # the whole's key order (ties: part, then index)
+            if np.any(o != np.arange(len(o))):
+                off = np.concatenate([[0], np.cumsum(D["nrow"])]).astype(np.int64)
+                rows, _ = segment_rows(off, o.astype(np.int64))
+                D = {n: v[o] for n, v in D.items()}
+                R = {n: v[rows] for n, v in R.items()}
+        n = len(D["d_src"])
+        new = np.ones(n, bool)
+        new[1:] = (D["key"][1:] != D["key"][:-1]) | (D["part"][1:] != D["part"][:-1]) | (
+            D["d_src"][1:] != D["d_src"][:-1])
+        d_deal = np.cumsum(new) - 1
+        nrow = D["nrow"].astype(np.int64)
+        c_end = np.cumsum(nrow)
+        c_start = c_end - nrow
+        fk = np.full(n, self.fold_of[pl] if self.folds > 1 else 0, np.int64)
+        xctx = D["xctx"]
+        n_ctx = self.xcnt[fk, xctx]
+        center = np.where(n_ctx > 0, self.xsum[fk, xctx] / np.maximum(n_ctx, 1), 0.0)
+        w = D["x"].astype(float) - center
+        p_soft = R["p_soft"]
+        p_hard, G_soft, G_hard, gtrue, dev_soft, dev_hard = decision_sums(c_start, c_end, R["u"], R["g"], R["true"],
+                                                                          p_soft)
+        A = PlayerArrays(d_deal, D["early"], D["opening"], np.repeat(np.arange(n), nrow), R["g"], R["true"],
+                         R["seat"])
+        diag: dict = {"dec_moments": (gtrue, dev_soft), "dec_moments_hard": (gtrue, dev_hard)}
+        for hard in (False, True):
+            fv = self.fv.get((t, hard))
+            if fv is not None:
+                key = "fv_hard" if hard else "fv_soft"
+                diag[key] = fv
+                diag[key + "_tot"] = (sum(a for a, _ in fv.values()), sum(b for _, b in fv.values()))
+        if "gate" in D:
+            diag["gate"] = D["gate"].astype(bool)
+        if deals:
+            first = new
+            diag["deals"] = {n_: D[n_][first] for n_ in ("table", "time", "pack", "game", "deal_no", "grank", "part",
+                                                          "d_src")}
+            diag["pack"] = D["pack"]
+        return TargetScores(A, w, p_soft, p_hard, G_soft, G_hard, c_start, c_end, {pl: np.arange(n)}, diag)
+
+    def field_variances(self, reader: _Reader) -> None:
+        """Sweep 1: per target (and the Ten's hard-fact null), every player's (sum of squared deal sums, model
+        variance), in player order (`TargetScores.field_variance` of the whole)."""
+        for t in self.targets:
+            soft: dict[int, tuple[float, float]] = {}
+            hard: dict[int, tuple[float, float]] = {}
+            for pl in range(len(self.players)):
+                ts = self.player(reader, t, pl)
+                if ts is None:
+                    continue
+                soft[pl] = ts.field_variance()[pl]
+                if t == "ten":
+                    hard[pl] = ts.field_variance(True)[pl]
+            self.fv[(t, False)] = soft
+            if t == "ten":
+                self.fv[(t, True)] = hard
+
+    def canonical(self, reader: _Reader, dl: dict) -> np.ndarray:
+        """Per deal of a player (in key order), its rank among his deals by the canonical tuple (table natural
+        key, time, game natural key, deal number), ties by key order: `canonical_rank` of the whole restricted to
+        his deals. Games compare by their rank in their part's games; deals of equal table and time from several
+        parts (pieces of a table) by their games' names."""
+        n = len(dl["table"])
+        trank = self.table_rank[dl["table"]]
+        grank = dl["grank"].astype(np.int64).copy()
+        o = np.lexsort((dl["time"], trank))
+        if n > 1 and len(np.unique(dl["part"])) > 1:
+            ts, tt = trank[o], dl["time"][o]
+            cut = np.flatnonzero((ts[1:] != ts[:-1]) | (tt[1:] != tt[:-1])) + 1
+            for run in np.split(o, cut):
+                if len(run) > 1 and len(np.unique(dl["part"][run])) > 1:
+                    names = [reader.counts(int(dl["part"][i])).games[int(dl["game"][i])] for i in run]
+                    keys = [natural_key(x) for x in names]
+                    srt = sorted(range(len(run)), key=keys.__getitem__)
+                    r = np.empty(len(run), np.int64)
+                    # equal names get equal ranks (a game in two parts)
+                    prev, rk = None, -1
+                    for j in srt:
+                        if keys[j] != prev:
+                            rk += 1
+                            prev = keys[j]
+                        r[j] = rk
+                    grank[run] = r
+        perm = np.lexsort((np.arange(n), dl["deal_no"], grank, dl["time"], trank))
+        out = np.empty(n, np.int64)
+        out[perm] = np.arange(n)
+        return out
+
+    def results(self, min_deals: int, details: bool) -> list[TestResult]:
+        """Sweep 2: `results_from_scores`, player by player."""
+        reader = _Reader(self)
+        self.field_variances(reader)
+        if "ten" not in self.targets:
+            return []
+        players = self.players
+        rows: dict[str, dict] = {}
+        for pl in range(len(players)):
+            main = self.player(reader, "ten", pl, deals=True)
+            if main is None:
+                continue
+            sel = main.by_player[pl]
+            n_deals = len(_deal_index(main.A.d_deal[sel])[0])
+            if n_deals < min_deals:
+                continue
+            gate_dec = main.diag["gate"]
+            phi = main.phi(pl)
+            gt = gated_test(main, sel, sel[gate_dec[sel]], phi)
+            others = {t: self.player(reader, t, pl) for t in ("queen", "plain_ten", "placebo") if t in self.targets}
+            rows[players[pl]] = {"pl": pl, "test": gt["pooled"], "deals": n_deals,
+                                 "out": _player_result(self, reader, main, others, sel, gate_dec, gt, phi, n_deals,
+                                                       players[pl], details)}
+        zs = {n: r["test"]["z"] for n, r in rows.items()}
+        ss, sn = self.share_sum, self.share_n
+        fc = field_compare(zs, {n: r["deals"] for n, r in rows.items()},
+                           {n: float(ss[r["pl"]] / max(sn[r["pl"]], 1)) for n, r in rows.items()})
+        out = []
+        for name in sorted(rows):
+            head, p, controls, detail = rows[name]["out"]
+            controls["field"] = fc.get(name, {})
+            out.append(TestResult(
+                test=NAME, subject=name, n=head["deals"], observed=head["observed"], expected=head["expected"],
+                statistic=head["z"], pvalue=p, method=METHOD, controls=controls, detail=detail))
+        return out
+
+
+METHOD = ("decision fit to the Ten's place vs a field-fitted posterior of what he knew; sequential randomisation, "
+          "saddlepoint one-sided p, deal-level variance guard; the better of all his deals and the deals where the "
+          "game score mattered, corrected for their correlation")
+
+
+def _player_result(run: _Run, reader: _Reader, main: "TargetScores", others: dict, sel: np.ndarray,
+                   gate_dec: np.ndarray, gt: dict, phi: float, n_deals: int, name: str,
+                   details: bool) -> tuple[dict, float, dict, dict]:
+    """One player's head test, p-value, controls (but the field comparison, filled in once every player's z is
+    known) and detail: `results_from_scores`' body for one player."""
+    A = main.A
+    pl = next(iter(main.by_player))
+    main_t = gt["pooled"]
+    controls: dict[str, Any] = {}
+    controls["pooled"] = _ctl(gt["pooled"])
+    controls["score_gated"] = _ctl(gt["gated"]) | {"rho": gt["rho"]}
+    S, _ = main.deal_sums(sel)
+    zm, pm = znorm(S)
+    controls["deal_sums_normal"] = {"z": zm, "p": pm}
+    controls["hard_facts_null"] = _ctl(main.test(sel, hard=True, phi=main.phi(pl, hard=True)))
+    opening = sel[A.d_opening[sel] == 1]
+    controls["opening_leads_exact"] = _ctl(main.test(opening, hard=True))
+    early = A.d_early[sel] == 1
+    controls["early"] = _ctl(main.test(sel[early], phi=phi))
+    controls["late"] = _ctl(main.test(sel[~early], phi=phi))
+    ze, zl = controls["early"]["z"], controls["late"]["z"]
+    controls["early_minus_late"] = {"z": (ze - zl) / math.sqrt(2), "note": "z(early) - z(late), over sqrt(2)"}
+    for t in ("queen", "plain_ten", "placebo"):
+        ts = others.get(t)
+        if ts is None or len(ts.by_player[pl]) == 0:
+            controls[t] = {"z": None, "p": None, "deals": 0, "card": TARGET_LABEL[t]}
+            continue
+        controls[t] = _ctl(ts.test(ts.by_player[pl], phi=ts.phi(pl))) | {"card": TARGET_LABEL[t]}
+    pk = main.diag["pack"][sel]
+    packs = sorted(set(np.unique(pk).tolist()) - {-1}, key=lambda k: run.pack_names[k])
+    if packs:
+        controls["packs"] = {run.pack_names[k]: _ctl(main.test(sel[pk == k], phi=phi)) for k in packs}
+        if len(packs) >= 2:
+            controls["pack_contrast"] = _pack_contrast(main, sel, pk, packs, run.pack_names, phi)
+    detail: dict = {}
+    if details:
+        dl = main.diag["deals"]
+        crank = run.canonical(reader, dl)
+        top = _player_top_deals(main, sel, dl, crank, reader)
+        head = gt["gated"] if gt["part"] == "gated" else main_t
+        n_gdec = int(gate_dec[sel].sum())
+        gate_detail = {"part": gt["part"], "rho": gt["rho"], "p_pooled": gt["pooled"]["p"],
+                       "p_gated": gt["gated"]["p"], "deals_gated": gt["gated"]["deals"],
+                       "decisions_gated": n_gdec, "decisions_pooled": int(len(sel)), "rule": SCORE_RULE}
+        if gt["part"] == "gated":
+            gate_detail["scope_text"] = " where the game score mattered (a side near game or his side far behind)"
+        detail = {"decisions": n_gdec if gt["part"] == "gated" else int(len(sel)), "deals": n_deals,
+                  "score_gate": gate_detail, "variance_guard": phi,
+                  "excluded": dict(sorted(run.excluded.get(name, {}).items())),
+                  "deals_excluded_in_input": dict(sorted(run.excluded_deals.items())),
+                  "top_deals": top, "timeline": _player_timeline(main, sel, phi, dl, crank, run.tables)}
+    head = gt["gated"] if gt["part"] == "gated" else main_t
+    return head, gt["p"], controls, detail
+
+
+def _player_timeline(main: "TargetScores", sel: np.ndarray, phi: float, dl: dict, crank: np.ndarray,
+                     tables: list[str]) -> list[list]:
+    """`_deal_timeline` over one player's gathered deals (`dl`: per deal in key order; `crank` their canonical
+    ranks among his deals)."""
+    A = main.A
+    gtrue, dev2 = main.dec_moments()
+    if len(sel) == 0:
+        return []
+    w = main.w[sel]
+    deals, inv = _deal_index(A.d_deal[sel])
+    obs = np.bincount(inv, weights=w * gtrue[sel], minlength=len(deals))
+    exp_ = np.bincount(inv, weights=w * main.G_soft[sel], minlength=len(deals))
+    var = np.bincount(inv, weights=w ** 2 * dev2[sel], minlength=len(deals))
+    o = np.argsort(crank[deals], kind="stable")
+    tl = Timeline.of(tables, dl["table"][deals[o]], dl["time"][deals[o]], obs[o], exp_[o], var[o] * phi)
+    return tl.points(counts=False, variance=True)
+
+
+def _player_top_deals(main: "TargetScores", sel: np.ndarray, dl: dict, crank_all: np.ndarray, reader: _Reader,
+                      k: int = 10) -> list[dict]:
+    """`_top_deals` over one player's gathered deals; the game ids and sources of the k deals read from their
+    parts."""
+    A = main.A
+    S, _ = main.deal_sums(sel)
+    deals, inv = _deal_index(A.d_deal[sel])
+    n_dec = np.bincount(inv, minlength=len(deals))
+    out = []
+    neg = -np.round(S, 12)
+    cand = np.arange(len(S))
+    if len(S) > k:
+        kth = np.partition(neg, k - 1)[k - 1]
+        cand = np.flatnonzero(neg <= kth)
+    crank = crank_all[deals[cand]]
+    for j in cand[np.lexsort((crank, neg[cand]))][:k]:
+        d = int(deals[j])
+        c = reader.counts(int(dl["part"][d]))
+        src = int(dl["d_src"][d])
+        out.append({"game_id": c.games[int(dl["game"][d])], "deal_no": int(dl["deal_no"][d]),
+                    "source": c.source[src], "contribution": float(S[j]),
+                    "what": f"{int(n_dec[j])} decision(s) fit the Ten's place {round(S[j], 2) + 0.0:+.2f} beyond what "
+                            "they knew"})
+    return out
+
+
+def _name_hashes(names: Iterable[str]) -> np.ndarray:
+    """A 64-bit hash of each name (blake2b), to find the games of several parts without holding their names."""
+    return np.fromiter((int.from_bytes(hashlib.blake2b(x.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                                       "little") for x in names), np.uint64)
+
+
+def _shared_game_gates(parts: Sequence[MarkedTenCounts], hashes: list[np.ndarray],
+                       rule: str) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The score gate of the deals of games whose ledger rows are in more than one part (pieces of one table
+    disjoint in time, or a game id at two tables): per part, (its deals of such games, their gate rows), from the
+    ledger rows of those games of every part together (`score_gate` of their merge). Other games are whole in
+    their part and gated there. Games are found by their names' hashes, then taken by name (a collision only makes
+    a game taken here, where the result is the same)."""
+    if len(parts) < 2:
+        return {}
+    allh = np.concatenate([np.unique(h) for h in hashes]) if hashes else np.zeros(0, np.uint64)
+    u, n = np.unique(allh, return_counts=True)
+    shared = u[n > 1]
+    if not len(shared):
+        return {}
+    subs, where = [], []
+    for k, c0 in enumerate(parts):
+        in_l = np.isin(hashes[k], shared)
+        if not in_l.any():
+            continue
+        c = _reopened(c0)
+        names = {c.ledger_games[i] for i in np.flatnonzero(in_l).tolist()}
+        gsel = np.array([g in names for g in c.games] + [False], bool)
+        lsel = in_l[c.ledger_game]
+        drow = np.flatnonzero(gsel[c.game])
+        gkeep = np.flatnonzero(gsel[:-1])
+        gmap = np.full(len(c.games) + 1, -1, np.int32)
+        gmap[gkeep] = np.arange(len(gkeep))
+        lkeep = np.flatnonzero(in_l)
+        lmap = np.full(len(in_l) + 1, -1, np.int32)
+        lmap[lkeep] = np.arange(len(lkeep))
+        sub = MarkedTenCounts(keys=np.asarray(c.keys[drow]), side=np.asarray(c.side[drow]),
+                              game=gmap[c.game[drow]], deal_no=np.asarray(c.deal_no[drow]),
+                              games=[c.games[int(i)] for i in gkeep],
+                              ledger_games=[c.ledger_games[int(i)] for i in lkeep],
+                              ledger_game=lmap[c.ledger_game[lsel]])
+        for f in LEDGER_FIELDS[1:]:
+            setattr(sub, f, np.asarray(getattr(c, f)[lsel]))
+        subs.append(sub)
+        where.append((k, drow))
+    gate = score_gate(merge_counts(subs), rule)
+    out, at = {}, 0
+    for k, drow in where:
+        out[k] = (drow, gate[at:at + len(drow)])
+        at += len(drow)
+    return out
+
+
+def finalize_parts(parts: Sequence[MarkedTenCounts], folds: int = 5, targets: Sequence[str] = TARGETS,
+                   gate_rule: str = "any", min_deals: int = MIN_DEALS, details: bool = True,
+                   work_dir: str | None = None) -> list[TestResult]:
+    """`MarkedTen.finalize` over the counts of parts of the input, in part order (issue 15), with the memory of
+    about one part plus one player: the per-part arrays of the fit are kept in `work_dir` (None: in memory), each
+    Newton pass of the conditional logit sums the parts' `clogit_pass5` in part order, and the players' tests read
+    one player at a time, his decisions gathered from the parts in the whole's key order. On one part the numbers
+    are `results_from_scores(score_all(counts))`'s bit for bit (the spec, tests/test_marked_ten_spill.py); on
+    several the fit's sums associate differently in the last bits (every number is a decision's own or a sum in
+    the whole's order but for the fitted coefficients)."""
+    store = _Store(work_dir)
+    try:
+        run = _Run(parts, folds, targets, gate_rule, store)
+        run.prepare()
+        for t in run.targets:
+            run.fit_target(t)
+        return run.results(min_deals, details)
+    finally:
+        store.close()

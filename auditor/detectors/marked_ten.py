@@ -69,6 +69,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import mmap
 import os
 import shutil
 import tempfile
@@ -2290,22 +2291,69 @@ class _Store:
         if self.dir is None or a.size == 0:
             return a
         self.n += 1
-        path = os.path.join(self.dir, f"{self.n:05d}.npy")
-        np.save(path, np.ascontiguousarray(a), allow_pickle=False)
-        return path
+        path = os.path.join(self.dir, f"{self.n:05d}.bin")
+        np.ascontiguousarray(a).tofile(path)
+        return (path, a.dtype.str, a.shape)
 
     def get(self, h: Any) -> np.ndarray:
-        return h if isinstance(h, np.ndarray) else _open(h)
+        """The array (read-only, memory-mapped from its raw file: a map per call, unmapped when dropped)."""
+        if isinstance(h, np.ndarray):
+            return h
+        path, dt, shape = h
+        with open(path, "rb") as f:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return np.frombuffer(mm, dt).reshape(shape)
 
     def put_all(self, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-        return {k: self.put(v) for k, v in arrays.items()}
+        """Several arrays as one file (one map to open per pass), or as they are in memory."""
+        if self.dir is None:
+            return dict(arrays)
+        layout, at = {}, 0
+        for k, v in arrays.items():
+            layout[k] = (at, v.dtype.str, v.shape)
+            at += -(-v.nbytes // 64) * 64  # each array 64-byte aligned in the file
+        blob = np.zeros(max(at, 1), np.uint8)
+        for k, v in arrays.items():
+            a = layout[k][0]
+            blob[a:a + v.nbytes] = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+        return {"": _Blob(self.put(blob), layout)}
 
     def get_all(self, handles: dict[str, Any], keys: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-        return {k: self.get(handles[k]) for k in (keys if keys is not None else handles)}
+        blob = handles.get("")
+        if not isinstance(blob, _Blob):
+            return {k: self.get(handles[k]) for k in (keys if keys is not None else handles)}
+        raw = self.get(blob.handle)
+        out = {}
+        for k in (keys if keys is not None else [*blob.layout, *blob.extra]):
+            if k in blob.extra:
+                out[k] = self.get(blob.extra[k])
+                continue
+            a, dt, shape = blob.layout[k]
+            n = int(np.prod(shape)) * np.dtype(dt).itemsize
+            out[k] = raw[a:a + n].view(dt).reshape(shape)
+        return out
+
+    def put_one(self, handles: dict[str, Any], key: str, a: np.ndarray) -> None:
+        """Add an array to a set `put_all` made (a file of its own)."""
+        blob = handles.get("")
+        if isinstance(blob, _Blob):
+            blob.extra[key] = self.put(a)
+        else:
+            handles[key] = a
 
     def close(self) -> None:
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@dataclass
+class _Blob:
+    """A `_Store` file holding several arrays: where each starts, its dtype and shape; `extra`: arrays added later,
+    a file each."""
+
+    handle: Any
+    layout: dict[str, tuple[int, str, tuple]]
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -2360,11 +2408,16 @@ class _Reader:
             got = self.cache[key] = self.run.store.get_all(sc.dec if which == "dec" else sc.rows)
         return got
 
-    def counts(self, k: int) -> MarkedTenCounts:
-        got = self.cache.get(k)
+    def string(self, k: int, name: str, i: int) -> str:
+        """String i of part k's `name` list (`games`, `source`), read from a fresh map of its column."""
+        key = (k, name)
+        got = self.cache.get(key)
         if got is None:
-            got = self.cache[k] = _reopened(self.run.parts[k])
-        return got
+            got = self.cache[key] = _unpack(_pack(getattr(self.run.parts[k], name)))
+            if isinstance(got, StrColumn):
+                got = self.cache[key] = StrColumn(_unpack(_pack(got.data)), _unpack(_pack(got.off)))
+        self.charge(8192)
+        return str(got[i])
 
 
 class _Run:
@@ -2560,7 +2613,7 @@ class _Run:
         for k in K:  # the posterior rows in the players' order, beside the other rows
             sc = self.scored[k][t]
             p = store.get(self.psoft[k][t])
-            sc.rows["p_soft"] = store.put(np.ascontiguousarray(p[store.get(self.rperm[k][t])]))
+            store.put_one(sc.rows, "p_soft", np.ascontiguousarray(p[store.get(self.rperm[k][t])]))
 
     # -- the players
 
@@ -2655,22 +2708,24 @@ class _Run:
         grank = dl["grank"].astype(np.int64).copy()
         o = np.lexsort((dl["time"], trank))
         if n > 1 and len(np.unique(dl["part"])) > 1:
-            ts, tt = trank[o], dl["time"][o]
-            cut = np.flatnonzero((ts[1:] != ts[:-1]) | (tt[1:] != tt[:-1])) + 1
-            for run in np.split(o, cut):
-                if len(run) > 1 and len(np.unique(dl["part"][run])) > 1:
-                    names = [reader.counts(int(dl["part"][i])).games[int(dl["game"][i])] for i in run]
-                    keys = [natural_key(x) for x in names]
-                    srt = sorted(range(len(run)), key=keys.__getitem__)
-                    r = np.empty(len(run), np.int64)
-                    # equal names get equal ranks (a game in two parts)
-                    prev, rk = None, -1
-                    for j in srt:
-                        if keys[j] != prev:
-                            rk += 1
-                            prev = keys[j]
-                        r[j] = rk
-                    grank[run] = r
+            ts, tt, pp = trank[o], dl["time"][o], dl["part"][o]
+            starts = np.flatnonzero(np.r_[True, (ts[1:] != ts[:-1]) | (tt[1:] != tt[:-1])])
+            ends = np.r_[starts[1:], n]
+            mixed = np.minimum.reduceat(pp, starts) != np.maximum.reduceat(pp, starts)
+            for a, b in zip(starts[mixed].tolist(), ends[mixed].tolist(), strict=True):
+                run = o[a:b]
+                names = [reader.string(int(dl["part"][i]), "games", int(dl["game"][i])) for i in run]
+                keys = [natural_key(x) for x in names]
+                srt = sorted(range(len(run)), key=keys.__getitem__)
+                r = np.empty(len(run), np.int64)
+                # equal names get equal ranks (a game in two parts)
+                prev, rk = None, -1
+                for j in srt:
+                    if keys[j] != prev:
+                        rk += 1
+                        prev = keys[j]
+                    r[j] = rk
+                grank[run] = r
         perm = np.lexsort((np.arange(n), dl["deal_no"], grank, dl["time"], trank))
         out = np.empty(n, np.int64)
         out[perm] = np.arange(n)
@@ -2808,10 +2863,9 @@ def _player_top_deals(main: "TargetScores", sel: np.ndarray, dl: dict, crank_all
     crank = crank_all[deals[cand]]
     for j in cand[np.lexsort((crank, neg[cand]))][:k]:
         d = int(deals[j])
-        c = reader.counts(int(dl["part"][d]))
-        src = int(dl["d_src"][d])
-        out.append({"game_id": c.games[int(dl["game"][d])], "deal_no": int(dl["deal_no"][d]),
-                    "source": c.source[src], "contribution": float(S[j]),
+        part = int(dl["part"][d])
+        out.append({"game_id": reader.string(part, "games", int(dl["game"][d])), "deal_no": int(dl["deal_no"][d]),
+                    "source": reader.string(part, "source", int(dl["d_src"][d])), "contribution": float(S[j]),
                     "what": f"{int(n_dec[j])} decision(s) fit the Ten's place {round(S[j], 2) + 0.0:+.2f} beyond what "
                             "they knew"})
     return out

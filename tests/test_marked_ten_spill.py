@@ -1,0 +1,194 @@
+"""marked_ten at any size (issue 15): counts spilled to memory-mapped files, merged as a list of parts, and a
+finalize that streams over the parts (`finalize_parts`), against the in-memory spec (`score_all` +
+`results_from_scores` over the concatenated counts)."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from auditor.columns import from_results
+from auditor.countfile import load_counts, save_counts
+from auditor.detectors import marked_ten as M
+
+from test_marked_ten import _pin_season
+
+
+@pytest.fixture(scope="module")
+def season():
+    return _pin_season()
+
+
+@pytest.fixture(scope="module")
+def whole(season):
+    return M.count_results(season)
+
+
+@pytest.fixture(scope="module")
+def want(whole):
+    """The spec: the in-memory finalize of the whole's counts, as it was before issue 15."""
+    return [t.to_json() for t in M.results_from_scores(M.score_all(whole), whole)]
+
+
+def _spilling(path) -> M.MarkedTen:
+    det = M.MarkedTen()
+    det.spill_dir = str(path)
+    return det
+
+
+def _by_table(season) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for r in season:
+        out.setdefault(r.deal.table, []).append(r)
+    return out
+
+
+def _floats(a, b, path=""):
+    """(floats compared, equal bit for bit, where they differ at 6 significant digits) of two JSON trees that must
+    be equal in everything else (values below 1e-12 in both taken as equal: rounding around an exact zero)."""
+    if isinstance(a, dict):
+        assert set(a) == set(b), path
+        got = [_floats(a[k], b[k], f"{path}/{k}") for k in a]
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        got = [_floats(x, y, f"{path}/{i}") for i, (x, y) in enumerate(zip(a, b, strict=True))]
+    elif isinstance(a, float):
+        # a sum that cancels to zero in one order may leave 1e-16 in another (a top deal's contribution): equal
+        # at the test's resolution (its sentence reads +0.00 either way)
+        near = abs(a) < 1e-12 and abs(b) < 1e-12
+        return 1, int(a == b or (math.isnan(a) and math.isnan(b))), [] if near or f"{a:.6g}" == f"{b:.6g}" else [path]
+    else:
+        assert a == b, (path, a, b)
+        return 0, 0, []
+    return sum(g[0] for g in got), sum(g[1] for g in got), [p for g in got for p in g[2]]
+
+
+def test_one_part_spilled_or_not_gives_the_spec_bit_for_bit(season, whole, want, tmp_path):
+    """On one part the streamed finalize is the in-memory spec's, every number bit for bit, whether the counts
+    are in memory or spilled (counted over the columns, pickled as a worker returns them)."""
+    assert want and [t.to_json() for t in M.MarkedTen().finalize(whole)] == want
+    det = _spilling(tmp_path / "spill")
+    c = det.count(from_results(season))
+    assert isinstance(c.source, M.StrColumn) and M._file_of(c.targets["ten"]["cands"]["dec"]) is not None
+    assert list(c.source) == whole.source and list(c.games) == whole.games
+    blob = pickle.dumps(c)
+    assert len(blob) < 50_000  # file names, not rows
+    back = pickle.loads(blob)
+    assert np.array_equal(back.targets["ten"]["plays"]["cell"], whole.targets["ten"]["plays"]["cell"])
+    assert [t.to_json() for t in det.finalize(back)] == want
+    assert [t.to_json() for t in M.MarkedTen().finalize(back)] == want  # working files beside the parts
+    # the in-memory merge is today's concatenation; a spilled part makes it a list of parts
+    assert isinstance(M.MarkedTen().merge([whole, whole]), M.MarkedTenCounts)
+    assert isinstance(det.merge([back]), M.MarkedTenParts)
+
+
+def test_three_parts_of_whole_tables_spilled_match_the_whole(season, want, tmp_path):
+    """Three parts of whole tables, spilled, merged as a list and streamed: every number as the whole's to 6
+    significant digits, everything else equal (the Newton sums add part by part: only their last bits may
+    differ, and the fitted coefficients absorb them)."""
+    det = _spilling(tmp_path)
+    by = _by_table(season)
+    tables = sorted(by)
+    groups = [tables[0::3], tables[1::3], tables[2::3]]
+    parts = [det.count(from_results([r for t in g for r in by[t]])) for g in groups]
+    merged = det.merge(parts)
+    assert isinstance(merged, M.MarkedTenParts) and len(merged.parts) == 3
+    got = [t.to_json() for t in det.finalize(merged)]
+    n, same, off = _floats(want, got)
+    print(f"3 parts: {n} floats, {n - same} differ in the last bits, {len(off)} at 6 significant digits")
+    assert n > 1000 and off == []
+    # the parts in another order: the same tests (up to the last bits again)
+    got2 = [t.to_json() for t in det.finalize(det.merge(parts[::-1]))]
+    assert _floats(want, got2)[2] == []
+
+
+def test_time_disjoint_pieces_of_each_table_match_the_whole(season, whole, want, tmp_path):
+    """Each table cut in two pieces of its deals (first and second half, as last month's saved counts and this
+    month's log): games run across the pieces, so their pre-deal scores are taken from both pieces' ledgers
+    (`_shared_game_gates`); the gate, hence every decision count, is the whole's exactly."""
+    det = _spilling(tmp_path)
+    first, second = [], []
+    for rs in _by_table(season).values():
+        first += rs[:len(rs) // 2]
+        second += rs[len(rs) // 2:]
+    parts = [det.count(from_results(first)), det.count(from_results(second))]
+    hashes = [M._name_hashes(p.ledger_games) for p in parts]
+    fixes = M._shared_game_gates(parts, hashes, "any")
+    assert fixes and sum(len(d) for d, _ in fixes.values()) > 0
+    # the fix has teeth: gated alone, the pieces' first deals of the split games lose their known score
+    g0 = M.score_gate(M.merge_counts([M._reopened(p) for p in parts]))
+    alone = np.concatenate([M.score_gate(M._reopened(p)) for p in parts])
+    assert not np.array_equal(g0, alone)
+    fixed = np.concatenate([M.score_gate(M._reopened(p)) for p in parts])
+    for k, (rows, gate) in fixes.items():
+        off = sum(parts[j].n_deals for j in range(k))
+        fixed[off + rows] = gate
+    assert np.array_equal(g0, fixed)
+    got = [t.to_json() for t in det.finalize(det.merge(parts))]
+    assert _floats(want, got)[2] == []
+    for a, b in zip(want, got, strict=True):
+        assert a["detail"]["score_gate"]["decisions_gated"] == b["detail"]["score_gate"]["decisions_gated"]
+
+
+def test_spilled_parts_save_and_load(season, tmp_path):
+    """Merged spilled parts save with `countfile` (the rows are read from their files) and load back in memory;
+    the loaded parts finalize exactly as the spilled ones, and merge on with new spilled parts."""
+    det = _spilling(tmp_path / "spill")
+    by = _by_table(season)
+    tables = sorted(by)
+    parts = [det.count(from_results([r for t in g for r in by[t]])) for g in (tables[:2], tables[2:])]
+    merged = det.merge(parts)
+    save_counts(tmp_path / "c.counts", {"marked_ten": merged})
+    loaded = load_counts(tmp_path / "c.counts")[0]["marked_ten"]
+    assert isinstance(loaded, M.MarkedTenParts) and len(loaded.parts) == 2
+    assert M._file_of(loaded.parts[0].keys) is None  # in memory
+    a = [t.to_json() for t in det.finalize(merged)]
+    assert [t.to_json() for t in M.MarkedTen().finalize(loaded)] == a
+    again = det.merge([M.MarkedTenParts(loaded.parts[:1]), parts[1]])
+    assert [t.to_json() for t in det.finalize(again)] == a
+
+
+def _renamed(c: M.MarkedTenCounts, k: int) -> M.MarkedTenCounts:
+    """The same part as if played by other players at other tables in other games (its spilled arrays
+    shared)."""
+    out = copy.copy(c)
+    out.names = [f"{n}#{k}" for n in c.names]
+    out.tables = [f"{n}#{k}" for n in c.tables]
+    out.games = M.StrColumn.of([f"{n}#{k}" for n in c.games])
+    out.ledger_games = M.StrColumn.of([f"{n}#{k}" for n in c.ledger_games])
+    return out
+
+
+def _finalize_peak(det: M.MarkedTen, parts: list) -> int:
+    """The peak of memory traced during `finalize` beyond what it returns (its results: a few per player)."""
+    merged = M.MarkedTenParts(parts)
+    tracemalloc.start()
+    try:
+        res = det.finalize(merged)
+        cur, peak = tracemalloc.get_traced_memory()
+        assert res
+        return peak - cur
+    finally:
+        tracemalloc.stop()
+
+
+def test_finalize_memory_does_not_grow_with_the_parts(whole, tmp_path):
+    """At a fixed part size (the season, as played by new players at new tables each time), the streamed
+    finalize's working memory (its peak beyond its results) is about the same over 2 parts and over 8; the
+    in-memory working arrays (no spill folder) grow with the parts (the measure has teeth)."""
+    det = M.MarkedTen(details=False)
+    det.spill_dir = str(tmp_path)
+    part = M.spill_counts(copy.deepcopy(whole), str(tmp_path))
+    _finalize_peak(det, [_renamed(part, 0)])  # compiled, caches filled
+    peaks = {K: _finalize_peak(det, [_renamed(part, k) for k in range(K)]) for K in (2, 8)}
+    print({K: f"{v / 2**20:.2f} MB" for K, v in peaks.items()})
+    assert peaks[8] < 1.3 * peaks[2]
+    mem = M.MarkedTen(details=False)
+    inmem = {K: _finalize_peak(mem, [_renamed(whole, k) for k in range(K)]) for K in (2, 8)}
+    print("in memory", {K: f"{v / 2**20:.2f} MB" for K, v in inmem.items()})
+    assert inmem[8] > 2 * inmem[2]

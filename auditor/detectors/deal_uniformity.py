@@ -264,17 +264,58 @@ def _null_plan(cfg: Config) -> tuple[np.ndarray, tuple[tuple[int, tuple[int, ...
 def _multinomial(n: np.ndarray, p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Multinomial counts [B, S, C] of n [B, S] trials with probabilities p [S, C] (rows sum to 1), drawn as a
     chain of binomials (one vectorised call per category: far cheaper than numpy's per-row multinomial)."""
-    out = np.zeros(n.shape + (p.shape[1],), dtype=np.int64)
-    left = n.astype(np.int64)
+    out = np.empty(n.shape + (p.shape[1],), dtype=np.int64)
+    left = n.astype(np.int64)  # a copy: the trials not yet placed, updated in place
     mass = np.ones(p.shape[0])
     for c in range(p.shape[1] - 1):
         q = np.clip(np.divide(p[:, c], mass, out=np.zeros_like(mass), where=mass > 0), 0.0, 1.0)
-        m = rng.binomial(left, q[None, :])
-        out[:, :, c] = m
-        left = left - m
+        _take_category(rng.binomial(left, q[None, :]), left, out, c)
         mass = mass - p[:, c]
     out[:, :, -1] = left
     return out
+
+
+@numba.njit(cache=True)
+def _take_category(m, left, out, c):  # pragma: no cover - numba
+    """out[:, :, c] = m; left -= m (the allocation-free step of `_multinomial`'s chain)."""
+    B, S = m.shape
+    for b in range(B):
+        for s in range(S):
+            out[b, s, c] = m[b, s]
+            left[b, s] -= m[b, s]
+
+
+def stage_tally(m: np.ndarray, flat: np.ndarray, starts: np.ndarray, out: np.ndarray, live: np.ndarray,
+                col: int) -> np.ndarray:
+    """The spec of `_stage_kernel` (numpy): adds the placed honours m [B, S, C] (per occupancy state, per live
+    class) into out [B, N_CLASSES, 6] at column `col`, and returns the deals per next occupancy state [B, S']
+    (`_stages`' flat indices and run starts; [B, 0] after the last stage)."""
+    B = m.shape[0]
+    out[:, live, col] += m.sum(axis=1)
+    if len(starts):
+        return np.add.reduceat(m.reshape(B, -1)[:, flat], starts, axis=1)
+    return np.zeros((B, 0), np.int64)
+
+
+@numba.njit(cache=True)
+def _stage_kernel(m, flat, starts, out, live, col):  # pragma: no cover - numba
+    """`stage_tally` (held equal to it by tests/test_deal_uniformity_speed.py): integer sums, so exact."""
+    B, S, C = m.shape
+    T = len(starts)
+    nxt = np.zeros((B, T), np.int64)
+    F = len(flat)
+    for b in range(B):
+        for s in range(S):
+            for c in range(C):
+                out[b, live[c], col] += m[b, s, c]
+        for t in range(T):
+            end = starts[t + 1] if t + 1 < T else F
+            acc = 0
+            for i in range(starts[t], end):
+                f = flat[i]
+                acc += m[b, f // C, f % C]
+            nxt[b, t] = acc
+    return nxt
 
 
 @lru_cache(maxsize=256)
@@ -408,7 +449,7 @@ def _simulate_tables(by_cfg: dict[Config, Any], B: int, rng: np.random.Generator
             out += _simulate_per_deal(cfg, D, B, rng).reshape(B, N_CLASSES, 6)
             continue
         probs, types, slots = _null_plan(cfg)
-        live = np.nonzero(slots)[0]  # classes with deck slots
+        live = np.nonzero(slots)[0].astype(np.int64)  # classes with deck slots
         split = rng.multinomial(D, probs, size=B)  # [B, T]
         for t, (turned, rest) in enumerate(types):
             n = split[:, t:t + 1]  # [B, S] deals per occupancy state
@@ -416,9 +457,7 @@ def _simulate_tables(by_cfg: dict[Config, Any], B: int, rng: np.random.Generator
                 out[:, TURNUP, turned] += n[:, 0]
             for j, (p, flat, starts) in enumerate(_stages(tuple(int(x) for x in slots[live]), len(rest))):
                 m = _multinomial(n, p, rng)  # [B, S, C]
-                out[:, live, rest[j]] += m.sum(axis=1)
-                if len(starts):
-                    n = np.add.reduceat(m.reshape(B, -1)[:, flat], starts, axis=1)
+                n = _stage_kernel(m, flat, starts, out, live, rest[j])
     return out
 
 
@@ -660,13 +699,15 @@ class DealerCutter:
         pairs = [(d, c) for d in sorted(counts) for c in sorted(counts[d]) if len(counts[d][c]) >= self.min_deals]
         level = exact.per_test_level(self.fdr, len(pairs))
         out = []
+        totals: dict[str, TrialSummary] = {}
         for dealer, cutter in pairs:
             t = counts[dealer][cutter]
             controls: dict[str, Any] = {}
             detail: dict[str, Any] = {}
             if self.details:
-                rest = TrialSummary.merge([_untimed(v) for c, v in counts[dealer].items() if c != cutter])
-                controls["with_other_cutters"] = control(rest)
+                if dealer not in totals:
+                    totals[dealer] = TrialSummary.merge([_untimed(v) for v in counts[dealer].values()])
+                controls["with_other_cutters"] = control(_without(totals[dealer], t))
                 detail = {"funnel": funnel(t)}
             out.append(pb_result(self.name, f"{dealer}+{cutter}", t, level, CUTTER_METHOD, controls, detail,
                                  details=self.details, cheat="deals himself the Jack of trumps when this player cuts"))
@@ -676,3 +717,16 @@ class DealerCutter:
 def _untimed(t: TrialSummary) -> TrialSummary:
     """The trials without their timeline (a control shows none)."""
     return TrialSummary(t.p, t.n, t.k)
+
+
+def _without(total: TrialSummary, t: TrialSummary) -> TrialSummary:
+    """The merge of a dealer's other pairs (`TrialSummary.merge` of all his pairs but `t`, untimed), as his total
+    less `t`: the same groups (every merged group has n >= 1, so a group is in the others' merge exactly when its
+    count stays positive) and the same integers, without merging the other pairs again for each pair."""
+    at = np.searchsorted(total.p, t.p)
+    n = total.n.copy()
+    k = total.k.copy()
+    np.subtract.at(n, at, t.n)
+    np.subtract.at(k, at, t.k)
+    keep = n > 0
+    return TrialSummary(total.p[keep], n[keep], k[keep])

@@ -114,11 +114,20 @@ def group_probs(p: Sequence[float] | np.ndarray) -> tuple[tuple[float, int], ...
     return tuple((float(v), int(c)) for v, c in zip(vals, counts, strict=True))
 
 
+@lru_cache(maxsize=16384)
+def _binomial(n: int, p: float) -> Dist:
+    """`binomial`, cached (read-only pmf): the power searches of many subjects meet the same (n, p) again and
+    again (the bisection visits the same strengths q), so each is computed once."""
+    d = binomial(n, p)
+    d.pmf.setflags(write=False)
+    return d
+
+
 @lru_cache(maxsize=4096)
 def _pb_grouped(groups: tuple[tuple[float, int], ...]) -> Dist:
     d = Dist(0, np.ones(1))
     for p, k in groups:
-        d = _convolve(d, binomial(k, p))
+        d = _convolve(d, _binomial(k, p))
     return d
 
 
@@ -239,9 +248,23 @@ def power(groups: tuple[tuple[float, int], ...], alpha: float, q: float,
     """Power of the one-sided exact test at level alpha against a cheat of strength q: the trials of `groups`
     become alt(p, q); those of `fixed` (trials the cheat cannot touch) keep their null probability."""
     base = _pb_grouped(fixed)
-    c = _convolve(_pb_grouped(groups), base).critical(alpha)
+    c = _critical(groups, alpha, fixed)
     alt_groups = _merge_groups((alt(p, q), k) for p, k in groups)
-    return _convolve(_pb_grouped(alt_groups), base).sf(c)
+    return _with(_pb_grouped(alt_groups), base).sf(c)
+
+
+@lru_cache(maxsize=4096)
+def _critical(groups: tuple[tuple[float, int], ...], alpha: float, fixed: tuple[tuple[float, int], ...]) -> int:
+    """The null's rejection threshold of `power` (the same for every q of a power search)."""
+    return _with(_pb_grouped(groups), _pb_grouped(fixed)).critical(alpha)
+
+
+def _with(a: Dist, base: Dist) -> Dist:
+    """a + base (`_convolve`), skipping the convolution with the point mass at 0 (no fixed trials), which would
+    return `a` itself: a `_pb_grouped` pmf is already trimmed, and x * 1.0 == x."""
+    if base.lo == 0 and len(base.pmf) == 1 and base.pmf[0] == 1.0:
+        return a
+    return _convolve(a, base)
 
 
 def _merge_groups(groups: Iterable[tuple[float, int]]) -> tuple[tuple[float, int], ...]:

@@ -2449,8 +2449,8 @@ class _Run:
         self.pack_names = list(packs)
         self.excluded: dict[str, dict[str, int]] = {}
         self.excluded_deals: dict[str, int] = {}
-        self.share_sum = np.zeros(n_pl)
-        self.share_n = np.zeros(n_pl, np.int64)
+        self.share_sum: np.ndarray = np.zeros(n_pl)
+        self.share_n: np.ndarray = np.zeros(n_pl, np.int64)
         self.nf = max(folds, 1)
         self.xsum = np.zeros((self.nf, N_XCTX))
         self.xcnt = np.zeros((self.nf, N_XCTX))

@@ -37,7 +37,7 @@ from .detectors.registry import SHARES, SPECS, make_detectors
 from .facts import DealingFacts, facts_from_columns
 from .countfile import CountsFileError, load_counts, save_counts
 from .findings import Finding
-from .parts import Parts, merge_replays, replay_part, split_input
+from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
 from .replay.chain import GameSummary
 from .replay.result import Replay, dump_document
 from .replay.run import replay_paths, replay_records
@@ -471,14 +471,7 @@ class ChainedGames(Sequence[GameSummary]):
 def concat_replays(replays: Sequence[Replay]) -> Replay:
     """Replays of inputs one after the other (a saved audit's logs, then this input's): findings and games in
     that order, stats summed."""
-    stats: dict[str, Any] = {"engine": "batch", "records": 0, "deals": 0, "kernel": 0, "fallback": 0}
-    reasons: dict[str, int] = {}
-    for r in replays:
-        for key in ("records", "deals", "kernel", "fallback"):
-            stats[key] += int(r.stats.get(key, 0))
-        for why, c in r.stats.get("fallback_reasons", {}).items():
-            reasons[why] = reasons.get(why, 0) + int(c)
-    stats["fallback_reasons"] = dict(sorted(reasons.items()))
+    stats = summed_stats(replays)
     return Replay(deals=sum(r.deals for r in replays), games=sum(r.games for r in replays),
                   findings=[f for r in replays for f in r.findings],
                   games_summary=ChainedGames([r.games_summary for r in replays]), stats=stats)

@@ -832,6 +832,19 @@ class _Cursor:
         return pa.concat_arrays(out) if len(out) > 1 else out[0]
 
 
+def summed_stats(replays: Sequence[Replay]) -> dict[str, Any]:
+    """The replay stats of inputs taken together: counts and fallback reasons added."""
+    reasons: dict[str, int] = {}
+    stats: dict[str, Any] = {"engine": "batch", "records": 0, "deals": 0, "kernel": 0, "fallback": 0}
+    for r in replays:
+        for key in ("records", "deals", "kernel", "fallback"):
+            stats[key] += int(r.stats.get(key, 0))
+        for why, c in r.stats.get("fallback_reasons", {}).items():
+            reasons[why] = reasons.get(why, 0) + int(c)
+    stats["fallback_reasons"] = dict(sorted(reasons.items()))
+    return stats
+
+
 def merge_replays(replays: Sequence[Replay]) -> Replay:
     """The parts' replays as the one `Replay` of the direct run (module docstring), without a table."""
     if len(replays) == 1 and not isinstance(replays[0], PartReplay):
@@ -848,14 +861,7 @@ def merge_replays(replays: Sequence[Replay]) -> Replay:
             findings.append(f)
     rows.sort()
     merged_findings = [findings[x[3]] for x in rows]
-    reasons: dict[str, int] = {}
-    stats: dict[str, Any] = {"engine": "batch", "records": 0, "deals": 0, "kernel": 0, "fallback": 0}
-    for r in reps:
-        for key in ("records", "deals", "kernel", "fallback"):
-            stats[key] += int(r.stats.get(key, 0))
-        for why, c in r.stats.get("fallback_reasons", {}).items():
-            reasons[why] = reasons.get(why, 0) + int(c)
-    stats["fallback_reasons"] = dict(sorted(reasons.items()))
+    stats = summed_stats(reps)
     games = [r.games_summary for r in reps]
     assert all(isinstance(g, PartGames) for g in games)
     return Replay(deals=sum(r.deals for r in reps), games=sum(r.games for r in reps), findings=merged_findings,
@@ -863,4 +869,4 @@ def merge_replays(replays: Sequence[Replay]) -> Replay:
 
 
 __all__ = ["Parts", "PartReplay", "PartGames", "MergedGames", "split_input", "replay_part", "merge_replays",
-           "bucket_of", "DEFAULT_BUCKETS"]
+           "bucket_of", "DEFAULT_BUCKETS", "summed_stats"]

@@ -7,29 +7,13 @@ import numpy as np
 import pytest
 
 from auditor.audit import replay_for_audit
-from auditor.columns import natural_key
+from auditor.testing.partition import parts_of_whole_tables, time_pieces
 from auditor.detectors import deal_uniformity as du
 from auditor.detectors.deal_uniformity import DealerCutter, DealUniformity
 from auditor.facts import config, facts_from_columns
 from auditor.rules import PRESETS
 
 DEMO = "fixtures/demo/season.jsonl.gz"
-
-
-def parts_of_whole_tables(cols, k=3):
-    names = sorted(cols.tables, key=natural_key)
-    groups = [names[i::k] for i in range(k)]
-    return [cols.take(np.flatnonzero(np.isin(cols.table, [cols.tables.index(t) for t in g]))) for g in groups]
-
-
-def time_pieces(cols):
-    """Each table's deals split at the middle of its canonical order: (earlier deals, later deals)."""
-    early = np.zeros(len(cols), bool)
-    for t in np.unique(cols.table):
-        rows = np.flatnonzero(cols.table == t)
-        rows = rows[np.argsort(cols.order[rows])]
-        early[rows[: len(rows) // 2]] = True
-    return cols.take(np.flatnonzero(early)), cols.take(np.flatnonzero(~early))
 
 
 @pytest.fixture(scope="module")

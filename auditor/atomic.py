@@ -68,9 +68,15 @@ def _remove(path: Path) -> None:
 def _reserve(tmp: Path, mode: int) -> Path:
     """Create the temporary file now (so that a writer that opens the path itself finds it and the name cannot be
     taken by another process) and register it for removal on SIGTERM."""
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    os.close(fd)
+    # registered before it exists: a SIGTERM handled between the file's creation and its registration (a loaded
+    # machine can deschedule the process right there) would otherwise leave it behind
     _ACTIVE.add(str(tmp))
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    except BaseException:
+        _ACTIVE.discard(str(tmp))
+        raise
+    os.close(fd)
     return tmp
 
 

@@ -16,6 +16,7 @@ detector's name: the same input and seed give the same document.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import multiprocessing as mp
 import os
 import shutil
@@ -30,6 +31,7 @@ import orjson
 
 import numpy as np
 
+from . import __version__
 from .columns import AuditColumns, from_results
 from .dealog import Record, read_records
 from .detectors.base import Detector
@@ -73,6 +75,8 @@ class AuditReport:
     dealing: dict = field(default_factory=dict)
     audit: AuditWide | None = None
     selection: dict | None = None
+    presets: dict[str, int] | None = None  # issue 16: deals per "game/preset" seen in the logs audited
+    reproducibility: dict | None = None  # issue 16: the block the CLI sets (`reproducibility_block`)
     _tests_json: dict | None = field(default=None, repr=False, compare=False)
     cleanup: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
@@ -105,6 +109,8 @@ class AuditReport:
         }
         if self.selection is not None:
             doc["selection"] = self.selection
+        if self.reproducibility is not None:  # issue 16
+            doc["reproducibility"] = self.reproducibility
         return doc
 
     def json_bytes(self, doc: dict | None = None) -> bytes:
@@ -206,7 +212,8 @@ def audit(replay: Replay, fdr: float = 0.05, seed: int = DEFAULT_SEED, selection
     if not keep_table:
         replay.table = None
     sel = selection.summary() if selection is not None and selection.active else None
-    return AuditReport(replay, seed, fdr, tests, fams, dealing, selection=sel, audit=wide)
+    return AuditReport(replay, seed, fdr, tests, fams, dealing, selection=sel, audit=wide,
+                       presets=presets_seen(table))
 
 
 PART_DEALS = 250_000  # a large input is audited in parts of about this many deals (whole tables)
@@ -233,6 +240,7 @@ def _part_task(args: tuple) -> tuple[Replay, Counts]:
     table = rep.table
     assert table is not None
     counts = count_table(table, dets, seed, workers=workers)
+    rep.stats["presets"] = presets_seen(table)  # issue 16: what the reproducibility block names
     rep.table = None
     return rep, counts
 
@@ -346,6 +354,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         stage(f"parts: {len(parts)} replayed and counted", t0)
         t0 = clock()
         new_replay = merge_replays(replays)
+        presets = merged_presets(r.stats.get("presets") for r in replays)
         counts = folded[0] if folded else merge_counts([], dets)
         replay = concat_replays([r for r, _ in saved] + [new_replay]) if saved else new_replay
         stage("merge", t0)
@@ -358,7 +367,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         shutil.rmtree(wd, ignore_errors=True)
         raise
     sel = selection.summary() if selection is not None and selection.active else None
-    return AuditReport(replay, seed, fdr, tests, fams, dealing, selection=sel, audit=wide,
+    return AuditReport(replay, seed, fdr, tests, fams, dealing, selection=sel, audit=wide, presets=presets,
                        cleanup=lambda: shutil.rmtree(wd, ignore_errors=True))
 
 
@@ -611,3 +620,54 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
     finally:
         _SHARED = None
 
+
+# ---------------------------------------------------------------- the reproducibility block (issue 16)
+
+
+def presets_seen(table: AuditColumns) -> dict[str, int]:
+    """Deals per "game/preset" of the table (the rules each deal names; options are not listed)."""
+    counts: list[int] = (np.bincount(np.asarray(table.rset, np.int64), minlength=len(table.rulesets)).tolist()
+                         if len(table) else [])
+    out: dict[str, int] = {}
+    for r, k in zip(table.rulesets, counts, strict=False):
+        if int(k):
+            key = f"{r.game}/{r.preset}"
+            out[key] = out.get(key, 0) + int(k)
+    return dict(sorted(out.items()))
+
+
+def merged_presets(parts: Iterable[Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for p in parts:
+        for key, k in (p or {}).items():
+            out[str(key)] = out.get(str(key), 0) + int(k)
+    return dict(sorted(out.items()))
+
+
+def file_sha256(path: str, block: int = 1 << 20) -> tuple[str | None, int | None, str | None]:
+    """(SHA-256 hex, size in bytes, None) of a file, or (None, None, why) when it cannot be read."""
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(block):
+                h.update(chunk)
+                size += len(chunk)
+    except OSError as e:
+        return None, None, str(e.strerror or type(e).__name__)
+    return h.hexdigest(), size, None
+
+
+def reproducibility_block(report: AuditReport, paths: Sequence[str], command: str) -> dict:
+    """What it takes to run this audit again and check that it is the same (docs/spec/outputs.md,
+    "reproducibility"): the tool and its version, the command, the seed and level, each input file's SHA-256 and
+    size, and the rules presets of the deals audited (deals per "game/preset")."""
+    inputs = []
+    for p in paths:
+        digest, size, why = file_sha256(str(p))
+        entry: dict[str, Any] = {"path": str(p), "sha256": digest, "bytes": size}
+        if why is not None:
+            entry["error"] = why
+        inputs.append(entry)
+    return {"tool": "auditor", "version": __version__, "command": command, "seed": report.seed, "fdr": report.fdr,
+            "inputs": inputs, "rules_presets": dict(report.presets or {})}

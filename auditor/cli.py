@@ -283,7 +283,8 @@ def audit(
     json_out: bool = typer.Option(False, "--json", help="print the audit JSON document of outputs.md on stdout"),
     fdr: float = typer.Option(0.05, "--fdr", help="the audit-wide error level: false-discovery rate over every test and subject (0 < fdr < 1)"),
     seed: int = typer.Option(0, "--seed", help="seed of every Monte-Carlo step (recorded in the output)"),
-    out: Optional[str] = typer.Option(None, "--out", help="also write the report: .html, .md or .json"),
+    out: Optional[str] = typer.Option(None, "--out", help="also write the report: .html, .md or .json; or the "
+                                      "table of tests: .parquet or .csv"),
     engine: str = typer.Option("batch", "--engine", help="replay engine: batch (fast) or reference (per card)"),
     since: Optional[str] = typer.Option(None, "--since", help="only games that started on or after this ISO date "
                                                               "or time (e.g. 2026-11-01)"),
@@ -307,6 +308,9 @@ def audit(
     workdir: Optional[str] = typer.Option(None, "--workdir", help="where the parts of a large input are spilled "
                                           "(default: the temporary folder, TMPDIR); with --dask, a folder every "
                                           "worker sees"),
+    commit: Optional[str] = typer.Option(None, "--commit", help="seal the flag list: write a random salt and the "
+                                         "flags to FILE (keep it sealed) and print the salted SHA-256 commitment "
+                                         "to publish (issue 16; check later with auditor verify-commit)"),
 ) -> None:
     """Replay the logs and run every fairness test; flags are decided over the whole audit (one error budget for
     every test and subject together). A directory stands for the logs under it (hive-style Parquet datasets too).
@@ -346,6 +350,10 @@ def audit(
         raise typer.Exit(2)
     if save_counts is not None:
         _check_out(save_counts, "--save-counts", inputs=paths)
+    if commit is not None:  # issue 16: checked before the work, like --out
+        _check_out(commit, "--commit", inputs=paths)
+    command = _audit_command(paths, fdr=fdr, seed=seed, since=since, until=until, table=table, game=game,
+                             max_record_bytes=max_record_bytes, add_counts=add_counts)
     if workdir is not None and not Path(workdir).is_dir():
         _err(f"auditor: --workdir {workdir!r} is not a folder")
         raise typer.Exit(2)
@@ -394,10 +402,38 @@ def audit(
         _err(f"auditor: cannot write the parts of the input in {workdir or 'the temporary folder'}: "
              f"{e.strerror or e}")
         raise typer.Exit(2) from None
+    from .audit import reproducibility_block
+
+    report.reproducibility = reproducibility_block(report, [*paths, *(add_counts or ())], command)  # issue 16
     try:
-        _finish_audit(report, json_out, out, show)
+        _finish_audit(report, json_out, out, show, commit)
     finally:
         report.close()
+
+
+def _audit_command(paths: Sequence[str], *, fdr: float, seed: int, since: str | None, until: str | None,
+                   table: Sequence[str] | None, game: Sequence[str] | None, max_record_bytes: int,
+                   add_counts: Sequence[str] | None) -> str:
+    """The command that gives this audit's document again (issue 16): the inputs as given and every option that
+    changes the result; options that only choose where it goes or how it is computed (--out, --json, --workers,
+    --dask, --part-deals, --workdir, --save-counts, --commit, --engine) are left out, so the document is the same
+    whichever way it was run."""
+    import shlex
+
+    args = ["auditor", "audit", *map(str, paths), "--fdr", f"{fdr:g}", "--seed", str(seed)]
+    for t in table or ():
+        args += ["--table", t]
+    for g in game or ():
+        args += ["--game", g]
+    if since is not None:
+        args += ["--since", since]
+    if until is not None:
+        args += ["--until", until]
+    if max_record_bytes != 1 << 20:
+        args += ["--max-record-bytes", str(max_record_bytes)]
+    for c in add_counts or ():
+        args += ["--add-counts", c]
+    return shlex.join(args)
 
 
 def _expanded(paths: list[str]) -> list[str]:
@@ -412,7 +448,7 @@ def _expanded(paths: list[str]) -> list[str]:
         raise typer.Exit(3) from None
 
 
-def _finish_audit(report, json_out: bool, out: str | None, show: bool) -> None:
+def _finish_audit(report, json_out: bool, out: str | None, show: bool, commit: str | None = None) -> None:
     from .audit import clock, stage
     from .errors import UsageError
 
@@ -425,9 +461,15 @@ def _finish_audit(report, json_out: bool, out: str | None, show: bool) -> None:
     if out is not None and cover.audited:  # nothing audited: no report, an older one stays (exit 3 below)
         from .report.html import write_report
 
+        from .report.formats import format_of
+
         try:
             if out.lower().endswith(".json"):
                 _write_stream(lambda fh: (report.write_json(fh, doc), fh.write(b"\n")), out)
+            elif format_of(out) in ("parquet", "csv"):  # issue 16: the tests table, one row per (test, subject)
+                from .api import tests_frame, write_frame
+
+                write_frame(tests_frame(doc), out)
             else:
                 write_report(doc, out)  # .html or .md by the suffix
         except UsageError as e:
@@ -451,7 +493,72 @@ def _finish_audit(report, json_out: bool, out: str | None, show: bool) -> None:
 
             print_audit(doc)  # the same view as the HTML and Markdown; every log string escaped for the terminal
     _nothing_replayed(cover)
+    if commit is not None:
+        _seal_flags(doc["flags"], commit)
     raise typer.Exit(1 if doc["flags"] else 0)
+
+
+def _seal_flags(flags: list, path: str) -> None:
+    """--commit FILE (issue 16): the salt and the flag list written to FILE (whole or not at all), the commitment
+    printed on stderr (stdout may carry the JSON document)."""
+    from .atomic import write_text
+    from .report.commitment import seal, sealed_text
+
+    sealed = seal(flags)
+    try:
+        write_text(Path(path), sealed_text(sealed))
+    except OSError as e:
+        _err(f"auditor: cannot write {path!r}: {e.strerror or e}")
+        raise typer.Exit(2) from None
+    n = len(sealed["flags"])
+    _err(f"auditor: commitment {sealed['commitment']} to {n} flag{'s' if n != 1 else ''}; salt and flags sealed "
+         f"in {path} (keep it closed until the review; check: auditor verify-commit {path} --commitment "
+         f"{sealed['commitment']})")
+
+
+@app.command("verify-commit")
+def verify_commit(
+    sealed_path: str = typer.Argument(..., help="the file --commit wrote (salt and flags)"),
+    commitment: Optional[str] = typer.Option(None, "--commitment", help="the commitment that was published "
+                                             "(default: the one stored in the file)"),
+    report: Optional[str] = typer.Option(None, "--report", help="an audit JSON document (auditor audit --json or "
+                                         "--out report.json) whose flags must be the sealed ones"),
+) -> None:
+    """Check a sealed flag list (issue 16): SHA-256 of the salt and the flags gives the published commitment, and
+    (with --report) the audit's flags are the sealed ones. Exit 0 when everything matches, 1 when something does
+    not (said on stderr), 2 for a file that cannot be read or is not a sealed record."""
+    import json
+
+    from .errors import UsageError
+    from .report.commitment import read_sealed, verify
+
+    try:
+        try:
+            sealed = read_sealed(Path(sealed_path).read_text(encoding="utf-8"), sealed_path)
+            doc = json.loads(Path(report).read_text(encoding="utf-8")) if report is not None else None
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"cannot read {getattr(e, 'filename', None) or sealed_path!r}: "
+                             f"{getattr(e, 'strerror', None) or e}") from None
+        except ValueError as e:
+            raise UsageError(f"{report!r} is not a JSON audit document: {e}") from None
+        if doc is not None and not isinstance(doc, dict):
+            raise UsageError(f"{report!r} is not a JSON audit document")
+        if commitment is not None and not (len(commitment.strip()) == 64 and all(
+                c in "0123456789abcdef" for c in commitment.strip().lower())):
+            raise UsageError(f"--commitment {commitment!r} is not a SHA-256 hex digest (64 hex digits)")
+        problems = verify(sealed, commitment, doc)
+    except UsageError as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(2) from None
+    n = len(sealed["flags"])
+    with _stdout_guard():
+        if problems:
+            for p in problems:
+                _err(f"auditor: {p}")
+        else:
+            sys.stdout.write(f"the commitment matches the {n} sealed flag{'s' if n != 1 else ''}"
+                             + (" and the document's flags" if doc is not None else "") + "\n")
+    raise typer.Exit(1 if problems else 0)
 
 
 def _write_stream(write, path: str) -> None:

@@ -113,6 +113,7 @@ SPEC = TestSpec(
     cheat='a stacking rate',
     honest='an honest dealer',
     subject='dealer',
+    games=('all_fours',),  # issue 16: n counts all fours deals only
     chart='funnel',
     section=1,
     cost=2,

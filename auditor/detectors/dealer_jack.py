@@ -83,6 +83,7 @@ SPEC = TestSpec(
     cheat='a stacking rate',
     honest='an honest dealer',
     subject='dealer',
+    games=('scotch_whist',),  # issue 16: n counts scotch whist deals only
     chart='funnel',
     section=0,
     cost=2,

@@ -1259,6 +1259,7 @@ SPEC = TestSpec(
     cheat="knowing the Ten's place on a share of decisions",
     honest='an honest player',
     subject='player',
+    games=('scotch_whist',),  # issue 16: n counts scotch whist deals only
     chart='score',
     section=6,
     cost=40,

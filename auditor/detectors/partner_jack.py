@@ -145,6 +145,7 @@ SPEC = TestSpec(
     cheat='a stacking rate for the partner',
     honest='an honest dealer',
     subject='dealer',
+    games=('scotch_whist',),  # issue 16: n counts scotch whist deals only
     chart='funnel',
     section=0,
     cost=2,

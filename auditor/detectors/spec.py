@@ -43,6 +43,7 @@ class TestSpec:
     chart_controls: tuple[str, ...] = ()  # controls drawn beside a subject's mark (cards a cheat cannot use)
     sentence: str = ""  # the result sentence template (module docstring)
     sentence_needs_n: bool = True  # the template needs a finite n (else the plain sentence)
+    games: tuple[str, ...] = ()  # issue 16: the games whose deals n counts ("scotch_whist", "all_fours"); () every game
 
     def __post_init__(self) -> None:
         if self.subject not in SUBJECT_KINDS:

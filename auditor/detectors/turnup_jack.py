@@ -48,6 +48,7 @@ SPEC = TestSpec(
     cheat='a Jack-turning rate',
     honest='an honest dealer',
     subject='dealer',
+    games=('all_fours',),  # issue 16: n counts all fours deals only
     chart='funnel',
     section=1,
     cost=2,

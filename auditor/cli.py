@@ -24,8 +24,113 @@ EXIT_CODES = ("Exit codes: 0 nothing found; 1 findings (replay) or flags (audit)
 EXIT_NOTHING = 3  # issue 12: no deal was replayed
 EXIT_STDOUT = 4  # issue 12: stdout closed or full
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Replay and audit Scotch Whist and All Fours deal logs (deal-log/1).\n\n" + EXIT_CODES)
+
+
+# ---------------------------------------------------------------- --help (issue 16)
+# typer's own help shows Python types (`<list[str]>`, `<bool>`) and `{paths}`; every command and the group render
+# their help here instead (`report.console.print_help`): argument names as metavars (`PATH...`), options with a
+# plain placeholder (`--seed N`, `--out FILE`), and the exit codes as the epilog of every command.
+
+_PLACEHOLDER = {int: "N", float: "NUMBER", str: "TEXT", bool: "BOOL"}
+_NAMED = {"--out": "FILE", "--key": "FILE", "--decisions": "FILE", "--save-counts": "FILE", "--add-counts": "FILE",
+          "--commit": "FILE", "--report": "FILE", "--workdir": "DIR", "--dask": "ADDRESS", "--since": "DATE",
+          "--until": "DATE", "--table": "TABLE", "--game": "GAME", "--player": "NAME", "--preset": "NAME",
+          "--rules": "PRESET", "--engine": "batch|reference", "--format": "jsonl|parquet", "--fdr": "LEVEL",
+          "--option": "NAME=VALUE", "--cheat": "KIND:PLAYER:Q", "--sides": "HOW", "--plot": "FILE"}
+"""Placeholders of options declared without a metavar, by option name (else by type: N, NUMBER, TEXT)."""
+
+
+def _placeholder(p) -> str:
+    for o in p.opts:
+        if o in _NAMED:
+            return _NAMED[o]
+    ann = getattr(getattr(p, "type_descriptor", None), "annotation", None)
+    args = getattr(ann, "__args__", None)
+    if args and len(args) == 1:  # list[X]: a repeatable option takes one X each time
+        ann = args[0]
+    if isinstance(ann, type) and issubclass(ann, Path):
+        return "PATH"
+    return _PLACEHOLDER.get(ann, "VALUE") if isinstance(ann, type) else "VALUE"
+
+
+def _param_words(p) -> str:
+    words = " ".join((getattr(p, "help", None) or "").split())
+    default = getattr(p, "default", None)
+    if (getattr(p, "show_default", True) is not False and not getattr(p, "is_flag", False) and not callable(default)
+            and default not in (None, "", [], ())):
+        words += f" [default: {default}]"
+    if getattr(p, "required", False):
+        words += " [required]"
+    return words.strip()
+
+
+def _help_sections(cmd, ctx) -> list[tuple[str, list[tuple[str, str]]]]:
+    args, opts = [], []
+    for p in cmd.get_params(ctx):
+        if getattr(p, "hidden", False):
+            continue
+        if p.param_type_name == "argument":
+            name = (p.metavar or p.name.upper()) + ("..." if p.nargs != 1 else "")
+            args.append((name if p.required else f"[{name}]", _param_words(p)))
+            continue
+        name = ", ".join(p.opts) + ("".join(f" / {s}" for s in p.secondary_opts))
+        if not getattr(p, "is_flag", False):
+            name += " " + (p.metavar or _placeholder(p))
+        opts.append((name, _param_words(p)))
+    return [("Arguments", args), ("Options", opts)]
+
+
+def _paragraphs(text: str | None) -> list[str]:
+    import inspect
+
+    return [" ".join(x.replace("\b", "").split()) for x in inspect.cleandoc(text or "").split("\n\n") if x.strip()]
+
+
+def _usage_args(cmd, ctx) -> str:
+    out = []
+    for p in cmd.get_params(ctx):
+        if p.param_type_name == "argument":
+            name = (p.metavar or p.name.upper()) + ("..." if p.nargs != 1 else "")
+            out.append(name if p.required else f"[{name}]")
+    return " ".join(out)
+
+
+def _epilog(cmd) -> list[str]:
+    own = _paragraphs(getattr(cmd, "epilog", None))
+    return own + ([] if any(x.startswith("Exit codes") for x in own) else [EXIT_CODES])
+
+
+class _Command(typer.core.TyperCommand):
+    def format_help(self, ctx, formatter) -> None:
+        from .report.console import print_help
+
+        print_help(f"{ctx.command_path} [OPTIONS] {_usage_args(self, ctx)}".rstrip(), _paragraphs(self.help),
+                   _help_sections(self, ctx), _epilog(self))
+
+
+class _Group(typer.core.TyperGroup):
+    def format_help(self, ctx, formatter) -> None:
+        from .report.console import print_help
+
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not getattr(cmd, "hidden", False):
+                rows.append((name, (_paragraphs(cmd.help) or [""])[0]))
+        print_help(f"{ctx.command_path} [OPTIONS] COMMAND [ARGS]...", _paragraphs(self.help),
+                   [("Commands", rows), *_help_sections(self, ctx)[1:]], _epilog(self))
+
+
+class _App(typer.Typer):
+    """Every command gets the help above, also the ones added later."""
+
+    def command(self, *args, **kwargs):
+        kwargs.setdefault("cls", _Command)
+        return super().command(*args, **kwargs)
+
+
+app = _App(cls=_Group, add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+           help="Replay and audit Scotch Whist and All Fours deal logs (deal-log/1).")
 
 
 def _err(msg: str) -> None:
@@ -182,7 +287,7 @@ def _progress_reader(paths: list[str], show: bool):
 
 @app.command()
 def replay(
-    paths: list[str] = typer.Argument(..., help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
     json_out: bool = typer.Option(False, "--json", help="print the JSON document of outputs.md on stdout"),
     engine: str = typer.Option("batch", "--engine", help="batch (fast, numpy; the default) or reference (per card)"),
     stats: bool = typer.Option(False, "--stats", help="print engine statistics on stderr (deals replayed by the "
@@ -236,8 +341,8 @@ def replay(
 
 @app.command()
 def convert(
-    src: str = typer.Argument(..., help="input log: .jsonl, .jsonl.gz or .parquet"),
-    dst: str = typer.Argument(..., help="output: .jsonl, .jsonl.gz or .parquet (the format follows the name)"),
+    src: str = typer.Argument(..., metavar="IN", help="input log: .jsonl, .jsonl.gz or .parquet"),
+    dst: str = typer.Argument(..., metavar="OUT", help="output: .jsonl, .jsonl.gz or .parquet (the format follows the name)"),
 ) -> None:
     """Convert a deal log between JSON Lines and Parquet, losslessly.
 
@@ -279,7 +384,7 @@ def schema() -> None:
 
 @app.command()
 def audit(
-    paths: list[str] = typer.Argument(..., help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
     json_out: bool = typer.Option(False, "--json", help="print the audit JSON document of outputs.md on stdout"),
     fdr: float = typer.Option(0.05, "--fdr", help="the audit-wide error level: false-discovery rate over every test and subject (0 < fdr < 1)"),
     seed: int = typer.Option(0, "--seed", help="seed of every Monte-Carlo step (recorded in the output)"),
@@ -518,7 +623,7 @@ def _seal_flags(flags: list, path: str) -> None:
 
 @app.command("verify-commit")
 def verify_commit(
-    sealed_path: str = typer.Argument(..., help="the file --commit wrote (salt and flags)"),
+    sealed_path: str = typer.Argument(..., metavar="SEALED", help="the file --commit wrote (salt and flags)"),
     commitment: Optional[str] = typer.Option(None, "--commitment", help="the commitment that was published "
                                              "(default: the one stored in the file)"),
     report: Optional[str] = typer.Option(None, "--report", help="an audit JSON document (auditor audit --json or "
@@ -697,7 +802,7 @@ def calibrate(
 
 @app.command()
 def investigate(
-    paths: list[str] = typer.Argument(..., help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
     player: str = typer.Option(..., "--player", help="the player id as written in the logs"),
     out: Optional[str] = typer.Option(None, "--out", help="also write the investigation as HTML (.html)"),
     fdr: float = typer.Option(0.05, "--fdr", help="the audit-wide error level: false-discovery rate over every test and subject (0 < fdr < 1)"),

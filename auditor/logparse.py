@@ -404,12 +404,39 @@ def parse_line(raw: bytes, path: str, fi: int, lineno: int, loads: Loads) -> Ite
         return
     try:
         obj = loads(text)
-    except JSON_ERRORS:
-        snippet = text.strip()
-        snippet = snippet if len(snippet) <= 50 else snippet[:47] + "..."
-        yield Record(src, fi, lineno, error=f"not valid JSON: {snippet!r}")
+    except JSON_ERRORS as e:
+        yield Record(src, fi, lineno, error=json_error_message(text, e, lineno))
         return
     yield record_from_obj(obj, src, fi, lineno)
+
+
+PRETTY_HINT = ("this file looks like pretty-printed JSON (line 1 is {first!r} alone): deal-log/1 is one record per "
+               "line (JSON Lines); rewrite it with {fix}")
+"""(issue 16) Said once per file, on line 1's `bad_record`, when line 1 is `{` or `[` alone."""
+
+
+def json_error_message(text: str, e: BaseException, lineno: int) -> str:
+    """Why `text` (one line) is not JSON, for its `bad_record` (issue 16): the column and the parser's reason, the
+    text near that column, and on line 1 of a pretty-printed file the one hint that a record is one line.
+    'not valid JSON at column 8: unexpected character, expected ',' or '}' (near '{"a":1 "b":2}')'."""
+    col = getattr(e, "colno", None)
+    pos = getattr(e, "pos", None)
+    reason = getattr(e, "msg", None) or ("nested too deeply" if isinstance(e, RecursionError) else str(e))
+    reason = str(reason).splitlines()[0] if str(reason) else type(e).__name__
+    stripped = text.strip()
+    if len(stripped) <= 50:
+        near = stripped
+    elif isinstance(pos, int) and 0 <= pos <= len(text):
+        a, b = max(0, pos - 24), min(len(text), pos + 24)
+        near = ("..." if a else "") + text[a:b] + ("..." if b < len(text) else "")
+    else:
+        near = stripped[:47] + "..."
+    where = f" at column {col}" if isinstance(col, int) else ""
+    msg = f"not valid JSON{where}: {reason} (near {near!r})"
+    if lineno == 1 and stripped in ("{", "["):
+        fix = "`jq -c . FILE`" if stripped == "{" else "`jq -c '.[]' FILE`"
+        msg += "; " + PRETTY_HINT.format(first=stripped, fix=fix)
+    return msg
 
 
 def record_from_obj(obj: Any, src: str, fi: int, lineno: int) -> Record:

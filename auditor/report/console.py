@@ -226,3 +226,55 @@ def replay_progress(paths: list[str], console: Console | None = None, threshold:
             bar.update(task, completed=k)
 
         yield progress
+
+
+# ---------------------------------------------------------------- command help (issue 16)
+
+
+def print_help(usage: str, paragraphs: list[str], sections: list[tuple[str, list[tuple[str, str]]]],
+               epilog: list[str], console: Console | None = None) -> None:
+    """A command's `--help`: the usage line, its description, one section per kind of parameter (a name such as
+    `--out FILE` or `PATH...` and what it does) and the epilog (the exit codes). Names are never wrapped: below
+    about 60 columns, or when the longest name would take half the width, each name goes on its own line with
+    its words indented under it."""
+    out = console or SafeConsole(highlight=False)
+    con = Console(width=out.width, force_terminal=out.is_terminal, no_color=out.no_color, highlight=False)
+    with con.capture() as cap:
+        _help_body(con, usage, paragraphs, sections, epilog)
+    out.file.write("\n".join(line.rstrip() for line in cap.get().splitlines()) + "\n")
+    out.file.flush()
+
+
+def _help_body(con: Console, usage: str, paragraphs: list[str], sections: list[tuple[str, list[tuple[str, str]]]],
+               epilog: list[str]) -> None:
+    con.print(Text("Usage: ", style="bold") + Text(usage))
+    for para in paragraphs:
+        con.print()
+        con.print(_indented(para, 2))
+    for title, rows in sections:
+        if not rows:
+            continue
+        con.print()
+        con.print(Text(f"{title}:", style="bold"))
+        longest = max(len(name) for name, _ in rows)
+        if con.width < 60 or longest + 6 > con.width // 2:
+            for name, words in rows:
+                con.print(Text("  ") + Text(name, style="bold cyan"), no_wrap=True, overflow="ignore")
+                if words:
+                    con.print(_indented(words, 6))
+            continue
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(no_wrap=True, min_width=longest, style="bold cyan")
+        grid.add_column(ratio=1)
+        for name, words in rows:
+            grid.add_row(name, Text(words))
+        con.print(_indented(grid, 2))
+    for para in epilog:
+        con.print()
+        con.print(_indented(para, 2))
+
+
+def _indented(renderable, n: int):
+    from rich.padding import Padding
+
+    return Padding(Text(renderable) if isinstance(renderable, str) else renderable, (0, 0, 0, n), expand=False)

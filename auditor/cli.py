@@ -953,6 +953,65 @@ def calibrate_play(
     _emit_study(res, out, json_out, format_report)
 
 
+@app.command()
+def monitor(
+    paths: list[str] = typer.Argument(..., help="the new deal-log/1 files (a day's logs, say)"),
+    state: str = typer.Option(..., "--state", help="the monitor's state folder (made on the first look)"),
+    json_out: bool = typer.Option(False, "--json", help="print the monitor document of outputs.md on stdout"),
+    level: Optional[float] = typer.Option(None, "--level", help="chance that an honest room ever raises any alarm "
+                                          "(0 < level < 1; default 0.05, fixed when the state is made)"),
+    capacity: Optional[int] = typer.Option(None, "--capacity", help="subjects per test that share 90%% of its "
+                                           "budget equally (default 100, fixed when the state is made)"),
+    max_record_bytes: int = typer.Option(1 << 20, "--max-record-bytes", help="longest line read as a record"),
+) -> None:
+    """Continuous monitoring (issue 17): add these logs to the saved state, update every subject's anytime-valid
+    evidence and report alarms. Deals already in the state (same table, game and deal number) are never counted
+    twice. Writes an HTML page per alarm into STATE/alarms/ and prints one summary line (or --json).
+
+    Exit 0 when no new alarm is raised, 1 when one is, 2 for a bad option or state, 3 when no deal was replayed."""
+    if level is not None and not 0.0 < level < 1.0:
+        _err(f"auditor: --level must be between 0 and 1, got {level}")
+        raise typer.Exit(2)
+    if capacity is not None and capacity < 1:
+        _err(f"auditor: --capacity must be at least 1, got {capacity}")
+        raise typer.Exit(2)
+    if Path(state).exists() and not Path(state).is_dir():
+        _err(f"auditor: --state {state!r} is not a folder")
+        raise typer.Exit(2)
+    paths = _expanded(paths)
+    _check_paths(paths, max_record_bytes)
+    from .errors import InputError, UsageError
+    from .monitor.core import run_look
+    from .monitor.page import write_alarm_pages
+    from .textsafe import visible
+
+    try:
+        res = run_look(paths, state, level=level, capacity=capacity, save=False)
+        if res.document["look"]["deals_read"] == 0:
+            _err("auditor: no deal was replayed: nothing to monitor (the state is unchanged)")
+            raise typer.Exit(EXIT_NOTHING)
+        from .monitor.state import save_state
+
+        if res.document["look"]["recorded"]:  # nothing new: the state stays as it was, byte for byte
+            save_state(state, res.state)
+            write_alarm_pages(res.state, state)
+    except (UsageError, InputError) as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(2) from None
+    except OSError as e:
+        _err(f"auditor: cannot write the monitor state in {state!r}: {e.strerror or e}")
+        raise typer.Exit(2) from None
+    for c in res.document["conflicts"]:
+        _err(f"auditor: {c['source']}: deal {c['deal_no']} of game {c['game_id']!r} at table {c['table']!r} was "
+             f"sent again with other content; the first version stays counted, this one is not")
+    if json_out:
+        _dump_json(res.document)
+    else:
+        with _stdout_guard():
+            sys.stdout.write(visible(res.summary) + "\n")
+    raise typer.Exit(1 if res.new_alarms else 0)
+
+
 _MAIN_PID = None
 
 

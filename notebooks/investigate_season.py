@@ -16,13 +16,18 @@
 # %% [markdown]
 # # Investigating a club season
 #
-# This notebook simulates a small club season with planted cheaters, audits it the way `auditor audit` does, and
-# then drills into one suspect with polars, pandas and matplotlib: which deals made his score, how his excess built
-# up, and whether his controls look like a cheat's or like an honest player's luck.
+# This notebook simulates a small club season with planted cheaters, audits it exactly as `auditor audit` does,
+# and drills into one suspect: which deals made his score, how his excess built up, and where he sits among the
+# dealers. Every table comes from the auditor's own API (issue 16), as polars DataFrames:
 #
-# It is kept as a jupytext "percent" script (`notebooks/investigate_season.py`) so that it diffs like code; open
-# it in Jupyter with jupytext, or run `jupytext --to ipynb notebooks/investigate_season.py`. The test suite
-# executes it on a small season (`AUDITOR_NB_DEALS`). Every random draw comes from the seeds below.
+# - `auditor.run_audit(paths, **options)`: the audit, with `.tests`, `.flags`, `.findings`, `.games` and the JSON
+#   `.document` (the options are the CLI's flags: `fdr`, `seed`, `table`, `game`, `since`, `until`, ...);
+# - `auditor.read_deals(paths)`: one row per replayed deal (who dealt, where the Jack of trumps went, the exact
+#   chance an honest deal gives the dealer that Jack, points, findings).
+#
+# `.to_pandas()` turns any of them into a pandas DataFrame. Run it with one command (notebooks/README.md):
+# `python notebooks/run.py`, which executes it and writes `investigate_season.ipynb` with its outputs. Every random
+# draw comes from the seeds below; `AUDITOR_NB_DEALS` sets the size of the season (the tests run a small one).
 
 # %%
 import os
@@ -34,13 +39,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 import polars as pl
 
-from auditor.audit import audit_records
-from auditor.cards import RJ
-from auditor.dealog import read_records
-from auditor.facts import config, held_prob
+import auditor
+from auditor.audit import replay_for_audit
 from auditor.investigate import build_investigation
 from auditor.report.html import write_report
 from auditor.simulate import club_season_spec, simulate_season
@@ -60,34 +62,40 @@ OUT.mkdir(parents=True, exist_ok=True)
 sim = simulate_season(club_season_spec(n_deals=N_DEALS), seed=SIM_SEED)
 log = OUT / "season.jsonl"
 sim.write(str(log), key_path=str(OUT / "season.key.json"))
-planted = pd.DataFrame([{"player": c["player"], "kind": c["kind"], "q": c["q"]} for c in sim.key["cheaters"]])
+planted = pl.DataFrame([{"player": c["player"], "kind": c["kind"], "q": float(c["q"])} for c in sim.key["cheaters"]])
 print(f"{len(sim.records)} deals written to {log}")
 planted
 
 # %% [markdown]
 # ## 2. Audit it
-# The same call as `auditor audit season.jsonl --seed 0`: replay, every detector, one Benjamini-Hochberg family per
-# test name. The document is the JSON of outputs.md.
+# `auditor.run_audit(log, seed=0)` is `auditor audit season.jsonl --seed 0`: replay, every detector, the flags
+# decided over the whole audit. `.tests` has one row per test and subject (the columns of docs/spec/outputs.md,
+# "Tables for analysts"); `auditor audit season.jsonl --out tests.parquet` writes the same table.
 
 # %%
-report = audit_records(read_records([str(log)]), fdr=0.05, seed=AUDIT_SEED)
-doc = report.to_json()
-tests = pd.DataFrame([{k: e[k] for k in ("test", "subject", "n", "observed", "expected", "pvalue", "qvalue",
-                                          "tier")} for e in doc["tests"]])
-print(f"{doc['deals']} deals, {len(doc['replay']['findings'])} replay findings, {len(doc['flags'])} flags")
-tests[tests.tier != "clear"].sort_values("pvalue")
+audit = auditor.run_audit(log, seed=AUDIT_SEED)
+tests = audit.tests
+print(f"{audit.document['deals']} deals, {audit.findings.height} replay findings, {audit.flags.height} flags")
+tests.filter(pl.col("tier") != "clear").sort("pvalue").select(
+    "test", "subject", "n", "observed", "expected", "pvalue", "qvalue", "tier", "strong")
+
+# %%
+# The replay's findings, counted by code (each row also has its file, line, game, deal, trick, seat and message).
+audit.findings.group_by("code").agg(pl.len().alias("findings"), pl.col("player").n_unique().alias("players")).sort(
+    "findings", descending=True)
 
 # %%
 # Flags against the key: which planted cheaters were caught, and did any honest player get flagged?
-flags = tests[tests.tier == "report"]
-cheaters = set(planted.player)
-caught = sorted(set(flags.subject.str.split("+").explode()) & cheaters)
-honest_flagged = sorted(s for s in flags.subject if not set(s.split("+")) & cheaters)
+cheaters = set(planted["player"])
+flagged_players = audit.flags.select(pl.col("subject").str.split("+").alias("player")).explode("player")
+caught = sorted(set(flagged_players["player"]) & cheaters)
+honest_flagged = sorted(s for s in audit.flags["subject"] if not set(s.split("+")) & cheaters)
 print("caught:", caught)
 print("honest players flagged:", honest_flagged)
+audit.flags.to_pandas()[["test", "subject", "pvalue", "qvalue", "sentence"]]  # the same table in pandas
 
 # %%
-html = write_report(doc, OUT / "report.html")
+html = write_report(audit.document, OUT / "report.html")
 print("HTML report:", html)
 
 # %% [markdown]
@@ -95,53 +103,62 @@ print("HTML report:", html)
 # The most significant `dealer_jack` result, or the planted Jack stacker when this small season flags no dealer.
 
 # %%
-dj = tests[tests.test == "dealer_jack"].sort_values("pvalue")
-stacker = planted.loc[planted.kind == "jack_stacker", "player"]
-suspect = dj.subject.iloc[0] if (dj.tier == "report").any() or stacker.empty else stacker.iloc[0]
-entry = next(e for e in doc["tests"] if e["test"] == "dealer_jack" and e["subject"] == suspect)
+dj = tests.filter(pl.col("test") == "dealer_jack").sort("pvalue")
+stacker = planted.filter(pl.col("kind") == "jack_stacker")["player"]
+suspect = dj["subject"][0] if dj["flagged"].any() or stacker.is_empty() else stacker[0]
+entry = dj.filter(pl.col("subject") == suspect).row(0, named=True)
 print(suspect, {k: entry[k] for k in ("n", "observed", "expected", "pvalue", "qvalue", "tier")})
-pd.DataFrame(entry["controls"]).T
+print(entry["sentence"])
+pl.DataFrame([{"control": k, **v} for k, v in
+              next(e for e in audit.document["tests"] if e["test"] == "dealer_jack"
+                   and e["subject"] == suspect)["controls"].items() if isinstance(v, dict)], strict=False)
 
 # %% [markdown]
-# ## 4. His deals, one row each (polars)
-# For every Scotch Whist deal he dealt: did he hold the Jack of trumps, and what was the exact chance of that under
-# the deal's rules (player count, pack, who gets the turn-up)? The sum of the chances is the test's `expected`.
+# ## 4. His deals, one row each
+# `auditor.read_deals` gives every replayed deal. For the Scotch Whist deals he dealt: did he hold the Jack of
+# trumps (`jack_where`), and what was the exact chance of that under the deal's rules (`dealer_jack_null`: player
+# count, pack, who gets the turn-up)? The sum of the chances is the test's `expected`, the count its `observed`.
 
 # %%
-rows = []
-for r in report.replay.results:
-    d = r.deal
-    if d.game != "scotch_whist" or r.hands is None or r.trump is None or d.players[d.dealer] != suspect:
-        continue
-    jack = r.trump * 13 + RJ
-    rows.append({"source": d.source, "game_id": d.game_id, "deal_no": d.deal_no, "table": d.table, "n": d.n,
-                 "held_jack": int((r.hands[d.dealer] >> jack) & 1),
-                 "p_null": float(held_prob(config(d.ruleset, d.n), 0, RJ))})
-deals = pl.DataFrame(rows).with_columns(
-    (pl.col("held_jack") - pl.col("p_null")).alias("excess"),
-).with_columns(pl.col("excess").cum_sum().alias("cumulative_excess"))
-print(deals.select(pl.len(), pl.col("held_jack").sum(), pl.col("p_null").sum()))
-assert deals["held_jack"].sum() == entry["observed"]
-assert abs(deals["p_null"].sum() - entry["expected"]) < 1e-3 * max(1.0, entry["expected"])
-deals.group_by("n").agg(pl.len().alias("deals"), pl.col("held_jack").mean().alias("rate"),
-                        pl.col("p_null").first().alias("honest_rate")).sort("n")
+deals = auditor.read_deals(log)
+his = (deals.filter((pl.col("dealer_player") == suspect) & (pl.col("game") == "scotch_whist")
+                    & pl.col("jack_where").is_not_null())
+       .sort("order")  # the canonical order every detector follows: table, time, game, deal number
+       .with_columns((pl.col("jack_where") == "dealer").cast(pl.Int64).alias("held_jack"))
+       .with_columns((pl.col("held_jack") - pl.col("dealer_jack_null")).alias("excess"))
+       .with_columns(pl.col("excess").cum_sum().alias("cumulative_excess")))
+print(his.select(pl.len(), pl.col("held_jack").sum(), pl.col("dealer_jack_null").sum()))
+assert his.height == entry["n"] and his["held_jack"].sum() == entry["observed"]
+assert abs(his["dealer_jack_null"].sum() - entry["expected"]) < 1e-4 * max(1.0, entry["expected"])
+his.group_by("n_players").agg(pl.len().alias("deals"), pl.col("held_jack").mean().alias("rate"),
+                              pl.col("dealer_jack_null").first().alias("honest_rate")).sort("n_players")
+
+# %%
+# Where the Jack of trumps went on every deal he dealt, next to every other dealer of the same tables
+(deals.filter(pl.col("table").is_in(his["table"].unique().implode()) & pl.col("jack_where").is_not_null())
+ .with_columns(pl.when(pl.col("dealer_player") == suspect).then(pl.lit(suspect)).otherwise(pl.lit("others"))
+               .alias("dealt_by"))
+ .group_by("dealt_by").agg(pl.len().alias("deals"), *[(pl.col("jack_where") == w).mean().alias(w) for w in
+                                                     ("dealer", "partner", "opponent", "not_dealt")])
+ .sort("dealt_by"))
 
 # %% [markdown]
 # ## 5. How the excess built up, and where he sits among the dealers
 
 # %%
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4))
-k = np.arange(1, deals.height + 1)
-var = np.cumsum(deals["p_null"].to_numpy() * (1 - deals["p_null"].to_numpy()))
+k = np.arange(1, his.height + 1)
+p = his["dealer_jack_null"].to_numpy()
+var = np.cumsum(p * (1 - p))
 ax1.fill_between(k, -2 * np.sqrt(var), 2 * np.sqrt(var), color="#dbe7f5", label="honest ±2 sd")
-ax1.plot(k, deals["cumulative_excess"].to_numpy(), color="#c62828", label=f"{suspect}: observed − expected")
+ax1.plot(k, his["cumulative_excess"].to_numpy(), color="#c62828", label=f"{suspect}: observed − expected")
 ax1.axhline(0, color="#2e7d32")
 ax1.set_xlabel("deals he dealt, in order")
 ax1.set_ylabel("Jacks of trumps above honest chance")
 ax1.legend()
-all_dj = tests[tests.test == "dealer_jack"]
-ax2.scatter(all_dj.n, all_dj.observed / all_dj.expected, c=np.where(all_dj.subject == suspect, "#c62828",
-                                                                   "#1565c0"))
+all_dj = tests.filter(pl.col("test") == "dealer_jack")
+ax2.scatter(all_dj["n"].to_numpy(), (all_dj["observed"] / all_dj["expected"]).to_numpy(),
+            c=np.where(all_dj["subject"].to_numpy() == suspect, "#c62828", "#1565c0"))
 ax2.axhline(1, color="#2e7d32")
 ax2.set_xlabel("deals dealt")
 ax2.set_ylabel("Jack rate / honest rate")
@@ -153,8 +170,8 @@ fig.savefig(OUT / "suspect.png", dpi=80)
 # ## 6. The deals that weigh most, as `auditor investigate` shows them
 
 # %%
-view = build_investigation(doc, suspect, report.replay.results, charts=False)
+view = build_investigation(audit.document, suspect, replay_for_audit([str(log)]).table, charts=False)
 for t in view["tests"]:
     print(f"{t['test']:>16}  {t['tier']:>6}  {t['sentence']}")
 top = next(t for t in view["tests"] if t["test"] == "dealer_jack")
-pd.DataFrame(top["deals"])
+pl.DataFrame(top["deals"], strict=False)

@@ -246,8 +246,8 @@ def test_a_test_this_version_does_not_know_gets_a_plain_section():
     title, the plain sentence, the evidence chart and a section after every known test."""
     known = {"test": "dealer_jack", "subject": "kate", "n": 55, "observed": 37, "expected": 16, "pvalue": 3e-9,
              "qvalue": 1e-7, "tier": "report"}
-    other = {"test": "zz_new_test", "subject": "kate+lou", "n": 10, "observed": 3, "expected": 1.5, "pvalue": 0.2,
-             "tier": "clear"}
+    other = {"test": "zz_new_test", "subject": "kate+lou", "n": 30, "observed": 3, "expected": 1.5, "pvalue": 0.2,
+             "tier": "watch"}  # on the watch list, with enough play (30 >= WATCH_MIN_UNITS): a section with charts
     odd = dict(other, test=7)
     spec = sentences.spec_of("zz_new_test")
     assert (spec.title, spec.unit, spec.chart, spec.subject) == ("Zz new test", "observations", "evidence", "player")
@@ -256,10 +256,10 @@ def test_a_test_this_version_does_not_know_gets_a_plain_section():
     assert [f["test"] for f in view["families"]] == ["dealer_jack", "zz_new_test"]
     fam = view["families"][1]
     assert fam["title"] == "Zz new test" and fam["what"] == "The zz new test test."
-    assert fam["rows"][0]["sentence"] == "kate+lou: 3 observed over 10 observations, about 1.5 expected; p = 0.20."
+    assert fam["rows"][0]["sentence"] == "kate+lou: 3 observed over 30 observations, about 1.5 expected; p = 0.20."
     assert fam["charts"] and fam["charts"][0]["caption"].startswith("Evidence against exposure")
     assert sentences.players_named([other]) == {"kate+lou"}  # not a pair test: the subject stays whole
-    assert sentences.result_sentence(odd) == "kate+lou: 3 observed over 10 observations, about 1.5 expected; p = 0.20."
+    assert sentences.result_sentence(odd) == "kate+lou: 3 observed over 30 observations, about 1.5 expected; p = 0.20."
 
 
 def test_the_sensitivity_sentence():
@@ -275,19 +275,42 @@ def test_the_sensitivity_sentence():
     assert sentences.sensitivity_sentence(e).endswith("above 0.50 would have been caught 9 times in 10.")
 
 
-def test_every_subject_gets_its_sensitivity_and_every_family_its_size(doc, html_text):
+def test_every_shown_subject_gets_its_sensitivity_and_every_family_its_size(doc, html_text):
+    """Issue 16: a test with something to show lists its flags, its watch list and its most unusual others (each
+    with the smallest cheat its play could reveal) and says how many more the JSON holds; a test with nothing to
+    show is one line."""
     text = "".join(_parse(html_text).text)
+    view = report_view.build_view(doc, charts=False)
+    by_test: dict[str, list[dict]] = {}
     for e in doc["tests"]:
-        assert sentences.sensitivity_sentence(e) in text
+        by_test.setdefault(e["test"], []).append(e)
+    views = {fv["test"]: fv for fv in view["families"]}
     for fam in doc["families"]:
+        fv = views[fam["test"]]
+        entries = sorted(by_test[fam["test"]], key=report_view._sort_key_p)
+        if fv["quiet"]:
+            assert fam["flagged"] == 0 and f"{fv['title']} ({fv['size']} {fv['subject_kind']}" in text
+            assert sentences.family_sentence(fam, fam["flagged"], fam["watch"]) not in text
+            continue
         assert sentences.family_sentence(fam, fam["flagged"], fam["watch"]) in text
+        shown = entries[:len(fv["rows"])]
+        assert len(shown) >= min(len(entries), report_view.ROWS_SHOWN)
+        assert all(e["tier"] == "clear" for e in entries[len(shown):])  # every flag and watch row is shown
+        for e in shown:
+            assert sentences.sensitivity_sentence(e) in text
+        if len(entries) > len(shown):
+            assert f"{len(entries) - len(shown)} more {fv['subject_kind']}, none flagged" in text
     assert sentences.MONTHLY_NOTE in text
     assert "Not flagged is not clean." in text
     # the verdict comes first: the flags' sentences appear before the replay section and before the test tables
-    first_table = text.index("Dealers who receive the Jack of trumps\nHow often")
+    first_table = text.index("Dealers who receive the Jack of trumps — ")  # the test's folded section
+    people = text.index("Who is flagged, and why")
     for f in doc["flags"]:
-        assert 0 < text.index(sentences.result_sentence(f)) < first_table
-    assert text.index("Flagged") < text.index("What the replay of the logs found")
+        assert people < text.index(sentences.result_sentence(f)) < first_table
+    for p in view["people"]:  # issue 16: one paragraph per person, before the evidence
+        assert people < text.index(p["paragraph"]) < text.index("The evidence, flag by flag")
+    assert text.index("The evidence, flag by flag") < text.index("What the replay of the logs found")
+    assert text.index("What the replay of the logs found") < text.index("Glossary") < text.index("Reproducibility")
 
 
 def test_replay_findings_with_their_locations(doc, html_text):
@@ -299,8 +322,8 @@ def test_replay_findings_with_their_locations(doc, html_text):
 
 def test_charts_one_per_test_plus_qq_and_timelines(doc, html_text):
     view = report_view.build_view(doc)
-    for fam in view["families"]:
-        assert len(fam["charts"]) == 2, fam["test"]  # the main chart and the family's QQ plot
+    for fam in view["families"]:  # the main chart and the QQ plot of each test with something to show
+        assert len(fam["charts"]) == (0 if fam["quiet"] else 2), fam["test"]
     assert len(view["timelines"]) == len(doc["flags"])
     for t, f in zip(view["timelines"], doc["flags"], strict=True):
         # a timeline for every flag whose detector recorded one (this synthetic document gives its marked_ten
@@ -308,9 +331,9 @@ def test_charts_one_per_test_plus_qq_and_timelines(doc, html_text):
         assert bool(t["svg"]) == bool(f["detail"].get("timeline")), t["subject"]
     assert any(t["svg"] for t in view["timelines"])
     n_svg = html_text.count("<svg ")
-    assert n_svg == 2 * len(view["families"]) + sum(1 for t in view["timelines"] if t["svg"])
+    assert n_svg == sum(len(f["charts"]) for f in view["families"]) + sum(1 for t in view["timelines"] if t["svg"])
     if not all(t["svg"] for t in view["timelines"]):
-        assert "These tests recorded no timeline: " in html_text
+        assert "These flags have no timeline here" in html_text
 
 
 def _band_polygon(chart: str) -> list[tuple[float, float]]:
@@ -461,11 +484,18 @@ _entry = st.fixed_dictionaries(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(entries=st.lists(_entry, max_size=6), families=st.lists(
-    st.fixed_dictionaries({"test": st.text(max_size=10)}, optional={"tests": _num, "fdr": _num}), max_size=3))
-def test_missing_or_odd_fields_never_crash(entries, families):
+    st.fixed_dictionaries({"test": st.text(max_size=10)}, optional={"tests": _num, "fdr": _num}), max_size=3),
+    repro=st.one_of(st.none(), _any, st.fixed_dictionaries({}, optional={  # issue 16: the reproducibility block
+        "inputs": _any, "rules_presets": _any, "fdr": _num, "command": _any, "seed": _num})),
+    audit=st.one_of(st.none(), st.fixed_dictionaries({}, optional={"level": _num, "tests": _num})))
+def test_missing_or_odd_fields_never_crash(entries, families, repro, audit):
     flags = [e for e in entries if e.get("flagged")]
     doc = {"deals": 3, "games": 1, "seed": None, "families": families, "tests": entries, "flags": flags,
            "replay": {"findings": [{"code": "revoke", "message": None}, "junk"]}}
+    if repro is not None:
+        doc["reproducibility"] = repro
+    if audit is not None:
+        doc["audit"] = audit
     html = render_html(doc)
     _assert_inert(_parse(html), HTML_ELEMENTS)
     render_markdown(doc)

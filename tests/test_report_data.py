@@ -9,6 +9,7 @@ that lack optional fields, and player names written to break HTML.
 from __future__ import annotations
 
 import math
+import shlex
 
 import numpy as np
 from scipy.stats import binom, norm
@@ -104,10 +105,16 @@ def synthetic_doc(seed: int = 7, evil: bool = True, n_dealers: int = 30, with_fi
             {"code": "bad_record", "game_id": None, "deal_no": None, "trick": None, "seat": None, "player": None,
              "card": None, "source": "evil</td>.jsonl:2", "message": "not JSON: <b>oops</b>"},
         ]
+    paths = [f"{x}.jsonl" for x in names[:len(EVIL)]] + ["club.jsonl"]  # issue 16: hostile paths, escaped too
+    repro = {"tool": "auditor", "version": "0.1.0", "command": shlex.join(["auditor", "audit", *paths]),
+             "seed": seed, "fdr": 0.05,
+             "inputs": [{"path": x, "sha256": f"{k:064x}", "bytes": 1000 * (k + 1)} for k, x in enumerate(paths)]
+             + [{"path": "gone.jsonl", "sha256": None, "bytes": None, "error": "No such file or directory"}],
+             "rules_presets": {"scotch_whist/foster": 12000, "all_fours/foster": 345}}
     return {"deals": 12345, "games": 2100,
             "replay": {"deals": 12345, "games": 2100, "findings": findings, "games_summary": []},
             "seed": seed, "audit": wide.to_json(), "families": [f.to_json() for f in fams], "tests": entries,
-            "flags": flags}
+            "flags": flags, "reproducibility": repro}
 
 
 def test_synthetic_doc_has_the_planted_cheats_flagged():

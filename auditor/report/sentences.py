@@ -90,6 +90,48 @@ HOW_TO_READ = [
 ]
 
 
+# issue 16: every term and symbol the report uses, explained once at its end (the first four are HOW_TO_READ's)
+GLOSSARY = HOW_TO_READ + [
+    ("flag", "a result strong enough to act on after counting every check this audit made: a reason to look "
+             "closely and to gather fresh evidence, not proof on its own."),
+    ("check", "one test applied to one player or pair; an audit makes many (every test of every dealer, player "
+              "and pair), and the flags allow for all of them."),
+    ("expected (honest chance)", "what an honest player or a fair deal would give on the same deals, on "
+                                 "average: the number the observed count is compared with. A score can be "
+                                 "negative where the test measures a departure in either direction."),
+    ("± (spread)", "the usual spread of an honest result around its expected value (one standard deviation, "
+                   "sd): about two honest results in three fall within it."),
+    ("sd", "standard deviation: the usual size of chance's spread."),
+    ("z", "how many standard deviations a result lies above its expected value; beyond 3 is rare for an honest "
+          "player."),
+    ("Pearson X² (misfit)", "one number for how far a dealer's trump honours landed from where a fair deal puts "
+                            "them, summed over the seats and cards; about as large as its expected value when "
+                            "the deal is fair."),
+    ("score", "for the play tests, how closely a player's choices followed something he should not know; about "
+              "zero (or the expected value shown) for an honest player."),
+    ("deals with a chance", "for a pair, the deals where one of them could give counting cards to a trick the "
+                            "other was winning."),
+    ("odds", "'1 in a million' means an honest player would show a result this extreme about once in a million "
+             "tries; the q-value then allows for the many checks made."),
+    ("−log10 p (evidence)", "the p-value on a scale where higher is stranger: 2 means p = 0.01, 6 means "
+                            "p = 0.000001."),
+    ("funnel plot", "dealers placed by deals dealt and how often the event happened; honest dealers stay inside "
+                    "the funnel, which narrows as the deals add up."),
+    ("QQ plot", "every p-value of a test against what honest chance gives; honest players follow the diagonal, "
+                "cheats stand above it at the right."),
+    ("cumulative excess (timeline)", "observed minus expected, added up deal after deal: a steady climb is a "
+                                     "steady excess, a jump a cluster of deals."),
+    ("smallest cheat this play could reveal", "the weakest cheat of the test's kind that the player's amount of "
+                                              "play would have shown, with the stated probability; below it, not "
+                                              "flagged says little."),
+    ("error budget, level", "the audit's chance of flagging anyone in a club where no one cheats (5% by "
+                            "default), shared out between the tests in advance."),
+    ("SHA-256", "a fingerprint of a file: any change to the file changes it. The reproducibility block lists one "
+                "per input, so that anyone can check that the same logs were audited."),
+    ("commitment", "`auditor audit --commit FILE` seals the flag list with a random salt kept in FILE and prints "
+                   "the SHA-256 of salt and list; published before names are reviewed, it shows later that the "
+                   "flags were not changed (`auditor verify-commit`)."),
+]
 
 # ------------------------------------------------------------------ numbers
 
@@ -180,13 +222,21 @@ def pq_text(entry: dict) -> str:
     return out
 
 
-def _pair(subject: str) -> tuple[str, str]:
+def pair_of(subject: str) -> tuple[str, str]:
+    """The two sides of a pair subject 'a+b' (a one-player subject: itself and '?')."""
     a, _, b = str(subject).partition("+")
     return (a, b) if b else (str(subject), "?")
 
 
 def _biggest_cell(detail: dict) -> str:
-    """deal_uniformity: the seat x card cell that departs most from a fair deal, in words."""
+    """deal_uniformity: the seat x card cell that departs most from a fair deal, as a sentence ('' without cells)."""
+    words = biggest_cell_words(detail)
+    return f" Most of it: {words}." if words else ""
+
+
+def biggest_cell_words(detail: dict) -> str:
+    """The seat x card cell that departs most from a fair deal, in words: 'the trump Jack in the dealer's hand 82
+    times, where a fair deal gives about 19' ('' when the detail has no cells)."""
     cells = detail.get("cells")
     if not isinstance(cells, list):
         return ""
@@ -208,8 +258,8 @@ def _biggest_cell(detail: dict) -> str:
     where = {"dealer": "in the dealer's hand", "eldest": "in the eldest hand", "turnup": "as the turn-up",
              "turn-up": "as the turn-up", "turn_up": "as the turn-up", "undealt": "undealt",
              "aside": "put aside", "stock": "left in the stock"}.get(loc, f"at {loc}")
-    return (f" Most of it: the trump {rank} {where} {fmt_num(best.get('observed'))} times, where a fair deal "
-            f"gives about {fmt_about(best.get('expected'))}.")
+    return (f"the trump {rank} {where} {fmt_num(best.get('observed'))} times, where a fair deal gives about "
+            f"{fmt_about(best.get('expected'))}")
 
 
 # the fields a test's sentence template may use (`auditor.detectors.spec`): the entry's own, then the spec's words
@@ -223,7 +273,7 @@ def sentence_fields(entry: dict, spec: TestSpec) -> dict[str, str]:
     n, obs, exp = entry.get("n"), entry.get("observed"), entry.get("expected")
     detail = as_dict(entry.get("detail"))
     sd = null_sd(entry)
-    first, second = _pair(subject)
+    first, second = pair_of(subject)
     dec = finite(detail.get("decisions"))
     z = finite(entry.get("statistic"))
     fields = {
@@ -550,7 +600,7 @@ def players_named(entries: Iterable[dict]) -> set[str]:
     for e in entries:
         subject = str(e.get("subject", "?"))
         if spec_of(e.get("test")).pair and "+" in subject:
-            out.update(_pair(subject))
+            out.update(pair_of(subject))
         else:
             out.add(subject)
     return out

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import orjson
 import polars as pl
+import pyarrow as pa
 
 from . import dealog
 from .atomic import atomic_open
@@ -314,6 +315,18 @@ def _options_text(rules: Rules) -> str | None:
     return orjson.dumps(diff, option=orjson.OPT_SORT_KEYS).decode() if diff else None
 
 
+def _ragged(mat: np.ndarray, lengths: np.ndarray, dtype: Any, valid: np.ndarray | None = None) -> pl.Series:
+    """Row i of `mat` cut to its first `lengths[i]` values, as a list column (null where `valid` is False), built
+    from flat values and offsets (no Python list per row)."""
+    lengths = np.clip(np.asarray(lengths, np.int64), 0, mat.shape[1])
+    offsets = np.zeros(len(lengths) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    values = mat[np.arange(mat.shape[1])[None, :] < lengths[:, None]]
+    mask = None if valid is None else pa.array(~np.asarray(valid, bool))
+    arr = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values), mask=mask)
+    return pl.Series(pl.from_arrow(arr)).cast(dtype)
+
+
 def deals_frame(cols: AuditColumns, findings: Counter[str] | None = None) -> pl.DataFrame:
     """The table of replayed deals with names for indices (`DEALS_SCHEMA`); `findings`: count of findings by
     `source`, for the `findings` column."""
@@ -325,8 +338,8 @@ def deals_frame(cols: AuditColumns, findings: Counter[str] | None = None) -> pl.
     n = a["n"].astype(np.int64)
     names = np.array(list(cols.players) + [None], dtype=object)  # index -1 -> None
     seat_names = names[a["seat_player"]]
-    players = [r[:k] for r, k in zip(seat_names.tolist(), n.tolist(), strict=True)]
-    sides = [r[:k] for r, k in zip(a["side_of"].tolist(), n.tolist(), strict=True)]
+    players = _ragged(seat_names, n, DEALS_SCHEMA["players"])
+    sides = _ragged(a["side_of"], n, DEALS_SCHEMA["sides"])
     dealer = a["dealer"].astype(np.int64)
     cutter = a["cutter"].astype(np.int64)
     in_range = (dealer >= 0) & (dealer < n)
@@ -369,8 +382,7 @@ def deals_frame(cols: AuditColumns, findings: Counter[str] | None = None) -> pl.
             p_jack[(rset == rs) & (n == k)] = p
 
     n_sides = a["n_sides"].astype(np.int64)
-    points = [r[:k] if ok else None for r, k, ok in
-              zip(a["points"].tolist(), n_sides.tolist(), a["scored"].tolist(), strict=True)]
+    points = _ragged(a["points"], n_sides, DEALS_SCHEMA["points"], valid=a["scored"])
     revokes = np.bincount(cols.rev_row, minlength=D)[:D] if len(cols.rev_row) else np.zeros(D, np.int64)
     sources = [cols.source(i) for i in range(D)]
     counts = findings or Counter()
@@ -397,8 +409,8 @@ def deals_frame(cols: AuditColumns, findings: Counter[str] | None = None) -> pl.
         "jack_where": where, "dealer_jack_null": p_jack, "scored": a["scored"], "points": points,
         "revokes": revokes.astype(np.int32), "findings": np.array([counts.get(s, 0) for s in sources], np.int32),
     }
-    out = pl.DataFrame({k: pl.Series(k, v, dtype=DEALS_SCHEMA[k], strict=False) if not isinstance(v, pl.Series)
-                        else v.alias(k) for k, v in data.items()})
+    out = pl.DataFrame([pl.Series(k, v, dtype=DEALS_SCHEMA[k], strict=False) if not isinstance(v, pl.Series)
+                        else v.alias(k) for k, v in data.items()])
     nulls = {"time": time == TIME_NONE, "jack_seat": ~any_held, "dealer_jack_null": np.isnan(p_jack),
              "dealer": ~in_range, "cutter": ~cut_ok}
     out = out.with_columns([pl.when(pl.Series(m)).then(None).otherwise(pl.col(c)).alias(c)

@@ -704,7 +704,9 @@ def _emit_study(res: dict, out: str | None, json_out: bool, fmt) -> None:
 @app.command()
 def calibrate(
     seed: int = typer.Option(0, "--seed", help="seed of every simulated season (recorded in the output)"),
-    fast: bool = typer.Option(False, "--fast", help="the quick tier (CI): fewer seasons, wider error bars"),
+    fast: bool = typer.Option(False, "--fast", help="the CI tier: fewer seasons, wider error bars (minutes)"),
+    quick: bool = typer.Option(False, "--quick", help="every study once over in under a minute (2 cores): to "
+                               "see it run, not to judge the tests"),
     honest_seasons: Optional[int] = typer.Option(None, "--honest-seasons", help="all-honest seasons per test"),
     power_seasons: Optional[int] = typer.Option(None, "--power-seasons", help="seasons per stacker strength"),
     curve_seasons: Optional[int] = typer.Option(None, "--curve-seasons", help="seasons per point of the curve"),
@@ -713,8 +715,9 @@ def calibrate(
     shuffle_seasons: Optional[int] = typer.Option(None, "--shuffle-seasons",
                                                   help="seasons per human-shuffling scenario (deals with play)"),
     fdr: float = typer.Option(0.05, "--fdr", help="false-discovery rate of every family"),
-    plot: Optional[str] = typer.Option("power_curve.png", "--plot",
-                                       help="power-curve image (.png or .svg); '' for none"),
+    plot: Optional[str] = typer.Option(None, "--plot", metavar="FILE",
+                                       help="the power-curve image (.png or .svg): its name inside --out DIR "
+                                            "(default power_curve.png; '' for none), or a path of its own"),
     play: bool = typer.Option(False, "--play", help="also run the play-knowledge study (as calibrate-play)"),
     audit: bool = typer.Option(False, "--audit", help="instead, the whole audit on simulated clubs: honest clubs "
                                                       "(any-flag rate v. the audit's level) and a lone cheater "
@@ -724,7 +727,9 @@ def calibrate(
     audit_power: int = typer.Option(100, "--audit-power", help="with --audit: seasons per lone-cheater study"),
     workers: int = typer.Option(2, "--workers", help="with --audit: processes to run seasons in"),
     json_out: bool = typer.Option(False, "--json", help="print the numbers as JSON on stdout"),
-    out: Optional[str] = typer.Option(None, "--out", help="also write the numbers as JSON to this file"),
+    out: Optional[str] = typer.Option(None, "--out", metavar="DIR|FILE.json",
+                                      help="also write the numbers: a FILE.json, or a folder DIR (made if missing) "
+                                           "for calibration.json and the power-curve plot"),
 ) -> None:
     """Simulate honest and cheating seasons: false positives, realised FDR, power v. the exact oracle test.
 
@@ -746,9 +751,12 @@ def calibrate(
                               workers=workers, progress=lambda m: _err(f"calibrate --audit: {m}"))
         _emit_study(res, out, json_out, audit_report)
         return
-    sizes = {"honest_seasons": 40, "power_seasons": 40, "curve_seasons": 20, "uniformity_seasons": 2,
-             "shuffle_seasons": 1} if fast else {"honest_seasons": 200, "power_seasons": 200, "curve_seasons": 100,
-                                                 "uniformity_seasons": 20, "shuffle_seasons": 10}
+    from . import calibrate as cal
+
+    if fast and quick:
+        _err("auditor: --fast and --quick are two sizes: give one")
+        raise typer.Exit(2)
+    sizes = dict(cal.QUICK if quick else cal.FAST if fast else cal.FULL)
     given = {"honest_seasons": honest_seasons, "power_seasons": power_seasons, "curve_seasons": curve_seasons,
              "uniformity_seasons": uniformity_seasons, "shuffle_seasons": shuffle_seasons}
     for k, v in given.items():
@@ -757,21 +765,22 @@ def calibrate(
                 _err(f"auditor: --{k.replace('_', '-')} must be >= 0, got {v}")
                 raise typer.Exit(2)
             sizes[k] = v
-    if plot and not plot.lower().endswith((".png", ".svg")):
-        _err(f"auditor: --plot {plot!r}: the file name must end in .png or .svg")
-        raise typer.Exit(2)
+    json_path, plot = _calibrate_outputs(out, plot)
     if plot:
         _check_out(plot, "--plot")
-    if out:
-        _check_out(out)
-    from . import calibrate as cal
+    if json_path:
+        _check_out(json_path)
+    from .report.console import StudyProgress
 
-    res = cal.calibrate(seed=seed, fdr=fdr, progress=lambda m: _err(f"calibrate: {m}"), **sizes)
+    with StudyProgress(cal.work_units(**sizes), "calibrate") as meter:  # on stderr, with the time left
+        res = cal.calibrate(seed=seed, fdr=fdr, progress=meter.say, advance=meter.advance, **sizes)
     if play:
-        from .calibrate_play import calibrate_play as run_play
+        from .calibrate_play import SIZES_QUICK, calibrate_play as run_play, season_count
 
-        res["play"] = run_play(seed=seed, fast=fast, sizes={}, fdr=fdr, workers=1,
-                               progress=lambda m: _err(f"calibrate-play: {m}"))
+        play_sizes = dict(SIZES_QUICK) if quick else {}
+        with StudyProgress(season_count(fast, play_sizes), "calibrate-play") as meter:
+            res["play"] = run_play(seed=seed, fast=fast, sizes=play_sizes, fdr=fdr, workers=1, progress=meter.say,
+                                   advance=meter.advance)
     if plot:
         from .atomic import atomic_path
 
@@ -798,6 +807,38 @@ def calibrate(
                 from .calibrate_play import format_report
 
                 sys.stdout.write(format_report(res["play"]) + "\n")
+
+
+def _calibrate_outputs(out: str | None, plot: str | None) -> tuple[str | None, str | None]:
+    """(issue 16) Where `calibrate` writes its numbers and its plot: `--out FILE.json` the numbers there; `--out
+    DIR` (made if missing, in a folder that exists) calibration.json and the plot (`--plot NAME`, default
+    power_curve.png, '' for none) inside it; no --out, no file at all unless `--plot PATH` names one. Never a
+    file in the working folder that was not asked for. Exit 2 for a bad name, checked before the work."""
+    import os
+
+    if plot and not plot.lower().endswith((".png", ".svg")):
+        _err(f"auditor: --plot {plot!r}: the file name must end in .png or .svg")
+        raise typer.Exit(2)
+    if out is None or out.lower().endswith(".json"):
+        return out, plot or None
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        _err(f"auditor: --out {out!r}: not a folder (name a folder for the numbers and the plot, or a .json file)")
+        raise typer.Exit(2)
+    if not folder.exists():
+        if not folder.parent.is_dir():
+            _err(f"auditor: --out {out!r}: no such folder {str(folder.parent)!r}")
+            raise typer.Exit(2)
+        try:
+            folder.mkdir()
+        except OSError as e:
+            _err(f"auditor: --out {out!r}: cannot make the folder: {e.strerror or e}")
+            raise typer.Exit(2) from None
+    if plot and os.path.dirname(plot):
+        _err(f"auditor: --plot {plot!r}: with --out DIR, give the plot's file name only (it goes inside DIR)")
+        raise typer.Exit(2)
+    name = "power_curve.png" if plot is None else plot
+    return str(folder / "calibration.json"), (str(folder / name) if name else None)
 
 
 @app.command()

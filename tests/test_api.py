@@ -98,16 +98,23 @@ def test_to_pandas(audited):
     assert audited.findings.to_pandas()["code"].tolist() == audited.findings["code"].to_list()
 
 
-@pytest.mark.parametrize("suffix", ["parquet", "csv"])
-def test_cli_out_table_round_trips(audited, season, tmp_path, suffix):
-    out = tmp_path / f"tests.{suffix}"
+def test_cli_out_tests_parquet_round_trips(audited, season, tmp_path):
+    out = tmp_path / "tests.parquet"
     r = CliRunner().invoke(app, ["audit", str(season), "--seed", "0", "--json", "--out", str(out)])
     assert r.exit_code == 1, r.output  # flags: exit codes unchanged
     assert f"wrote {out}" in r.stderr
     assert json.loads(r.stdout)["tests"] == audited.document["tests"]
-    got = pl.read_parquet(out) if suffix == "parquet" else pl.read_csv(out, schema=api.TESTS_SCHEMA)
-    assert_frame_equal(got, audited.tests)
+    assert_frame_equal(pl.read_parquet(out), audited.tests)
     assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no temporary file left beside it
+
+
+def test_tests_csv_round_trips(audited, tmp_path):
+    """`--out tests.csv` takes the same branch as .parquet (format_of), through write_frame."""
+    out = tmp_path / "tests.csv"
+    api.write_frame(audited.tests, out)
+    assert_frame_equal(pl.read_csv(out, schema=api.TESTS_SCHEMA), audited.tests)
+    header = out.read_text(encoding="utf-8").splitlines()[0]
+    assert header == ",".join(api.TESTS_SCHEMA)
 
 
 def test_a_table_is_written_whole_or_not_at_all(audited, tmp_path, monkeypatch):
@@ -234,9 +241,27 @@ def test_nothing_replayed_gives_empty_frames_and_the_findings(tmp_path):
 
 def test_import_auditor_stays_cheap():
     code = ("import sys, auditor; assert 'polars' not in sys.modules and 'numba' not in sys.modules; "
-            "f = auditor.run_audit; assert 'polars' in sys.modules and f is auditor.api.run_audit; "
             "assert {'read_deals', 'run_audit', 'AuditTables'} <= set(dir(auditor)); print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+    assert auditor.run_audit is api.run_audit and auditor.read_deals is api.read_deals
+    assert auditor.AuditTables is api.AuditTables
     with pytest.raises(AttributeError):
         auditor.no_such_name  # noqa: B018
+
+
+@pytest.mark.slow
+def test_demo_season_tables_equal_the_cli_document(tmp_path):
+    """The demo season (8,000 deals, seven planted cheaters): the API's flags are the CLI's, and its tests table is
+    the one `--out tests.parquet` writes."""
+    demo = ROOT / "fixtures" / "demo" / "season.jsonl.gz"
+    a = auditor.run_audit(demo)
+    out = tmp_path / "tests.parquet"
+    r = CliRunner().invoke(app, ["audit", str(demo), "--json", "--out", str(out)])
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)
+    assert doc["tests"] == a.document["tests"] and doc["flags"] == a.document["flags"]
+    assert_frame_equal(pl.read_parquet(out), a.tests)
+    assert a.flags.height == len(doc["flags"]) >= 7
+    d = auditor.read_deals(demo)
+    assert d.height == doc["deals"] - sum(f["code"] == "bad_record" for f in doc["replay"]["findings"])

@@ -34,6 +34,7 @@ from .detectors.registry import DETECTORS, SHARES, make_detectors
 from .errors import UsageError
 from .facts import config, held_prob
 from .replay.run import replay_records
+from .report.console import Col, SafeConsole, print_table
 from .rules import resolve
 from .simulate import SeasonSpec, TableSpec, simulate_season
 from .stats import exact
@@ -61,6 +62,7 @@ class Study:
     target: tuple[float, float] | None = None  # (q, power) the issue asks for, at fdr x share
     seasons_factor: float = 1.0  # share of the requested seasons this study runs (its power is near 1 or 0 and its
     # honest rates pool 100 subjects a season: half the seasons suffice, and keep `--fast` fast)
+    cost: int = 300  # (issue 16) about how many milliseconds one season takes on one core: the progress estimate
 
     def cheat(self, q: float) -> Cheat:
         return {"jack": lambda: Cheat.jack_stacker(q), "turnup": lambda: Cheat("turnup_jack", q),
@@ -86,18 +88,18 @@ class Study:
 
 CONFEDERATE = "p000"  # the cutter_stacker's confederate in the dealer_cutter study
 STUDIES = {
-    "dealer_jack": Study("dealer_jack", "dealer_jack", "scotch_whist/foster", 4, 100, 200, "jack"),
-    "turnup_jack": Study("turnup_jack", "turnup_jack", "all_fours/foster", 4, 100, 60, "turnup"),
+    "dealer_jack": Study("dealer_jack", "dealer_jack", "scotch_whist/foster", 4, 100, 200, "jack", cost=330),
+    "turnup_jack": Study("turnup_jack", "turnup_jack", "all_fours/foster", 4, 100, 60, "turnup", cost=280),
     # issue 14, each at the audit-wide level (family BH at fdr x its registry share), its target beside it
     "partner_jack": Study("partner_jack", "partner_jack", "scotch_whist/foster", 4, 100, 250, "partner",
                           sides="pairs_opposite", share=SHARES["partner_jack"], qs=(0.15, 0.3), curve=False,
-                          target=(0.3, 0.90), seasons_factor=0.5),
+                          target=(0.3, 0.90), seasons_factor=0.5, cost=700),
     "dealer_cutter": Study("dealer_cutter", "dealer_cutter", "scotch_whist/foster", 4, 11, 1100, "cutter",
                            share=SHARES["dealer_cutter"], qs=(0.25, 0.5), curve=False, target=(0.5, 0.80),
-                           seasons_factor=0.5),
+                           seasons_factor=0.5, cost=200),
     "af_dealer_jack": Study("af_dealer_jack", "af_dealer_jack", "all_fours/foster", 4, 100, 150, "af_own_jack",
                             share=SHARES["af_dealer_jack"], qs=(0.15, 0.3), curve=False, target=(0.3, 0.90),
-                            seasons_factor=0.5),
+                            seasons_factor=0.5, cost=560),
 }
 
 
@@ -160,7 +162,7 @@ class HonestResult:
 
 
 def honest_study(study: Study, seasons: int, seed: int, fdr: float = 0.05, test: str | None = None,
-                 season_fn: Callable | None = None) -> HonestResult:
+                 season_fn: Callable | None = None, tick: Callable[[], None] | None = None) -> HonestResult:
     """All-honest seasons of `study` (or of `season_fn(rng) -> (subjects, p)`)."""
     all_p = []
     flagged = tests = with_flag = 0
@@ -180,6 +182,8 @@ def honest_study(study: Study, seasons: int, seed: int, fdr: float = 0.05, test:
         with_flag += f > 0
         fdp.append(1.0 if f else 0.0)
         all_p.append(p)
+        if tick is not None:
+            tick()
     ps = np.concatenate(all_p) if all_p else np.zeros(0)
     rates = {a: float((ps <= a).mean()) if len(ps) else 0.0 for a in ALPHAS}
     return HonestResult(test or study.test, seasons, subjects // max(1, seasons), flagged, tests, with_flag, rates,
@@ -211,7 +215,7 @@ class PowerResult:
 
 
 def power_study(study: Study, q: float, seasons: int, seed: int, fdr: float = 0.05,
-                oracle_alpha: float | None = None) -> PowerResult:
+                oracle_alpha: float | None = None, tick: Callable[[], None] | None = None) -> PowerResult:
     """Seasons with one stacker of strength q: flagged at FDR (BH over every dealer) v. the exact oracle test.
     `fdr` is the family's level (the callers pass the audit's level x the study's share when the study has one).
     A season in which the suspect has no test (a pair under `min_deals`) counts as not flagged."""
@@ -229,6 +233,8 @@ def power_study(study: Study, q: float, seasons: int, seed: int, fdr: float = 0.
         nf = int(flag.sum()) - int(mine)
         false_flags += nf
         fdp.append(nf / flag.sum() if flag.any() else 0.0)
+        if tick is not None:
+            tick()
         if alpha is None:
             alpha = exact.per_test_level(fdr, len(p))
         if k is None:
@@ -312,7 +318,8 @@ def _rates(tests_per_season: list[list], seasons: int, honest: set[str] | None =
 
 
 def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_table: int = 240, fdr: float = 0.05,
-                        scenarios: dict[str, int | str | None] | None = None, simulator_deals: int = 4000) -> dict:
+                        scenarios: dict[str, int | str | None] | None = None, simulator_deals: int = 4000,
+                        tick: Callable[[int], None] | None = None) -> dict:
     """Honest tables of four (Scotch Whist, Foster) whose dealers shuffle the gathered tricks as people do; the rate
     of p <= alpha of every dealing test and the seasons with any (false) flag, per scenario. With the simulator
     present, also its club season's human-shuffle tables with every cheater removed (`simulator_club`)."""
@@ -344,6 +351,8 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
                     d.mc_max = 2000
             tests = audit(rep, fdr=fdr, seed=int(rng.integers(2**31)), detectors=dets).tests
             per_season.append(tests)
+            if tick is not None:
+                tick(SHUFFLE_COST)
         out[name] = _rates(per_season, seasons)
         out[name]["_seconds"] = round(time.perf_counter() - t0, 2)
     if simulator_deals:
@@ -364,6 +373,8 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
                     d.mc_max = 2000
             tests = audit(rep, fdr=fdr, seed=int(rng.integers(2**31)), detectors=dets).tests
             per_season.append(tests)
+            if tick is not None:
+                tick(SIMULATOR_COST)
         out["simulator_club_2_to_4_riffles"] = _rates(per_season, seasons)
         out["simulator_club_2_to_4_riffles"]["_seconds"] = round(time.perf_counter() - t0, 2)
     return out
@@ -372,11 +383,41 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
 # ---------------------------------------------------------------- the whole calibration
 
 
+QUICK = {"honest_seasons": 6, "power_seasons": 6, "curve_seasons": 2, "uniformity_seasons": 0, "shuffle_seasons": 0}
+"""(issue 16) `auditor calibrate --quick`: every dealing study once over, wide error bars, under a minute on 2 cores."""
+FAST = {"honest_seasons": 40, "power_seasons": 40, "curve_seasons": 20, "uniformity_seasons": 2, "shuffle_seasons": 1}
+FULL = {"honest_seasons": 200, "power_seasons": 200, "curve_seasons": 100, "uniformity_seasons": 20,
+        "shuffle_seasons": 10}
+CURVE_QS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
+UNIFORMITY_COST = 5000  # milliseconds a season of deal_uniformity takes (its Monte-Carlo null), for the estimate
+SHUFFLE_COST = 3000  # a human-shuffling season of one scenario (play replayed, four dealing tests)
+SIMULATOR_COST = 8000  # a season of the simulator's club with human shuffles
+
+
+def work_units(honest_seasons: int = 200, power_seasons: int = 200, curve_seasons: int = 100,
+               uniformity_seasons: int = 20, shuffle_seasons: int = 0, simulator_deals: int = 4000,
+               curve_qs=CURVE_QS) -> int:
+    """The work of `calibrate` with these sizes, in the units its `advance` callback counts (about a millisecond of
+    one core each): the total of the progress bar, whose estimate of the time left is the time so far scaled by
+    the work left."""
+    total = 0
+    for st in STUDIES.values():
+        hs, ps = (max(1, int(round(x * st.seasons_factor))) if x else 0 for x in (honest_seasons, power_seasons))
+        total += st.cost * (hs + ps * len(st.qs) + (curve_seasons * len(curve_qs) if st.curve else 0))
+    total += UNIFORMITY_COST * 2 * uniformity_seasons
+    if shuffle_seasons:
+        total += shuffle_seasons * (SHUFFLE_COST * len(SHUFFLE_SCENARIOS) + (SIMULATOR_COST if simulator_deals else 0))
+    return total
+
+
 def calibrate(seed: int = 0, honest_seasons: int = 200, power_seasons: int = 200, fdr: float = 0.05,
-              curve_qs=(0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4), curve_seasons: int = 100,
+              curve_qs=CURVE_QS, curve_seasons: int = 100,
               uniformity_seasons: int = 20, shuffle_seasons: int = 0, simulator_deals: int = 4000,
-              progress: Callable[[str], None] | None = None) -> dict:
+              progress: Callable[[str], None] | None = None, advance: Callable[[int], None] | None = None) -> dict:
+    """Every dealing study. `progress(step)` names each step as it starts; `advance(units)` counts the work done,
+    out of `work_units(...)` of the same sizes (issue 16: the progress bar and its estimate)."""
     say = progress or (lambda _m: None)
+    step = advance or (lambda _k: None)
     out: dict = {"seed": seed, "fdr": fdr, "studies": {}, "machine": _machine()}
     t_all = time.perf_counter()
     for key, st in STUDIES.items():
@@ -384,13 +425,16 @@ def calibrate(seed: int = 0, honest_seasons: int = 200, power_seasons: int = 200
         level = fdr * st.share  # the family's level: the audit's level x the test's share (1: the old studies)
         hs, ps = (max(1, int(round(x * st.seasons_factor))) if x else 0 for x in (honest_seasons, power_seasons))
         say(f"{key}: {hs} honest seasons")
-        h = honest_study(st, hs, seed, level)
+        def tick(cost: int = st.cost) -> None:
+            step(cost)
+
+        h = honest_study(st, hs, seed, level, tick=tick)
         m = _family_size(st)
         oracle_alpha = h.fpr if h.flagged else exact.per_test_level(level, m)
         pw = {}
         for q in st.qs:
             say(f"{key}: {ps} seasons with a stacker at q = {q}")
-            pw[str(q)] = power_study(st, q, ps, seed, level, oracle_alpha).to_json()
+            pw[str(q)] = power_study(st, q, ps, seed, level, oracle_alpha, tick=tick).to_json()
             pw[str(q)]["oracle_power_exact_at_fdr_over_m"] = exact.power(
                 ((_null_rate(st), _trials_of(st)),), exact.per_test_level(level, m), q)
             pw[str(q)]["level"] = level
@@ -398,7 +442,7 @@ def calibrate(seed: int = 0, honest_seasons: int = 200, power_seasons: int = 200
         if st.curve:
             say(f"{key}: power curve")
             for q in curve_qs:
-                r = power_study(st, q, curve_seasons, seed + 1, level, exact.per_test_level(level, m))
+                r = power_study(st, q, curve_seasons, seed + 1, level, exact.per_test_level(level, m), tick=tick)
                 curve.append({"q": q, "power_at_fdr": r.power, "oracle_exact": r.oracle_exact})
         out["studies"][key] = {"setup": st.describe(), "honest": h.to_json(), "power": pw, "curve": curve,
                                "oracle_alpha": oracle_alpha, "level": level,
@@ -407,19 +451,22 @@ def calibrate(seed: int = 0, honest_seasons: int = 200, power_seasons: int = 200
         st = STUDIES["dealer_jack"]
         t0 = time.perf_counter()
         say(f"deal_uniformity: {uniformity_seasons} honest seasons and {uniformity_seasons} with a stacker")
-        h = honest_study(st, uniformity_seasons, seed, fdr, test="deal_uniformity")
+        h = honest_study(st, uniformity_seasons, seed, fdr, test="deal_uniformity",
+                         tick=lambda: step(UNIFORMITY_COST))
         flagged = 0
         for i in range(uniformity_seasons):
             rng = _season_rng(seed, "uniformity", "power", i)
             subj, p, k, _ = _season_results(st, 0.25, rng, fdr, test="deal_uniformity")
             flagged += bool(np.array(bh_qvalues(list(p)))[k] <= fdr)
+            step(UNIFORMITY_COST)
         out["studies"]["deal_uniformity"] = {
             "setup": st.describe() + " (omnibus)", "honest": h.to_json(),
             "power": {"0.25": {"power_at_fdr": flagged / uniformity_seasons, "seasons": uniformity_seasons}},
             "seconds": round(time.perf_counter() - t0, 1)}
     if shuffle_seasons:
         say(f"human shuffling: {shuffle_seasons} seasons per scenario")
-        out["human_shuffling"] = human_shuffle_study(shuffle_seasons, seed, fdr=fdr, simulator_deals=simulator_deals)
+        out["human_shuffling"] = human_shuffle_study(shuffle_seasons, seed, fdr=fdr, simulator_deals=simulator_deals,
+                                                     tick=step)
     out["seconds"] = round(time.perf_counter() - t_all, 1)
     return out
 
@@ -481,48 +528,48 @@ def targets(res: dict) -> list[tuple[str, bool, str]]:
 
 
 def print_report(res: dict, console=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    con = console or Console(width=max(110, Console().width))
+    """The numbers as tables at the terminal's width (issue 16: never wider; a table that cannot fit goes one row
+    per block, `report.console.print_table`), then each study's set-up and the targets, wrapped between words."""
+    con = console or SafeConsole(highlight=False)
     con.print(f"[bold]auditor calibrate[/]  seed {res['seed']}, FDR {res['fdr']}, {res['seconds']} s "
               f"({res['machine']['cpus']} cpus)")
-    t = Table(title="(a) Honest seasons: false positives; rate of p <= alpha next to alpha")
-    for col in ("test", "seasons", "FPR", "realised FDR", "p<=.001", "p<=.01", "p<=.05", "p<=.1"):
-        t.add_column(col, justify="right" if col != "test" else "left")
+    heads = [Col("test", "token"), Col("seasons", "num"), Col("FPR", "num"), Col("realised FDR", "num")]
+    rows = []
     for key, st in res["studies"].items():
         h = st["honest"]
-        t.add_row(key, str(h["seasons"]), f"{h['false_positive_rate']:.1e}",
-                  f"{h['realised_fdr']:.3f} ± {h['realised_fdr_se']:.3f}",
-                  *[f"{h['p_le_alpha'][str(a)]:.4f}" for a in ALPHAS])
-    con.print(t)
-    t = Table(title="(b) Power against stackers: flagged at FDR over every dealer v. the exact oracle test")
-    for col in ("test", "q", "seasons", "flagged at FDR", "oracle alpha", "oracle exact", "oracle sim.",
-                "oracle at FDR/m"):
-        t.add_column(col, justify="right")
+        rows.append(([key, str(h["seasons"]), f"{h['false_positive_rate']:.1e}",
+                      f"{h['realised_fdr']:.3f}±{h['realised_fdr_se']:.3f}",
+                      *[f"{h['p_le_alpha'][str(a)]:.4f}" for a in ALPHAS]], None))
+    print_table(con, "(a) Honest seasons: false positives; rate of p <= alpha next to alpha",
+                heads + [Col(f"p<={str(a)[1:]}", "num") for a in ALPHAS], rows, compact=True)
 
     def f(x):
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.3f}"
 
+    rows = []
     for key, st in res["studies"].items():
         for q, p in st["power"].items():
             alpha = p.get("oracle_alpha")
-            t.add_row(key, q, str(p["seasons"]), f"{p['power_at_fdr']:.3f}",
-                      "-" if alpha is None else f"{alpha:.1e}", f(p.get("oracle_power_exact")),
-                      f(p.get("oracle_power_simulated")), f(p.get("oracle_power_exact_at_fdr_over_m")))
-    con.print(t)
+            rows.append(([key, q, str(p["seasons"]), f"{p['power_at_fdr']:.3f}",
+                          "-" if alpha is None else f"{alpha:.1e}", f(p.get("oracle_power_exact")),
+                          f(p.get("oracle_power_simulated")), f(p.get("oracle_power_exact_at_fdr_over_m"))], None))
+    print_table(con, "(b) Power against stackers: flagged at FDR over every dealer v. the exact oracle test",
+                [Col("test", "token")] + [Col(c, "num") for c in ("q", "seasons", "flagged at FDR", "oracle alpha",
+                                                                  "oracle exact", "oracle sim.", "oracle at FDR/m")],
+                rows, compact=True)
     hs = res.get("human_shuffling")
     if hs:
-        t = Table(title="(d) Human shuffling at honest tables: rate of p <= alpha, and seasons with any flag")
-        for col in ("shuffle", "test", "subjects", "p<=.001", "p<=.01", "p<=.05", "p<=.1", "seasons flagged"):
-            t.add_column(col, justify="right")
+        rows = []
         for scen, tests in hs.items():
             for test, v in tests.items():
                 if test.startswith("_"):
                     continue
-                t.add_row(scen, test, str(v["subjects"]), *[f"{v['p_le_alpha'][str(a)]:.3f}" for a in ALPHAS],
-                          f"{v['seasons_with_a_flag']}/{v['seasons']}")
-        con.print(t)
+                rows.append(([scen, test, str(v["subjects"]), *[f"{v['p_le_alpha'][str(a)]:.3f}" for a in ALPHAS],
+                              f"{v['seasons_with_a_flag']}/{v['seasons']}"], None))
+        print_table(con, "(d) Human shuffling at honest tables: rate of p <= alpha, and seasons with any flag",
+                    [Col("shuffle", "token"), Col("test", "token"), Col("subjects", "num")]
+                    + [Col(f"p<={str(a)[1:]}", "num") for a in ALPHAS] + [Col("seasons flagged", "num")], rows,
+                    compact=True)
     for key, st in res["studies"].items():
         con.print(f"  {key}: {st['setup']}")
     for desc, ok, measured in targets(res):

@@ -408,6 +408,8 @@ def summarise_revoke(seasons: list[dict]) -> dict:
 
 SIZES_FAST = {"marked_honest": 2, "marked_human": 1, "marked_power": 2, "marked_small": 0, "collusion": 3,
               "revoke": 2, "human_other": 1}
+SIZES_QUICK = {"marked_honest": 1, "marked_human": 0, "marked_power": 1, "marked_small": 0, "collusion": 1,
+               "revoke": 1, "human_other": 0}  # (issue 16) `--quick`: each study once, to see it run
 SIZES_FULL = {"marked_honest": 100, "marked_human": 20, "marked_power": 50, "marked_small": 40, "collusion": 50,
               "revoke": 50, "human_other": 20}  # human_other: honest collusion and revoke seasons, hand shuffles
 # the revoke studies: (name, q, revoke_season's keywords): honest clubs whose members revoke by accident at the
@@ -432,14 +434,15 @@ def _task(args: tuple) -> tuple[str, dict]:
     return kind, revoke_season(seed, i, q, **kw)
 
 
-def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None, fdr: float = 0.05,
-                   workers: int = 1, progress: Callable[[str], None] | None = None,
-                   marked_qs: tuple[float, ...] = (1.0, 0.5), collusion_q: float = 0.7) -> dict:
-    """Run the play-knowledge studies. `sizes`: seasons per study (keys of SIZES_FULL)."""
-    say = progress or (lambda _m: None)
+def season_count(fast: bool = False, sizes: dict | None = None, marked_qs: tuple[float, ...] = (1.0, 0.5)) -> int:
+    """How many simulated seasons `calibrate_play` runs with these sizes: the total its `advance` counts to."""
     n = dict(SIZES_FAST if fast else SIZES_FULL)
     n.update(sizes or {})
-    tasks = []
+    return len(_tasks(0, n, 0.05, marked_qs, 0.7))
+
+
+def _tasks(seed: int, n: dict, fdr: float, marked_qs: tuple[float, ...], collusion_q: float) -> list[tuple]:
+    tasks: list[tuple] = []
     for i in range(n["marked_honest"]):
         tasks.append(("marked_honest", seed, i, 0.0, {"fdr": fdr}))
     for i in range(n["marked_human"]):
@@ -458,6 +461,20 @@ def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None,
     for i in range(n.get("human_other", 0)):
         tasks.append(("collusion_human", seed, i, 0.0, {"fdr": fdr, "human": True}))
         tasks.append(("revoke_human", seed, i, 0.0, {"fdr": fdr, "human": True}))
+    return tasks
+
+
+def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None, fdr: float = 0.05,
+                   workers: int = 1, progress: Callable[[str], None] | None = None,
+                   marked_qs: tuple[float, ...] = (1.0, 0.5), collusion_q: float = 0.7,
+                   advance: Callable[[int], None] | None = None) -> dict:
+    """Run the play-knowledge studies. `sizes`: seasons per study (keys of SIZES_FULL). `advance(1)` after each
+    season (issue 16: the progress bar; `season_count` is its total)."""
+    say = progress or (lambda _m: None)
+    step = advance or (lambda _k: None)
+    n = dict(SIZES_FAST if fast else SIZES_FULL)
+    n.update(sizes or {})
+    tasks = _tasks(seed, n, fdr, marked_qs, collusion_q)
     t0 = time.perf_counter()
     done: dict[str, list[dict]] = {}
     say(f"{len(tasks)} simulated seasons on {workers} worker(s)")
@@ -465,12 +482,14 @@ def calibrate_play(seed: int = 0, fast: bool = False, sizes: dict | None = None,
         with ProcessPoolExecutor(max_workers=workers) as ex:
             for k, (kind, res) in enumerate(ex.map(_task, tasks, chunksize=1), 1):
                 done.setdefault(kind, []).append(res)
+                step(1)
                 if k % 10 == 0:
                     say(f"{k}/{len(tasks)} seasons, {time.perf_counter() - t0:.0f} s")
     else:
         for k, t in enumerate(tasks, 1):
             kind, res = _task(t)
             done.setdefault(kind, []).append(res)
+            step(1)
             if k % 10 == 0:
                 say(f"{k}/{len(tasks)} seasons, {time.perf_counter() - t0:.0f} s")
     out: dict = {"seed": seed, "fdr": fdr, "sizes": n, "studies": {}}
@@ -575,7 +594,9 @@ def targets(res: dict) -> list[dict]:
     return out
 
 
-def format_report(res: dict) -> str:
+def format_report(res: dict, width: int | None = None) -> str:
+    """The numbers as text, each line wrapped between words at `width` columns (issue 16; default: the terminal's
+    width, at most 100)."""
     lines = [f"play-knowledge calibration: seed {res['seed']}, FDR {res['fdr']}, {res['seconds']} s "
              f"({res['machine']['cpus']} cpus, {res['machine']['workers']} workers)"]
     st = res["studies"]
@@ -611,4 +632,18 @@ def format_report(res: dict) -> str:
     for t in res["targets"]:
         mark = {True: "met", False: "NOT met", None: "too few seasons to say"}[t["met"]]
         lines.append(f"  [{mark}] {t['target']}: {t['measured']}")
-    return "\n".join(lines)
+    return wrap_lines(lines, width)
+
+
+def wrap_lines(lines: list[str], width: int | None = None) -> str:
+    """`lines` joined, each longer one wrapped between words (never inside one) under its own indent plus four."""
+    import shutil
+    import textwrap
+
+    width = width or min(100, shutil.get_terminal_size((100, 24)).columns)
+    out = []
+    for line in lines:
+        indent = line[:len(line) - len(line.lstrip())]
+        out.extend(textwrap.wrap(line, width, subsequent_indent=indent + "    ", break_long_words=False,
+                                 break_on_hyphens=False) or [line])
+    return "\n".join(out)

@@ -18,8 +18,10 @@ import os
 import struct
 import zlib
 from contextlib import contextmanager
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -66,6 +68,7 @@ class SafeConsole(Console):
 
 def print_replay(report, console: Console | None = None, show_findings: int = SHOW_FINDINGS,
                  show_games: int = SHOW_GAMES) -> None:
+    """The replay's summary: the verdict first (findings or none, issue 16), then the counts, then the tables."""
     con = console or SafeConsole()
     findings = list(report.findings)
     games = list(report.games_summary)
@@ -74,49 +77,43 @@ def print_replay(report, console: Console | None = None, show_findings: int = SH
     drawn = sum(1 for g in games if g.ended_by == "points" and g.winner is None)
     by_revoke = sum(1 for g in games if g.ended_by == "revoke")
     open_ = len(games) - won - drawn - by_revoke
-    con.print(f"[bold]{report.deals}[/] records read: [bold]{report.deals - bad}[/] deals replayed, "
-              f"[bold]{bad}[/] bad records")
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.code] = counts.get(f.code, 0) + 1
+    by_code = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     if report.deals - bad <= 0:  # issue 12: nothing replayed never reads as all clear
         con.print(f"[bold yellow]Nothing was replayed.[/] {safe_markup(Coverage.of(report.deals, findings).nothing_reason())}")
+    elif findings:
+        con.print(f"[bold red]{len(findings)} findings[/] in {report.deals - bad} deals replayed: "
+                  + ", ".join(f"{safe_markup(code)} {k}" for code, k in by_code) + ".")
+    elif report.deals:
+        con.print("[bold green]No findings.[/]")
+    con.print(f"[bold]{report.deals}[/] records read: [bold]{report.deals - bad}[/] deals replayed, "
+              f"[bold]{bad}[/] bad records")
     parts = [f"{won} won on points"]
     if drawn:
         parts.append(f"{drawn} ended without a winner")
     parts.append(f"{by_revoke} ended by a revoke")
     parts.append(f"{open_} unfinished")
     con.print(f"[bold]{report.games}[/] games: " + ", ".join(parts))
-    if not findings and report.deals:
-        con.print("[bold green]No findings.[/]")
-    elif not findings:
-        pass
-    else:
-        con.print(f"[bold]{len(findings)}[/] findings")
-        counts: dict[str, int] = {}
-        for f in findings:
-            counts[f.code] = counts.get(f.code, 0) + 1
-        t = Table(title="Findings by code", title_justify="left")
-        t.add_column("code")
-        t.add_column("count", justify="right")
-        t.add_column("what it means")
-        for code, k in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-            style = "red" if code in SEVERE else None
-            t.add_row(safe_markup(code), str(k), CODE_MEANING.get(code, ""), style=style)
-        con.print(t)
-        t = Table(title=f"Findings ({min(len(findings), show_findings)} of {len(findings)} shown; --json for all)"
-                  if len(findings) > show_findings else "Findings", title_justify="left")
-        t.add_column("where (file:line, game, deal, trick)", overflow="fold", max_width=34)
-        t.add_column("code", no_wrap=True)
-        t.add_column("message", overflow="fold", ratio=1)
+    if findings:
+        print_table(con, "Findings by code", [Col("code", "token"), Col("count", "num"), Col("what it means")],
+                    [([safe_markup(code), str(k), CODE_MEANING.get(code, "")], "red" if code in SEVERE else None)
+                     for code, k in by_code])
+        title = (f"Findings ({min(len(findings), show_findings)} of {len(findings)} shown; --json for all)"
+                 if len(findings) > show_findings else "Findings")
+        rows = []
         for f in findings[:show_findings]:
             place = " ".join(x for x in (f.game_id or "", "" if f.deal_no is None else f"deal {f.deal_no}",
                                          "" if f.trick is None else f"trick {f.trick}") if x)
             where = safe_markup(_short_source(f.source)) + (f"\n[dim]{safe_markup(place)}[/]" if place else "")
-            t.add_row(where, safe_markup(f.code), safe_markup(f.message), style="red" if f.code in SEVERE else None)
-        con.print(t)
+            rows.append(([where, safe_markup(f.code), safe_markup(f.message)], "red" if f.code in SEVERE else None))
+        print_table(con, title, [Col("where (file:line, game, deal, trick)", "token"), Col("code", "token"),
+                                 Col("message")], rows)
     if games:
-        t = Table(title=f"Games ({min(len(games), show_games)} of {len(games)} shown; --json for all)"
-                  if len(games) > show_games else "Games", title_justify="left")
-        for col in ("game", "deals", "totals", "winner", "ended by", "loser"):
-            t.add_column(col, justify="right" if col == "deals" else "left")
+        title = (f"Games ({min(len(games), show_games)} of {len(games)} shown; --json for all)"
+                 if len(games) > show_games else "Games")
+        rows = []
         for g in games[:show_games]:
             totals = "unknown" if g.totals is None else "  ".join(str(x) for x in g.totals)
             ended = g.ended_by or "unfinished"
@@ -124,8 +121,119 @@ def print_replay(report, console: Console | None = None, show_findings: int = SH
             if g.ended_by and g.winner is None:
                 winner = "none"
             loser = "" if g.loser is None else f"side {g.loser}"
-            t.add_row(safe_markup(g.game_id), str(g.deals), totals, winner, ended, loser)
-        con.print(t)
+            rows.append(([safe_markup(g.game_id), str(g.deals), totals, winner, ended, loser], None))
+        print_table(con, title, [Col("game", "token"), Col("deals", "num"), Col("totals", "token"),
+                                 Col("winner", "token"), Col("ended by", "token"), Col("loser", "token")], rows)
+
+
+# ---------------------------------------------------------------- tables that never cut a token (issue 16)
+
+
+@dataclass(frozen=True)
+class Col:
+    """A column of `print_table`: `kind` "token" (paths, file:line places, ids, names: never wrapped inside),
+    "num" (right-aligned, never wrapped) or "text" (words, wrapped between them)."""
+
+    header: str
+    kind: str = "text"
+    style: str | None = None
+
+
+def _lines_width(t: Text) -> int:
+    return max((cell_len(x) for x in t.plain.split("\n")), default=0)
+
+
+def _longest_word(t: Text) -> int:
+    return max((cell_len(w) for w in t.plain.split()), default=0)
+
+
+def print_table(con: Console, title: str, cols: list[Col], rows: Sequence[tuple[Sequence[Any], str | None]],
+                compact: bool = False, lines: bool = False) -> None:
+    """A table at the console's width in which no path, place, id or name is cut inside (issue 16).
+
+    Three layouts, the first that fits: the table at its natural width; the table with every token column at its
+    widest cell and the text columns narrowed to (no less than) their longest word; else one block per row, the
+    first cell on its own line and `header: value` below it, wrapped between words. `rows`: (cells, row style);
+    a cell is rich markup (already escaped: `safe_markup`) or a `Text`. `compact`: no outer border, one space
+    between columns (tables of numbers). `lines`: a rule between rows (rows of several lines)."""
+    cells = [[c if isinstance(c, Text) else con.render_str(str(c)) for c in r] for r, _ in rows]
+    n = len(cols)
+    heads = [Text(c.header) for c in cols]
+    # natural: every cell and the header on one line; need: token and number cells whole, text and headers cut
+    # only between words
+    natural = [max([_lines_width(r[i]) for r in cells] + [_lines_width(heads[i])]) for i in range(n)]
+    need = [max([_lines_width(r[i]) if c.kind != "text" else _longest_word(r[i]) for r in cells]
+                + [_longest_word(heads[i])]) for i, c in enumerate(cols)]
+    frame = _frame(con, n, compact)  # borders and padding
+    width = con.width
+    if sum(need) + frame > width:
+        _print_blocks(con, title, cols, cells, [st for _, st in rows])
+        return
+    widths = list(natural)
+    if sum(natural) + frame > width:  # the spare columns shared in proportion to what each would still like
+        widths = list(need)
+        spare = width - frame - sum(need)
+        want = sum(natural[i] - need[i] for i in range(n))
+        for i in range(n):
+            widths[i] += min(natural[i] - need[i], spare * (natural[i] - need[i]) // max(1, want))
+        left = width - frame - sum(widths)
+        for i in range(n):  # what the integer shares left over
+            add = min(left, natural[i] - widths[i])
+            widths[i] += add
+            left -= add
+    t = _table(title, compact)
+    t.show_lines = lines
+    for i, c in enumerate(cols):  # the header wraps between its words even over a token column
+        t.add_column(Text(c.header, no_wrap=False), style=c.style, justify="right" if c.kind == "num" else "left",
+                     no_wrap=c.kind != "text", overflow="fold", width=widths[i])
+    for r, (_, st) in zip(cells, rows, strict=True):
+        t.add_row(*r, style=st)
+    con.print(t)
+
+
+def _table(title: str | None, compact: bool) -> Table:
+    if compact:
+        from rich import box
+
+        return Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 0))
+    return Table(title=title, title_justify="left")
+
+
+def _frame(con: Console, n: int, compact: bool) -> int:
+    """The columns a table of `n` columns spends on borders and padding: measured on a table of one-wide cells."""
+    t = _table(None, compact)
+    for _ in range(n):
+        t.add_column(width=1, no_wrap=True)
+    t.add_row(*(["x"] * n))
+    return _rendered_width(con, t) - n
+
+
+def _rendered_width(con: Console, renderable) -> int:
+    lines = con.render_lines(renderable, con.options.update(width=max(con.width, 1000)), pad=False)
+    return max((sum(cell_len(seg.text) for seg in line) for line in lines), default=0)
+
+
+def _print_blocks(con: Console, title: str, cols: list[Col], cells: list[list[Text]],
+                  styles: list[str | None]) -> None:
+    """The narrow layout of `print_table`: per row, its first cell, then `header: value` lines."""
+    con.print(Text(title, style="bold"))
+    for r, st in zip(cells, styles, strict=True):
+        head = r[0].copy()
+        head.stylize("bold")
+        if st:
+            head.stylize(st)
+        con.print(head)
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True, style="dim")
+        grid.add_column()
+        shown = [(c.header, cell) for c, cell in zip(cols[1:], r[1:], strict=True) if cell.plain]
+        if shown and max(cell_len(h) for h, _ in shown) + 4 <= con.width // 2:
+            for h, cell in shown:
+                grid.add_row(f"  {h}:", cell)
+            con.print(grid)
+        else:
+            for h, cell in shown:
+                con.print(Text("  ") + Text(f"{h}: ", style="dim") + cell)
 
 
 def _s(x) -> str:
@@ -278,3 +386,86 @@ def _indented(renderable, n: int):
     from rich.padding import Padding
 
     return Padding(Text(renderable) if isinstance(renderable, str) else renderable, (0, 0, 0, n), expand=False)
+
+
+# ---------------------------------------------------------------- progress of a long study (issue 16)
+
+
+class StudyProgress:
+    """The progress of a long study on stderr, never on stdout: `say(what)` names the step under way, `advance(k)`
+    counts `k` more units of work (simulated deals) out of `total`. On a terminal a rich bar with the time left;
+    otherwise one line per step and per tenth of the work, `calibrate: <step> (35% done, about 1 min 20 s left)`.
+    The estimate is the elapsed time scaled by the work left (`eta`)."""
+
+    def __init__(self, total: int, prefix: str = "calibrate", console: Console | None = None,
+                 clock=None) -> None:
+        import time
+
+        self.total = max(1, int(total))
+        self.done = 0
+        self.prefix = prefix
+        self._clock = clock or time.perf_counter
+        self._t0 = self._clock()
+        self._con = console or Console(stderr=True)
+        self._bar: Any = None  # a rich Progress on a terminal
+        self._task: Any = None
+        self._last_tenth = 0
+        self.lines: list[str] = []  # what was said (the lines written when not on a terminal)
+
+    def __enter__(self) -> "StudyProgress":
+        if self._con.is_terminal:
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, \
+                TimeRemainingColumn
+
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                                 TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(),
+                                 console=self._con, transient=True)
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.prefix, total=self.total)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+            self._bar = None
+
+    def eta(self) -> float | None:
+        """Seconds left at the pace so far (None before any work is done)."""
+        if self.done <= 0:
+            return None
+        spent = self._clock() - self._t0
+        return spent * (self.total - self.done) / self.done
+
+    def status(self) -> str:
+        pct = min(100, int(100 * self.done / self.total))
+        left = self.eta()
+        return f"{pct}% done" + ("" if left is None else f", about {_duration(left)} left")
+
+    def say(self, what: str) -> None:
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, description=f"{self.prefix}: {escape(visible(what))}")
+            return
+        self._line(f"{self.prefix}: {what} ({self.status()})")
+
+    def advance(self, k: int = 1) -> None:
+        self.done = min(self.total, self.done + int(k))
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, completed=self.done)
+            return
+        tenth = 10 * self.done // self.total
+        if tenth > self._last_tenth and self.done < self.total:
+            self._last_tenth = tenth
+            self._line(f"{self.prefix}: {self.status()}")
+
+    def _line(self, text: str) -> None:
+        self.lines.append(text)
+        self._con.print(Text(visible(text)), soft_wrap=True, highlight=False)
+
+
+def _duration(s: float) -> str:
+    s = max(0, int(round(s)))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"

@@ -9,12 +9,11 @@ escaped).
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from ..textsafe import visible
-from .console import (CODE_MEANING, LONG_INPUT, SEVERE, SafeConsole, estimate_records, print_replay,
-                      replay_progress, safe_markup)
+from .console import (CODE_MEANING, LONG_INPUT, SEVERE, Col, SafeConsole, estimate_records, print_replay,
+                      print_table, replay_progress, safe_markup)
 from .verdict import Coverage
 from .view import build_view
 
@@ -40,40 +39,48 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
         con.print(safe_markup(v["audit_sentence"]))
     if v.get("selection"):
         con.print(safe_markup(v["selection"]))
+    for hint in _pretty_hints(doc):  # issue 16: a pretty-printed file is said once, here too
+        con.print(f"[yellow]hint:[/] {safe_markup(hint)}")
+    # issue 16: subjects, test names and codes are tokens (`console.print_table`): never cut inside at any width
     if v["flags"]:
-        t = Table(title="Flagged (q ≤ the audit's level)", show_lines=True)
-        t.add_column("subject", style="bold red", overflow="fold")
-        t.add_column("test")
-        t.add_column("what the logs show", overflow="fold")
+        rows = []
         for f in v["flags"]:
             text = Text(visible(f["sentence"]) + (("\n" + visible(f["controls_sentence"]))
                                                    if f["controls_sentence"] else ""))
-            t.add_row(safe_markup(f["subject"]), safe_markup(f["test"] + (" (strong)" if f.get("strong") else "")), safe_markup(text))
-        con.print(t)
+            rows.append(([safe_markup(f["subject"]), safe_markup(f["test"] + (" (strong)" if f.get("strong") else "")),
+                          text], None))
+        print_table(con, "Flagged (q ≤ the audit's level)", [Col("subject", "token", "bold red"), Col("test", "token"),
+                                                              Col("what the logs show")], rows, lines=True)
     if v["watch"]:
-        t = Table(title="Watch list (not a flag)")
-        t.add_column("subject", style="yellow", overflow="fold")
-        t.add_column("test")
-        t.add_column("p", justify="right")
-        t.add_column("q", justify="right")
-        for f in v["watch"]:
-            t.add_row(safe_markup(f["subject"]), safe_markup(f["test"]), f["p"], f["q"])
-        con.print(t)
+        print_table(con, "Watch list (not a flag)", [Col("subject", "token", "yellow"), Col("test", "token"),
+                                                      Col("p", "num"), Col("q", "num")],
+                    [([safe_markup(f["subject"]), safe_markup(f["test"]), f["p"], f["q"]], None) for f in v["watch"]])
     if v["families"]:
-        t = Table(title="Test families")
-        for col in ("test", "subjects", "share", "flags", "watch"):
-            t.add_column(col, justify="right" if col != "test" else "left")
+        rows = []
         for fam in v["families"]:
             share = f"{fam['share']:.0%}" if fam.get("share") is not None else "n/a"
-            t.add_row(safe_markup(fam["test"]), str(fam["size"]), share, str(fam["n_flagged"]), str(fam["n_watch"]))
-        con.print(t)
+            rows.append(([safe_markup(fam["test"]), str(fam["size"]), share, str(fam["n_flagged"]),
+                          str(fam["n_watch"])], None))
+        print_table(con, "Test families", [Col("test", "token")] + [Col(c, "num") for c in
+                                                                    ("subjects", "share", "flags", "watch")], rows)
     if v["findings_by_code"]:
-        t = Table(title=f"Replay findings ({v['n_findings']})")
-        t.add_column("code")
-        t.add_column("count", justify="right")
-        t.add_column("what")
-        for c in v["findings_by_code"]:
-            t.add_row(safe_markup(c["code"]), str(c["count"]), safe_markup(c["words"]))
-        con.print(t)
+        print_table(con, f"Replay findings ({v['n_findings']})", [Col("code", "token"), Col("count", "num"),
+                                                                   Col("what")],
+                    [([safe_markup(c["code"]), str(c["count"]), safe_markup(c["words"])], None)
+                     for c in v["findings_by_code"]])
     con.print(f"[dim]Not flagged is not clean. {safe_markup(v['not_clean_note'])}[/]")
     con.print(f"[dim]{safe_markup(v['monthly_note'])}[/]")
+
+
+def _pretty_hints(doc: dict) -> list[str]:
+    """`source: hint` of each bad record that says its file looks like pretty-printed JSON (one per file, issue
+    16: `logparse.json_error_message`)."""
+    replay = doc.get("replay") if isinstance(doc.get("replay"), dict) else {}
+    out = []
+    for f in (replay or {}).get("findings") or ():
+        if not isinstance(f, dict):
+            continue
+        msg = f.get("message")
+        if f.get("code") == "bad_record" and isinstance(msg, str) and "looks like pretty-printed JSON" in msg:
+            out.append(f"{f.get('source')}: {msg[msg.index('this file looks'):]}")
+    return out

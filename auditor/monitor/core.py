@@ -38,9 +38,7 @@ from .trials import MONITORED, LookTrials, look_trials
 
 DOC_FORMAT = "auditor-monitor/1"
 KEEP_EVENTS = 200  # a stream keeps its latest event deals (for the alarm page)
-AUDIT_ONLY_WHY = {
-    "marked_ten": "its null is a model of honest play fitted on the whole field; not yet monitored",
-}
+AUDIT_ONLY_WHY: dict[str, str] = {}
 
 
 def monitored_shares() -> dict[str, float]:
@@ -136,7 +134,10 @@ def update_streams(state: dict[str, Any], trials: dict[str, dict[str, LookTrials
                                             "e": Stream.new().to_json(), "history": [], "alarm": None,
                                             "events": []}
             s = Stream.from_json(entry["e"])
-            s.update(lt.p, lt.n, lt.k)
+            if lt.llr is not None:
+                s.update_llr(lt.llr, lt.trials, lt.score, lt.score_expected)
+            else:
+                s.update(lt.p, lt.n, lt.k)
             entry["e"] = s.to_json()
             entry["history"].append([look, round(s.log_e, 9), s.trials, s.events])
             if lt.events:

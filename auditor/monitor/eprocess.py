@@ -93,7 +93,7 @@ class Stream:
 
     log_components: np.ndarray  # [len(Q_GRID), len(START_GRID)]
     trials: int = 0
-    events: int = 0
+    events: float = 0  # Bernoulli streams: events (an integer); `marked_ten`: the observed decision score
     expected: float = 0.0
     max_log_e: float = 0.0
 
@@ -117,18 +117,24 @@ class Stream:
         return Q_GRID[int(np.argmax(per_q))]
 
     def update(self, p: np.ndarray, n: np.ndarray, k: np.ndarray) -> float:
-        """Add one look's trials (grouped); return the change of log E. Components whose start is at most the
-        trial count before this look take the look's likelihood ratio; later starts stay at 1."""
-        before = self.log_e
-        n_new = int(np.asarray(n).sum())
+        """Add one look's Bernoulli trials (grouped); return the change of log E."""
+        llr = group_log_lr_many(p, np.asarray(n)[None], np.asarray(k)[None])[0]
+        return self.update_llr(llr, int(np.asarray(n).sum()), float(np.asarray(k).sum()),
+                               float((np.asarray(p, float) * np.asarray(n, float)).sum()))
+
+    def update_llr(self, llr: np.ndarray, n_new: int, events: float, expected: float) -> float:
+        """Add one look's log likelihood ratios (one per component of the grid) over `n_new` trials; return the
+        change of log E. Components whose start is at most the trial count before this look take them; later
+        starts stay at 1."""
         if n_new == 0:
             return 0.0
+        before = self.log_e
         comp = self.log_components[None]
-        advance(comp, np.array([self.trials]), group_log_lr_many(p, np.asarray(n)[None], np.asarray(k)[None]))
+        advance(comp, np.array([self.trials]), np.asarray(llr, float)[None])
         self.log_components = comp[0]
         self.trials += n_new
-        self.events += int(np.asarray(k).sum())
-        self.expected += float((np.asarray(p, float) * np.asarray(n, float)).sum())
+        self.events += events
+        self.expected += expected
         now = self.log_e
         self.max_log_e = max(self.max_log_e, now)
         return now - before
@@ -144,7 +150,20 @@ class Stream:
         if comp.shape != (len(Q_GRID), len(START_GRID)):
             raise ValueError(f"a stream's components have shape {comp.shape}, expected "
                              f"{(len(Q_GRID), len(START_GRID))}")
-        return Stream(comp, int(d["trials"]), int(d["events"]), float(d["expected"]), float(d["max_log_e"]))
+        ev = d["events"]
+        return Stream(comp, int(d["trials"]), ev if isinstance(ev, int) else float(ev), float(d["expected"]),
+                      float(d["max_log_e"]))
+
+
+def betting_log_lr(score: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """log of prod_d (1 + lam S_d / M_d) for each betting fraction lam of `Q_GRID` (the grid doubles as the bets
+    of a score stream): S_d a deal's centred score (null mean 0 given everything before the deal), M_d > 0 a bound
+    with S_d >= -M_d, so every factor is at least 1 - lam > 0. Each factor has null mean 1: a martingale over deals
+    (`marked_ten`)."""
+    r = np.asarray(score, float) / np.asarray(bound, float)
+    if not len(r):
+        return np.zeros(len(_Q))
+    return np.log1p(_Q[:, None] * r[None, :]).sum(axis=1)
 
 
 def threshold_log(level: float, weight: float) -> float:

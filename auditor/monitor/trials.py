@@ -21,10 +21,13 @@ import numpy as np
 
 from ..cards import RJ
 from ..columns import AuditColumns
+from ..detectors.marked_ten import MarkedTen, score_all
 from ..detectors.revoke_pattern import RevokePattern
 from ..facts import DealingFacts, held_prob
+from .eprocess import betting_log_lr
 
-MONITORED: tuple[str, ...] = ("dealer_jack", "turnup_jack", "revoke_pattern")
+MONITORED: tuple[str, ...] = ("dealer_jack", "turnup_jack", "marked_ten", "revoke_pattern")
+MARKED_FOLDS = 5
 
 
 @dataclass
@@ -35,6 +38,10 @@ class LookTrials:
     n: np.ndarray
     k: np.ndarray
     events: list[dict] = field(default_factory=list)  # {"table", "game_id", "deal_no", "p"}
+    llr: np.ndarray | None = None  # a score stream (`marked_ten`): the look's log likelihood ratios themselves
+    trials: int = 0  # ... over this many deals,
+    score: float = 0.0  # with this observed score
+    score_expected: float = 0.0  # against this null mean
 
     @staticmethod
     def of(p: np.ndarray, x: np.ndarray) -> "LookTrials":
@@ -97,7 +104,67 @@ def revoke_trials(table: AuditColumns) -> dict[str, LookTrials]:
     return out
 
 
+def marked_ten_trials(table: AuditColumns) -> dict[str, LookTrials]:
+    """{player: his scored deals} of `marked_ten` over the table: per deal d the sum S_d of his decisions'
+    centred scores under the hard-fact posterior (the Ten uniform over the unknown cards of the seats not shown
+    void in trumps: no model fitted), bounded below by -M_d (the sum of each decision's worst case), as the
+    betting factors of `eprocess.betting_log_lr`. The decisions and their centring come from the detector
+    (`score_all`: the centring c_t is the field's mean aggression in the decision's context, fitted on the other
+    players' folds of this look)."""
+    if not len(table):
+        return {}
+    counts = MarkedTen().count(table)
+    if counts.n_deals == 0:
+        return {}
+    scores = score_all(counts, folds=MARKED_FOLDS, targets=("ten",))
+    main = scores["targets"].get("ten")
+    if main is None:
+        return {}
+    out: dict[str, LookTrials] = {}
+    A = main.A
+    for pl, sel in sorted(main.by_player.items()):
+        S, M, obs, mean = _deal_scores(A, main, np.asarray(sel, np.int64))
+        keep = M > 1e-12
+        if not keep.any():
+            continue
+        out[scores["players"][pl]] = LookTrials(np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                                llr=betting_log_lr(S[keep], M[keep]), trials=int(keep.sum()),
+                                                score=obs, score_expected=mean)
+    return out
+
+
+def _deal_scores(A, main, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """Per deal of the decisions `sel`: the centred score S_d = sum_t w_t (g_t(true) - E g_t) under the hard-fact
+    posterior, and its bound M_d = -(smallest S_d over the places the Ten can be: the seats that are candidates at
+    every decision of the deal), so S_d >= -M_d whatever the place; and the observed and expected sums."""
+    S: list[float] = []
+    M: list[float] = []
+    obs_all = mean_all = 0.0
+    deal = A.d_deal[sel]
+    cuts = np.flatnonzero(np.diff(deal)) + 1
+    for part in np.split(sel, cuts):
+        at: dict[int, float] = {}
+        seen: dict[int, int] = {}
+        obs = mean = 0.0
+        for t in part.tolist():
+            a, b = int(main.c_start[t]), int(main.c_end[t])
+            w = float(main.w[t])
+            g = A.c_g[a:b].astype(float)
+            mean += w * float((main.p_hard[a:b] * g).sum())
+            obs += w * float((A.c_true[a:b] * g).sum())
+            for seat, gv in zip(A.c_seat[a:b].tolist(), g.tolist(), strict=True):
+                at[seat] = at.get(seat, 0.0) + w * gv
+                seen[seat] = seen.get(seat, 0) + 1
+        feasible = [v for seat, v in at.items() if seen[seat] == len(part)]
+        low = min(feasible) if feasible else obs
+        S.append(obs - mean)
+        M.append(mean - low)
+        obs_all += obs
+        mean_all += mean
+    return np.array(S), np.array(M), obs_all, mean_all
+
+
 def look_trials(table: AuditColumns, facts: DealingFacts) -> dict[str, dict[str, LookTrials]]:
     """{test: {subject: trials}} of every monitored test over the table of one look's new deals."""
     return {"dealer_jack": dealer_jack_trials(table, facts), "turnup_jack": turnup_jack_trials(table, facts),
-            "revoke_pattern": revoke_trials(table)}
+            "marked_ten": marked_ten_trials(table), "revoke_pattern": revoke_trials(table)}

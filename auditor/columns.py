@@ -49,6 +49,10 @@ Fields, with the `DealResult` / `Deal` attribute each one mirrors:
     scored      bool    DealResult.scored
     points      int16 [D, S]  DealResult.points (0 padding; all 0 when not scored); S = max n_sides
     not_in_hand bool    some finding of the deal is `card_not_in_hand`
+    sheet       bool    (issue 16) a score-sheet record (`Deal.is_sheet`): no cards, the facts of `Deal.observed`
+    jack_seat   int8    (issue 16) a score-sheet record's `observed.jack`, the seat that played the Jack of trumps:
+                        -1 nobody (not in play), -2 not known (not a sheet; an All Fours sheet deal whose cards
+                        were run, which changes trumps)
     log_tricks  dict row -> list[list[int]] | None: the recorded tricks parsed (`shuffle_residue`'s `_tricks_of`),
                         only for rows where they are not simply the plays grouped by trick (see `tricks_of`)
     runs        dict row -> Deal.runs (All Fours deals that ran the cards; few)
@@ -114,6 +118,8 @@ _ROW_FIELDS: dict[str, tuple[Any, int | str | None, Any]] = {
     "scored": (bool, None, False),
     "points": (np.int16, "S", 0),
     "not_in_hand": (bool, None, False),
+    "sheet": (bool, None, False),
+    "jack_seat": (np.int8, None, -2),
 }
 
 
@@ -450,6 +456,15 @@ def deck_of(deal: Deal, L: Layout) -> list[int] | None:
     return out
 
 
+def sheet_jack_seat(deal: Deal) -> int:
+    """(issue 16) `jack_seat` of a score-sheet record: the seat that played the Jack of trumps, -1 nobody, -2 not
+    known (All Fours after a run of the cards: the Jack observed is of the suit the run made trumps)."""
+    if deal.game == "all_fours" and deal.beg == "run":
+        return -2
+    jack = (deal.observed or {}).get("jack")
+    return -1 if jack is None else int(jack)
+
+
 def parsed_tricks(deal: Deal) -> list[list[int]] | None:
     """The recorded tricks parsed; None when absent, empty, or some card does not parse."""
     if not deal.tricks:
@@ -549,6 +564,9 @@ def from_results(results: Sequence[DealResult]) -> AuditColumns:
         if pts is not None:
             a["points"][i, :len(pts)] = pts
         a["not_in_hand"][i] = any(f.code == "card_not_in_hand" for f in r.findings)
+        if d.is_sheet:
+            a["sheet"][i] = True
+            a["jack_seat"][i] = sheet_jack_seat(d)
         if d.runs:
             c.runs[i] = d.runs
         lt = parsed_tricks(d)

@@ -30,7 +30,7 @@ import numba
 import numpy as np
 
 from .cards import N_CARDS, RJ, cards_of, parse_card, parse_cards, rank_of, suit_of
-from .columns import TIME_NONE, result_order, time_key
+from .columns import TIME_NONE, result_order, sheet_jack_seat, time_key
 from .rules import Layout, Rules, layout
 
 MAX_SEATS = 8
@@ -191,10 +191,17 @@ class DealingFacts:
     tu_p: np.ndarray = field(default_factory=lambda: np.zeros(0))
     tu_run: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))  # 0: first turn-up; j: run j
     skipped: int = 0  # deals that could not be audited for dealing (bad cards, wrong sizes)
+    # bool (issue 16): the holder of the Jack of the (first) turn-up's suit is known, `holder` holding it (NOWHERE:
+    # in no hand), though the hands may not be: a score-sheet record knows who played the Jack of trumps, no other
+    # card. Every deal whose hands are known; a sheet deal (All Fours: unless the cards were run). The tests of the
+    # Jack read every such deal; those of other cards (the controls, the honours' locations) `hands_known` ones.
+    jack_known: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
     def __post_init__(self) -> None:
         if len(self.time) != len(self.order):  # facts made without times (generated deals): every deal untimed
             self.time = np.full(len(self.order), TIME_NONE, np.int64)
+        if len(self.jack_known) != len(self.order):  # facts made without sheets: the Jack is known with the hands
+            self.jack_known = np.asarray(self.hands_known, bool).copy()
 
     def __len__(self) -> int:
         return len(self.order)
@@ -268,6 +275,9 @@ class _Builder:
             self.skipped += 1
             return
         af = d.game == "all_fours"
+        if d.is_sheet:  # (issue 16) a score-sheet record: who played the Jack of trumps, no other card
+            self._add_sheet(i, r, cfg, tu)
+            return
         hands = r.hands
         hands_ok = hands is not None and len(hands) == n
         union = 0
@@ -330,16 +340,36 @@ class _Builder:
                     return
                 tu_events.append((row, int(rank_of(rt) == RJ), jack_p(seen), j))
                 seen |= 1 << rt
+        self._append(i, r, cfg, tu, hands_known, hands_known, holder)
+        self.tu += tu_events
+
+    def _append(self, i: int, r, cfg: Config, tu: int, hands_known: bool, jack_known: bool,
+                holder: np.ndarray) -> None:
+        d = r.deal
+        n = d.n
         sp = [-1] * MAX_SEATS
         for rel in range(n):
             sp[rel] = self._pid(d.players[(d.dealer + rel) % n])
         self.rows.append((
             result_order(r), self.tables.setdefault(d.table, len(self.tables)),
             self.configs.setdefault(cfg, len(self.configs)), n, sp, (d.cutter_seat - d.dealer) % n, tu, i,
-            hands_known, time_key(d.time),
+            hands_known, time_key(d.time), jack_known,
         ))
         self.holders.append(holder)
-        self.tu += tu_events
+
+    def _add_sheet(self, i: int, r, cfg: Config, tu: int) -> None:
+        """A score-sheet deal (`columns.sheet_jack_seat`): the Jack of the turn-up's suit at the seat that played
+        it (known unless an All Fours deal ran the cards); the first turn-up of an All Fours deal is a trial of
+        `turnup_jack` with no card seen before it (null 4/52: no hand is known)."""
+        d = r.deal
+        seat = sheet_jack_seat(d)
+        holder = np.full(N_CARDS, NOWHERE, dtype=np.int8)
+        if seat >= 0:
+            holder[(tu // 13) * 13 + RJ] = (seat - d.dealer) % d.n
+        row = len(self.rows)
+        self._append(i, r, cfg, tu, False, seat >= -1, holder)
+        if d.game == "all_fours":
+            self.tu.append((row, int(rank_of(tu) == RJ), jack_p(0), 0))
 
     def build(self) -> DealingFacts:
         rows = self.rows
@@ -358,6 +388,7 @@ class _Builder:
             result_index=np.array([r[7] for r in rows], dtype=np.int64),
             hands_known=np.array([r[8] for r in rows], dtype=bool),
             time=np.array([r[9] for r in rows], dtype=np.int64),
+            jack_known=np.array([r[10] for r in rows], dtype=bool),
             tu_deal=np.array([t[0] for t in tu], dtype=np.int64),
             tu_jack=np.array([t[1] for t in tu], dtype=np.int8),
             tu_p=np.array([t[2] for t in tu], dtype=float),
@@ -516,8 +547,9 @@ def facts_from_columns(cols) -> DealingFacts:
     has_runs[[i for i, runs in cols.runs.items() if runs]] = True
     # All Fours hands derived from the play are the cards in play (hand + run cards - discards): they are the
     # dealt hands only when nobody ran the cards
-    ok &= np.where(af, ~(cols.rec_hands & ~hands_ok), hands_ok)
-    hands_known = np.where(af, hands_ok & (cols.rec_hands | ~has_runs), True)
+    sheet = cols.sheet  # (issue 16) score-sheet records: no hands, the seat that played the Jack of trumps
+    ok &= np.where(af, ~(cols.rec_hands & ~hands_ok), hands_ok | sheet)
+    hands_known = np.where(af, hands_ok & (cols.rec_hands | ~has_runs), True) & ~sheet
     union = np.where(hands_known, union, np.uint64(0))
     # ---- the runs (All Fours deals that ran the cards)
     ran = np.flatnonzero(ok & af & has_runs)
@@ -543,6 +575,12 @@ def facts_from_columns(cols) -> DealingFacts:
     holder = np.full((A, N_CARDS), NOWHERE, np.int8)
     if known.any():
         holder[known] = _holders(hands, rel_of_seat, n, rows[known])
+    jseat = cols.jack_seat[rows].astype(np.int64)
+    sheet_k = sheet[rows]
+    jack_known = known | (sheet_k & (jseat >= -1))
+    at = np.flatnonzero(sheet_k & (jseat >= 0))
+    if len(at):
+        holder[at, (tu[rows[at]] // 13) * 13 + RJ] = (jseat[at] - dealer_k[at]) % n_k[at]
     # ---- turn-up events: each All Fours deal's first turn-up, then its runs'
     pos = np.full(D, -1, np.int64)
     pos[rows] = np.arange(A)
@@ -566,6 +604,7 @@ def facts_from_columns(cols) -> DealingFacts:
         result_index=rows.astype(np.int64),
         hands_known=known.astype(bool),
         time=cols.time[rows].astype(np.int64),
+        jack_known=jack_known.astype(bool),
         tu_deal=ev_deal[o], tu_jack=ev_jack[o], tu_p=ev_p[o].astype(float), tu_run=ev_run[o],
         skipped=D - A,
     )

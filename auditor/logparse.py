@@ -34,8 +34,14 @@ FORMAT = "deal-log/1"
 FIELD_ORDER = (
     "format", "game", "rules", "options", "table", "game_id", "deal_no", "time", "players", "sides", "dealer",
     "cutter", "pack", "deck", "hands", "turn_up", "shown", "beg", "runs", "discards", "tricks", "claims", "bunched",
-    "recorded",
+    "recorded", "observed",
 )
+OBSERVED_KEYS = ("jack", "ten", "revoke", "source")
+"""The members of `observed` (issue 16, a score-sheet record): `jack` the seat that played the Jack of trumps,
+`ten` the seat that took the Ten of trumps in a trick (each null or absent: not in play), `revoke` the seat whose
+revoke was claimed (null or absent: none), `source` where the facts were read (the sheet and its row)."""
+SHEET_EXCLUDED = ("deck", "runs", "discards", "claims")
+"""Fields a record without `hands` and `tricks` (a score-sheet record, issue 16) cannot carry."""
 KNOWN_FIELDS = frozenset(FIELD_ORDER)
 
 GAME_ALIASES = {
@@ -93,6 +99,7 @@ class Deal:
     claims: list[dict[str, Any]] | None = None
     bunched: bool = False
     recorded: dict[str, Any] | None = None
+    observed: dict[str, Any] | None = None  # (issue 16) what a score sheet saw: {"jack": seat, "ten": seat, ...}
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -113,6 +120,11 @@ class Deal:
     @property
     def n_sides(self) -> int:
         return len(self.sides) if self.sides else self.n
+
+    @property
+    def is_sheet(self) -> bool:
+        """(issue 16) A score-sheet record: the observed facts instead of the hands and the tricks."""
+        return self.observed is not None and self.hands is None and self.tricks is None
 
     @property
     def cutter_seat(self) -> int:
@@ -159,6 +171,11 @@ class Deal:
             out["bunched"] = True
         if self.recorded is not None:
             out["recorded"] = {k: self.recorded[k] for k in ("points", "totals", "winner") if k in self.recorded}
+        if self.observed is not None:
+            out["observed"] = {"jack": self.observed.get("jack"), "ten": self.observed.get("ten")}
+            for k in ("revoke", "source"):
+                if self.observed.get(k) is not None:
+                    out["observed"][k] = self.observed[k]
         for k, v in self.extra.items():
             out[k] = v
         return out
@@ -333,8 +350,25 @@ def validate(obj: Any, source: str = "", file_index: int = 0, line: int = 0) -> 
             raise RecordError(f"'tricks' must be a list of tricks, got {_short(tricks)}")
         for k, t in enumerate(tricks):
             _card_list(t, f"tricks[{k}]")
+    observed = obj.get("observed")
+    if observed is not None:
+        if not isinstance(observed, dict):
+            raise RecordError(f"'observed' must be an object, got {_short(observed)}")
+        for key in ("jack", "ten", "revoke"):
+            if observed.get(key) is not None:
+                seat(f"observed.{key}", observed[key])
+        src = observed.get("source")
+        if src is not None and not isinstance(src, str):
+            raise RecordError(f"observed.source must be a string, got {_short(src)}")
+        observed = {"jack": observed.get("jack"), "ten": observed.get("ten")} | (
+            {"revoke": observed["revoke"]} if observed.get("revoke") is not None else {}) | (
+            {"source": src} if src else {})
     if hands is None and tricks is None:
-        raise RecordError("a record needs 'hands' or 'tricks'")
+        if observed is None:
+            raise RecordError("a record needs 'hands' or 'tricks' (or, a score-sheet record, 'observed')")
+        for key in SHEET_EXCLUDED:
+            if obj.get(key) is not None:
+                raise RecordError(f"a score-sheet record (no 'hands' or 'tricks') cannot carry {key!r}")
     claims = obj.get("claims")
     if claims is not None:
         if not isinstance(claims, list):
@@ -373,7 +407,7 @@ def validate(obj: Any, source: str = "", file_index: int = 0, line: int = 0) -> 
         table=table, game_id=game_id, deal_no=deal_no, players=players, dealer=dealer, turn_up=turn_up,
         ruleset=ruleset, time=time, sides=sides, cutter=cutter, pack=pack, deck=deck, hands=hands, shown=shown,
         beg=beg, runs=runs, discards=discards, tricks=tricks, claims=claims, bunched=bunched, recorded=recorded,
-        extra=extra,
+        observed=observed, extra=extra,
     )
 
 

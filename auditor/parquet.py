@@ -802,6 +802,7 @@ _NESTED = {  # field -> (list depth of its values, element kind, what it is)
     "claims": (1, "struct", "a list of {revoke, trick} objects (list<struct>)"),
     "options": (0, "struct", "an object (struct, map or JSON text)"),
     "recorded": (0, "struct", "an object (struct, map or JSON text)"),
+    "observed": (0, "struct", "an object (struct, map or JSON text)"),  # (issue 16) a score sheet's facts
 }
 _INDEX_COL = "__index_level_"
 
@@ -931,7 +932,7 @@ def _row_record(names: list[str], cols: dict[str, list[Any]], i: int,
                 return obj, f"column {name!r}: not valid JSON: {text!r}"
             if v is None:
                 continue
-        elif name in ("options", "recorded"):
+        elif name in ("options", "recorded", "observed"):
             v = _object(v)
         elif name in ("runs", "claims") and isinstance(v, list):
             v = [_object(x) if isinstance(x, (dict, list)) else x for x in v]

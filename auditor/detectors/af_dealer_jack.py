@@ -57,10 +57,11 @@ def dealt_probs(facts: DealingFacts, idx: np.ndarray, rank: int) -> np.ndarray:
 
 
 def trial_deals(facts: DealingFacts) -> np.ndarray:
-    """Indices of the All Fours deals that are trials: dealt hands known, the turn-up not the Jack."""
+    """Indices of the All Fours deals that are trials: the dealt place of the Jack known (the dealt hands, or a
+    score sheet's Jack where nobody ran the cards: `facts.jack_known`, issue 16), the turn-up not the Jack."""
     if len(facts) == 0:
         return np.zeros(0, np.int64)
-    return np.nonzero((facts.game == 1) & facts.hands_known & (facts.turnup.astype(np.int64) % 13 != RJ))[0]
+    return np.nonzero((facts.game == 1) & facts.jack_known & (facts.turnup.astype(np.int64) % 13 != RJ))[0]
 
 
 def count_facts(facts: DealingFacts, timeline_of=lambda stream: stream == "deal") -> dict[str, dict[str, TrialSummary]]:
@@ -83,6 +84,8 @@ def count_facts(facts: DealingFacts, timeline_of=lambda stream: stream == "deal"
         p = dealt_probs(facts, idx, rank)
         holder = facts.holder[idx, suit * 13 + rank].astype(np.int64)
         live = p[:, 0] > 0  # a turned Ace or Ten is no trial of its control
+        if rank != RJ:
+            live &= facts.hands_known[idx]  # (issue 16) a score sheet knows the Jack's place, no other card's
         add(stream, summarise_deals(np.where(live, sp[:, 0], -1), names, (holder == 0).astype(np.int8), p[:, 0],
                                     facts, idx, timeline_of(stream)))
         if rank == RJ:

@@ -36,20 +36,24 @@ def count_facts(facts: DealingFacts, timeline_of=lambda stream: stream == "deal"
             out.setdefault(name, {})[stream] = t
 
     for rank, stream in ((RJ, "deal"), (RA, "ace"), (RT, "ten")):
-        card = sub["trump"] * 13 + rank
-        holder = sub["holder"][np.arange(len(idx)), card]
-        probs = _seat_probs_sub(facts, idx, rank)
-        add(stream, summarise_deals(sub["seat_player"][:, 0], names, (holder == 0).astype(np.int8), probs[:, 0],
-                                    facts, idx, timeline_of(stream)))
+        # (issue 16) the Jack's holder is known at every deal here (a score sheet's too), another card's only where
+        # the hands are
+        k = np.flatnonzero((facts.jack_known if rank == RJ else facts.hands_known)[idx])
+        card = sub["trump"][k] * 13 + rank
+        holder = sub["holder"][k, card]
+        probs = _seat_probs_sub(facts, idx[k], rank)
+        sp = sub["seat_player"][k]
+        add(stream, summarise_deals(sp[:, 0], names, (holder == 0).astype(np.int8), probs[:, 0],
+                                    facts, idx[k], timeline_of(stream)))
         if rank == RJ:  # the same player when not dealing: every other seat of every deal
             subj, keys, obs, p = [], [], [], []
-            n = sub["n"]
+            n = sub["n"][k]
             for rel in range(1, MAX_SEATS):
                 m = n > rel
                 if not m.any():
                     continue
-                subj.append(sub["seat_player"][m, rel])
-                keys.append(idx[m])
+                subj.append(sp[m, rel])
+                keys.append(idx[k][m])
                 obs.append((holder[m] == rel).astype(np.int8))
                 p.append(probs[m, rel])
             if subj:

@@ -105,7 +105,10 @@ def count_facts(facts: DealingFacts, side_rel: np.ndarray,
         at = holder[:, None] == rel[None, :]  # [k, MAX_SEATS]: the card's holder
         p_partner = (probs * partner).sum(axis=1)
         got_partner = (at & partner).any(axis=1).astype(np.int8)
-        add(streams[0], summarise_deals(sp[:, 0], names, got_partner, p_partner, facts, idx, timeline_of(streams[0])))
+        # (issue 16) the Jack's holder is known at every deal here (a score sheet's too), the Ace's where the hands are
+        known = facts.jack_known[idx] if rank == RJ else facts.hands_known[idx]
+        add(streams[0], summarise_deals(np.where(known, sp[:, 0], -1), names, got_partner, p_partner, facts, idx,
+                                        timeline_of(streams[0])))
         if rank == RJ:
             add("own", summarise_deals(sp[:, 0], names, at[:, 0].astype(np.int8), probs[:, 0], facts, idx,
                                        timeline_of("own")))

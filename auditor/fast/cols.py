@@ -548,9 +548,9 @@ class ChunkBuilder:
             return False
         spans = pre if pre is not None else _NO_SPANS  # cut from the line: present exactly when a field is _SPAN
         (format_, game_raw, rules_raw, opts, table, gid, deal_no, time, players, sides, dealer, cutter, pack, deck,
-         hands, tu, shown, beg_raw, runs, discards, tricks, claims, bunched, rec) = map(obj.get, FIELD_ORDER)
-        if format_ != FORMAT:
-            return False
+         hands, tu, shown, beg_raw, runs, discards, tricks, claims, bunched, rec, observed) = map(obj.get, FIELD_ORDER)
+        if format_ != FORMAT or observed is not None:
+            return False  # (issue 16) the observed facts of a score sheet: the slow path keeps them in its Deal
         reg = self.reg
         if opts is None:
             rkey = (game_raw, rules_raw)

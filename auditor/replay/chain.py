@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..dealog import Deal
 from ..findings import Finding
 from .reference import SW_STEPS, DealResult
+from .sheet import sheet_winner
 
 
 @dataclass
@@ -224,6 +225,8 @@ def chain_games(results: list[DealResult]) -> tuple[list[GameSummary], dict[int,
                     if reached:
                         ends = True
                         winner = reached[0] if len(reached) == 1 else None
+                        if winner is None and d.is_sheet:  # (issue 16) as far as the sheet tells
+                            winner = sheet_winner(d, before, totals)
             # ---- the table's totals
             if rec.get("totals") is not None:
                 base = prev_recorded if prev_recorded is not None else before

@@ -23,6 +23,7 @@ from ..dealog import Deal
 from ..findings import Finding
 from ..legal import revoke_kind, seats_of_trick, trick_size, trick_winner
 from ..rules import AF_PIPS, SW_HONOURS, Layout, layout
+from .sheet import check_sheet
 
 SUIT_NAME = ("spade", "heart", "diamond", "club")
 
@@ -127,6 +128,13 @@ def _code(x: str) -> int:
 
 
 def replay_deal(deal: Deal) -> DealResult:
+    if deal.is_sheet:  # (issue 16) a score-sheet record: its observed facts, no cards to replay (`sheet.py`)
+        res = DealResult(deal)
+        res.findings, res.trump, res.cards_ok = check_sheet(deal, layout(deal.ruleset, deal.n, deal.dealer))
+        revoke = (deal.observed or {}).get("revoke")
+        if revoke is not None:  # a claimed revoke (its trick unknown: 0) carries its penalty (the chain's lose_game)
+            res.penalty_revokes = [(0, revoke)]
+        return res
     st = _Deal(deal)
     _replay(st)
     if not st.claims_done:

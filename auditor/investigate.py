@@ -39,6 +39,7 @@ from .facts import DealingFacts, facts_from_columns, held_prob
 from .report import sentences, svg
 from .report.html import environment, html_safe
 from .report.console import SafeConsole
+from .report.people import enough_data, person_views
 from .report.values import as_dict, as_list, finite
 from .report.verdict import Coverage
 from .replay.reference import DealResult
@@ -47,6 +48,7 @@ from .select import records_chunks
 from .textsafe import visible
 
 TOP_DEALS = 10
+FINDINGS_SHOWN = 20  # replay findings naming the player printed without --all (issue 16)
 SUIT_WORDS = ("spades", "hearts", "diamonds", "clubs")
 
 
@@ -258,10 +260,14 @@ def player_summary(deals: Deals | None, player: str) -> dict:
 
 
 def build_investigation(doc: dict, player: str, table: AuditColumns | Sequence[DealResult] | None = None,
-                        charts: bool = True, k: int = TOP_DEALS) -> dict:
+                        charts: bool = True, k: int = TOP_DEALS, show_all: bool = False) -> dict:
     """Everything the audit says about `player`, as plain data (charts as SVG strings when `charts`). `table`:
     the replayed deals, for the deals behind his scores and the summary of his play (the audit's table; per-deal
-    results are read through their table, `columns.from_results`)."""
+    results are read through their table, `columns.from_results`).
+
+    Issue 16: the flagged results and the watch-list results with enough play to mean something are shown in full
+    (`tests`); every other result is summed up on one line per test (`quiet`: how many subjects with the player,
+    none flagged, the most unusual of them), unless `show_all` (`auditor investigate --all`)."""
     doc = doc if isinstance(doc, dict) else {}
     deals = Deals.of(table, as_list(as_dict(doc.get("replay")).get("findings")))
     entries = player_entries(doc, player)
@@ -281,11 +287,16 @@ def build_investigation(doc: dict, player: str, table: AuditColumns | Sequence[D
             "deals_total": total, "deals_origin": origin,
             "deals_note": _deals_note(ev["test"], total, len(rows), origin),
             "timeline": svg.timeline(e) if charts else "",
+            "enough": enough_data(e),
         })
     replay = as_dict(doc.get("replay"))
     findings = [f for f in as_list(replay.get("findings")) if isinstance(f, dict) and f.get("player") == player]
     flagged = [t for t in tests if t["tier"] == "report"]
     watch = [t for t in tests if t["tier"] == "watch"]
+    full = [t for t in tests if show_all or t["tier"] == "report" or (t["tier"] == "watch" and t["enough"])]
+    quiet = _quiet_lines([t for t in tests if not any(t is f for f in full)])
+    mine = [f for f in as_list(doc.get("flags")) if isinstance(f, dict) and concerns(f.get("subject", ""), player)]
+    person = next((p for p in person_views(mine, as_dict(doc.get("audit"))) if p["person"] == player), None)
     if flagged:
         headline = f"{player} is flagged by {len(flagged)} test{'s' if len(flagged) != 1 else ''}: " + \
             ", ".join(t["test"] for t in flagged)
@@ -297,13 +308,40 @@ def build_investigation(doc: dict, player: str, table: AuditColumns | Sequence[D
         headline = f"No test of this audit concerns {player}"
     headline += Coverage.of_doc(doc).unread_clause()  # issue 12: "; 3 records not read (2 not valid JSON, ...)"
     return {
-        "player": player, "headline": headline, "n_flagged": len(flagged), "tests": tests,
+        "player": player, "headline": headline, "n_flagged": len(flagged), "tests": full, "quiet": quiet,
+        "n_tests": len(tests), "show_all": show_all, "paragraph": person["paragraph"] if person else "",
         "findings": [{"code": str(f.get("code", "")), "source": str(f.get("source") or ""),
                       "where": sentences.finding_where(f), "message": str(f.get("message") or "")} for f in findings],
         "summary": player_summary(deals, player), "seed": "n/a" if doc.get("seed") is None else str(doc["seed"]),
         "not_clean_note": sentences.NOT_CLEAN_NOTE, "monthly_note": sentences.MONTHLY_NOTE,
         "how_to_read": sentences.HOW_TO_READ,
     }
+
+
+def _quiet_lines(tests: list[dict]) -> list[dict]:
+    """One line per test for the results not shown in full: how many, the most unusual (lowest p) of them."""
+    by: dict[str, list[dict]] = {}
+    for t in tests:
+        by.setdefault(t["test"], []).append(t)
+    out = []
+    for name, rows in by.items():
+        rows = sorted(rows, key=lambda t: (t["pvalue"] if t["pvalue"] is not None else 2.0, t["subject"]))
+        spec = sentences.spec_of(name)
+        kind = "pair" if spec.pair else "result"
+        n = len(rows)
+        text = (f"{n} {kind}{'s' if n != 1 else ''} with this player, none flagged" if spec.pair
+                else "not flagged")
+        low = rows[0]
+        watch_thin = sum(1 for t in rows if t["tier"] == "watch")
+        if spec.pair and n > 1:
+            text += f"; the most unusual: {low['subject']} ({low['sentence']})"
+        else:
+            text += f": {low['sentence']}"
+        if watch_thin:
+            text += (f" ({watch_thin} on the watch list on too little play to mean anything)" if spec.pair
+                     else " (on the watch list, on too little play to mean anything)")
+        out.append({"test": name, "title": spec.title, "count": n, "text": text})
+    return out
 
 
 def _deals_note(test: str, total: int, shown: int, origin: str) -> str:
@@ -332,6 +370,8 @@ def print_investigation(view: dict, console=None) -> None:
     con = console or SafeConsole()
     style = "bold red" if view["n_flagged"] else "bold"
     con.print(f"[{style}]{escape(view['headline'])}.[/]")
+    if view.get("paragraph"):  # issue 16: the per-person verdict of the report
+        con.print(escape(view["paragraph"]))
     s = view["summary"]
     if s:
         partners = ", ".join(f"{p['name']} ({p['deals']})" for p in s["partners"])
@@ -358,13 +398,23 @@ def print_investigation(view: dict, console=None) -> None:
                            escape(d["what"]))
             con.print(dt)
         con.print(f"[dim]{escape(t['deals_note'])}[/]")
+    if view.get("quiet"):
+        con.rule("[green]the other tests: nothing to show[/]")
+        for q in view["quiet"]:
+            con.print(f"[green]•[/] {escape(q['title'])}: {escape(q['text'])}")
     if view["findings"]:
+        shown = view["findings"] if view.get("show_all") else view["findings"][:FINDINGS_SHOWN]
         ft = Table(title=f"replay findings naming {escape(view['player'])}")
         for col in ("where in the logs", "code", "game / deal / trick", "what happened"):
             ft.add_column(col, overflow="fold")
-        for f in view["findings"][:200]:
+        for f in shown:
             ft.add_row(escape(f["source"]), escape(f["code"]), escape(f["where"]), escape(f["message"]))
         con.print(ft)
+        if len(shown) < len(view["findings"]):
+            con.print(f"[dim]{len(view['findings']) - len(shown)} more findings name {escape(view['player'])}: "
+                      f"--all lists them, or --out NAME.html.[/]")
+    if not view.get("show_all") and view.get("quiet"):
+        con.print("[dim]--all shows every test in full.[/]")
     con.print(f"[dim]Not flagged is not clean. {escape(view['not_clean_note'])}[/]")
 
 
@@ -382,7 +432,7 @@ def write_investigation(view: dict, path) -> None:
 
 
 def investigate_records(records: Iterable[Record], player: str, fdr: float = 0.05, seed: int = 0,
-                        engine: str = "reference", k: int = TOP_DEALS) -> tuple[dict, dict]:
+                        engine: str = "reference", k: int = TOP_DEALS, show_all: bool = False) -> tuple[dict, dict]:
     """Audit the records (every player, so that the families and q-values are the audit's own) and build the
     investigation of `player` from the same replay: its table gives the deals behind his scores. Returns (view,
     audit document). An unknown player is a `UsageError` (with the nearest names), found before the audit runs."""
@@ -398,4 +448,4 @@ def investigate_records(records: Iterable[Record], player: str, fdr: float = 0.0
         replay = replay_records(records, engine=engine, table=True)
     report = audit(replay, fdr=fdr, seed=seed, keep_table=True)
     doc = report.to_json()
-    return build_investigation(doc, player, replay.table, k=k), doc
+    return build_investigation(doc, player, replay.table, k=k, show_all=show_all), doc

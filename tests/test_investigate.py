@@ -104,7 +104,14 @@ def test_investigation_view_terminal_and_html(club, tmp_path):
     doc = _club_doc(s, rep, STACKER)
     view = build_investigation(doc, STACKER, rep.table)
     assert view == build_investigation(doc, STACKER, rep.results)  # per-deal results are read through their table
-    assert [t["test"] for t in view["tests"]][:2] == ["dealer_jack", "marked_ten"]
+    # issue 16: the flagged result in full, every other test on one line; --all (show_all) gives them all in full
+    assert [t["test"] for t in view["tests"]] == ["dealer_jack"] and view["tests"][0]["tier"] == "report"
+    assert {q["test"] for q in view["quiet"]} == {e["test"] for e in doc["tests"] if e["subject"] == STACKER
+                                                  or STACKER in e["subject"].split("+")} - {"dealer_jack"}
+    assert view["paragraph"].startswith(f"{STACKER} received the Jack of trumps in ")
+    every = build_investigation(doc, STACKER, rep.table, show_all=True)
+    assert [t["test"] for t in every["tests"]][:2] == ["dealer_jack", "marked_ten"] and every["quiet"] == []
+    assert len(every["tests"]) == view["n_tests"] == len(view["tests"]) + sum(q["count"] for q in view["quiet"])
     dj = view["tests"][0]
     assert dj["deals"] and dj["deals_origin"] == "replay" and "held the Jack of trumps" in dj["deals"][0]["what"]
     assert dj["controls"] and dj["timeline"].startswith("<svg")
@@ -294,7 +301,7 @@ def test_the_deals_behind_a_dealer_jack_score_are_its_count():
     from auditor.investigate import investigate_records
 
     recs = list(read_records([str(ROOT / "fixtures/replay/find_cards.jsonl")]))
-    view, doc = investigate_records(recs, "eve", engine="batch")
+    view, doc = investigate_records(recs, "eve", engine="batch", show_all=True)  # every test in full
     entry = next(e for e in doc["tests"] if e["test"] == "dealer_jack" and e["subject"] == "eve")
     shown = next(t for t in view["tests"] if t["test"] == "dealer_jack")
     assert shown["deals_total"] == entry["observed"] == 1

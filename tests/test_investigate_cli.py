@@ -27,6 +27,13 @@ def test_investigate_the_planted_stacker(tmp_path):
     assert p.stdout.startswith("kate is flagged by")
     assert "deals that weigh most" in p.stdout and "held the Jack of trumps" in p.stdout
     assert "controls" in p.stdout and "not dealing" in p.stdout
+    # issue 16: about 200 lines at most without --all (it printed about 1,300, mostly empty pair blocks): the
+    # per-person paragraph first, the flagged tests in full, every other test on one line
+    lines = p.stdout.splitlines()
+    assert len(lines) <= 200, len(lines)
+    assert lines[1].startswith("kate ") and "Scotch Whist deals dealt" in p.stdout
+    assert "the other tests: nothing to show" in p.stdout and "pairs with this player, none flagged" in p.stdout
+    assert "--all shows every test in full" in p.stdout
     html = out.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "<script" not in html
     assert html.count("kate dealt and held the Jack of trumps") == 5  # --top 5

@@ -88,7 +88,7 @@ def _assert_inert(parsed: _Collect, allowed: set[str]) -> None:
 
 HTML_ELEMENTS = {"html", "head", "meta", "title", "style", "body", "main", "h1", "h2", "h3", "p", "section", "div",
                  "span", "strong", "table", "thead", "tbody", "tr", "th", "td", "code", "br", "dl", "dt", "dd",
-                 "figure", "figcaption", "details", "summary", "footer",
+                 "figure", "figcaption", "details", "summary", "footer", "ul", "li",
                  "svg", "rect", "line", "text", "polyline", "polygon", "circle", "desc"}
 
 

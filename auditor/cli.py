@@ -850,6 +850,9 @@ def investigate(
     seed: int = typer.Option(0, "--seed", help="seed of every Monte-Carlo step (use the audit's seed)"),
     top: int = typer.Option(10, "--top", help="deals listed per test"),
     engine: str = typer.Option("batch", "--engine", help="replay engine: batch (fast) or reference (per card)"),
+    show_all: bool = typer.Option(False, "--all", help="every test in full, and every replay finding naming the "
+                                  "player (by default: the flagged and watch-list results in full, the others on "
+                                  "one line per test)"),
 ) -> None:
     """Everything about one player: each test with its controls, the deals behind each score, the timeline.
 
@@ -879,7 +882,8 @@ def investigate(
     records = list(_progress_reader(paths, sys.stderr.isatty()))
     _nothing_replayed(Coverage.of(len(records), [bad_record_finding(r) for r in records if r.deal is None]))
     try:
-        view, _ = investigate_records(records, player, fdr=fdr, seed=seed, engine=engine, k=top)
+        view, _ = investigate_records(records, player, fdr=fdr, seed=seed, engine=engine, k=top,
+                                      show_all=show_all)
         if out is not None:
             write_investigation(view, out)
     except UsageError as e:

@@ -42,8 +42,6 @@ import numpy as np
 import polars as pl
 
 import auditor
-from auditor.audit import replay_for_audit
-from auditor.investigate import build_investigation
 from auditor.report.html import write_report
 from auditor.simulate import club_season_spec, simulate_season
 
@@ -167,11 +165,12 @@ fig.tight_layout()
 fig.savefig(OUT / "suspect.png", dpi=80)
 
 # %% [markdown]
-# ## 6. The deals that weigh most, as `auditor investigate` shows them
+# ## 6. The deals behind his score
+# The deals he dealt himself the Jack of trumps, the least likely first (each adds 1 − chance to his excess). For
+# everything the audit says about him, with the deals behind each score: `auditor investigate season.jsonl
+# --player NAME --out NAME.html`.
 
 # %%
-view = build_investigation(audit.document, suspect, replay_for_audit([str(log)]).table, charts=False)
-for t in view["tests"]:
-    print(f"{t['test']:>16}  {t['tier']:>6}  {t['sentence']}")
-top = next(t for t in view["tests"] if t["test"] == "dealer_jack")
-pl.DataFrame(top["deals"], strict=False)
+(his.filter(pl.col("held_jack") == 1).sort("dealer_jack_null")
+ .select("source", "table", "game_id", "deal_no", "time", "n_players", "turn_up", "dealer_jack_null", "findings")
+ .head(10))

@@ -1057,6 +1057,101 @@ def monitor(
     raise typer.Exit(1 if res.new_alarms else 0)
 
 
+@app.command("import")
+def import_sheet(
+    sheet: str = typer.Argument(..., metavar="SHEET", help="the score sheet: .csv or .xlsx, a header row then one "
+                                "row per deal (auditor score-sheet gives the blank one)"),
+    out: str = typer.Option(..., "--out", help="the deal log to write: .jsonl or .jsonl.gz"),
+    game: str = typer.Option("scotch_whist", "--game", help="the game of rows without a game cell: scotch_whist "
+                             "or all_fours"),
+    rules: str = typer.Option("foster", "--rules", help="the preset of rows without a rules cell: foster or "
+                              "russian (Scotch Whist), foster (All Fours)"),
+) -> None:
+    """Turn a club's score sheet into a deal log of score-sheet records (issue 16).
+
+    Each row (date, table, game and deal numbers, players by seat, sides, dealer, turn-up, who played the Jack of
+    trumps, who took the Ten, points and totals per side) becomes one deal-log/1 record without hands or tricks
+    (docs/spec/deal-log.md, "Score-sheet records"); `auditor replay` and `auditor audit` then check the totals,
+    the winner, the dealer's rotation and the Jack's and Ten's points, and run the Jack tests on it. Every bad
+    cell is one line on stderr naming its row and column, and nothing is written (exit 2); a file that cannot be
+    read as a sheet, or holds no deal, exits 3. The log is written whole or not at all."""
+    from .atomic import atomic_path
+    from .dealog import write_jsonl
+    from .errors import InputError, UsageError
+    from .sheets.read import problem_lines, read_sheet, sheet_kind
+
+    if not (out.endswith(".jsonl") or out.endswith(".jsonl.gz")):
+        _err(f"auditor: {out}: the log must end in .jsonl or .jsonl.gz")
+        raise typer.Exit(2)
+    if sheet_kind(sheet) is None:
+        _err(f"auditor: {sheet}: a score sheet must end in .csv or .xlsx")
+        raise typer.Exit(2)
+    _check_out(out, "--out", inputs=[sheet])
+    try:
+        res = read_sheet(sheet, game=game, rules=rules)
+    except UsageError as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(2) from None
+    except InputError as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(EXIT_NOTHING) from None
+    if res.problems:
+        for line in problem_lines(sheet, res.problems):
+            _err(f"auditor: {line}")
+        _err(f"auditor: {len(res.problems)} bad cell(s) in {sheet}; nothing written")
+        raise typer.Exit(2)
+    if not res.records:
+        _err(f"auditor: {sheet}: no deal in the sheet ({res.blank_rows} blank rows)")
+        raise typer.Exit(EXIT_NOTHING)
+    try:
+        with atomic_path(out) as tmp:
+            count = write_jsonl(res.records, tmp)
+    except OSError as e:
+        _err(f"auditor: {out}: cannot write: {e.strerror or e}")
+        raise typer.Exit(2) from None
+    games = len({r["game_id"] for r in res.records})
+    _err(f"auditor: {count} deals of {games} games written to {out}"
+         + (f" ({res.blank_rows} blank rows skipped)" if res.blank_rows else ""))
+    _wrote(out)
+
+
+@app.command("score-sheet")
+def score_sheet(
+    out: str = typer.Argument(..., metavar="OUT", help="sheet.csv (the template to type into) or sheet.html (the "
+                              "sheet to print)"),
+    players: int = typer.Option(4, "--players", help="seats at the table"),
+    sides: Optional[int] = typer.Option(None, "--sides", help="sides at the table (default: 2 at four players, "
+                                        "else every player for himself)"),
+    game: str = typer.Option("scotch_whist", "--game", help="scotch_whist or all_fours (All Fours adds the beg "
+                             "and bunched columns)"),
+    rules: str = typer.Option("foster", "--rules", help="the preset the sheet is for"),
+    rows: int = typer.Option(20, "--rows", help="blank rows of the printed sheet"),
+    paper: str = typer.Option("a4", "--paper", help="a4 or letter (the printed sheet, landscape)"),
+    title: str = typer.Option("", "--title", help="a title over the printed sheet (the club's name)"),
+) -> None:
+    """Write a blank score sheet (issue 16): a CSV template to type the deals into, or an HTML page to print.
+
+    The columns are those `auditor import` reads; the printed sheet has the same column names over its boxes and
+    a key to them below."""
+    from .errors import UsageError
+    from .sheets.template import template_kind, write_template
+
+    if template_kind(out) is None:
+        _err(f"auditor: {out}: the blank sheet must end in .csv or .html")
+        raise typer.Exit(2)
+    _check_out(out)
+    try:
+        write_template(out, players=players, sides=sides if sides is not None else (2 if players == 4 else players),
+                       rows=rows, paper=paper.lower(), title=title, game=game, rules=rules)
+    except UsageError as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(2) from None
+    except OSError as e:
+        _err(f"auditor: {out}: cannot write: {e.strerror or e}")
+        raise typer.Exit(2) from None
+    _wrote(out)
+
+
 _MAIN_PID = None
 
 

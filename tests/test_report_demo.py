@@ -4,6 +4,7 @@ the verdict says so on top, and two runs of `auditor audit` give byte-identical 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,7 +54,7 @@ def test_verdict_names_the_planted_dealing_cheaters_and_no_honest_player(runs):
     verdict = html[html.index('<div class="verdict'):html.index("</div>", html.index('<div class="verdict'))]
     assert all(p in verdict for p in dealing)
     # the flag sentences come before any test table, and each flagged subject has a timeline
-    assert html.index("kate received the Jack of trumps in") < html.index('<section class="family"')
+    assert html.index("kate received the Jack of trumps in") < html.index('<details class="family"')
     assert html.count("cumulative excess") >= len(doc["flags"]) - sum(
         1 for f in doc["flags"] if not f["detail"].get("timeline"))
 
@@ -75,7 +76,7 @@ def test_every_flag_draws_its_timeline_the_marked_ten_one_too(runs):
     doc = json.loads(runs[0]["json"])
     html = runs[0]["html"].decode("utf-8")
     assert doc["flags"] and all(f["detail"].get("timeline") for f in doc["flags"])
-    assert "These tests recorded no timeline" not in html
+    assert "These flags have no timeline here" not in html
     view = report_view.build_view(doc)
     assert all(t["svg"] and t["svg"] in html for t in view["timelines"])
     marked = [f for f in doc["flags"] if f["test"] == "marked_ten"]
@@ -92,3 +93,62 @@ def test_every_flag_draws_its_timeline_the_marked_ten_one_too(runs):
     for test in ("collusion", "revoke_pattern"):
         for f in (f for f in doc["flags"] if f["test"] == test):
             assert len(f["detail"]["timeline"][-1]) == 4 and f["detail"]["timeline"][-1][0] == f["n"]
+
+
+def test_the_report_for_the_people_who_use_it(runs):
+    """Issue 16: one paragraph per flagged person on top (kate's three flags in one, each count saying which
+    game it counts), the page at most 500 kB, the reproducibility block with the input's SHA-256 and the
+    command that gives the document again."""
+    import hashlib
+    import re
+
+    from auditor.report import view as report_view
+
+    doc = json.loads(runs[0]["json"])
+    html = runs[0]["html"].decode("utf-8")
+    assert len(runs[0]["html"]) <= 500_000, len(runs[0]["html"])  # it was 3.7 MB
+    view = report_view.build_view(doc, charts=False)
+    named = {p for f in doc["flags"] for p in f["subject"].split("+")}
+    assert [p["person"] for p in view["people"]] and {p["person"] for p in view["people"]} == named
+    evidence = html.index('<section id="evidence">')
+    for p in view["people"]:
+        i = html.index(f'<span class="who">{p["person"]}</span>')
+        assert i < evidence
+    kate = next(p for p in view["people"] if p["person"] == "kate")
+    assert kate["n_flags"] == 3
+    assert re.search(r"in \d+ of \d+ Scotch Whist deals dealt", kate["paragraph"])
+    assert re.search(r"in \d+ of \d+ All Fours deals dealt", kate["paragraph"])
+    assert "deals dealt in all games" in kate["paragraph"]
+    # the watch list holds no result resting on a single chance ("1 of the 1 chances")
+    assert all(w["n"] not in ("1", "2") for w in view["watch"]) and view["watch_hidden"] >= 1
+    repro = doc["reproducibility"]
+    assert repro["inputs"] == [{"path": str(DEMO), "sha256": hashlib.sha256(DEMO.read_bytes()).hexdigest(),
+                                "bytes": DEMO.stat().st_size}]
+    assert repro["command"] == f"auditor audit {DEMO} --fdr 0.05 --seed 0" and repro["seed"] == 0
+    assert sum(repro["rules_presets"].values()) == doc["deals"]
+    assert repro["inputs"][0]["sha256"] in html and repro["version"] in html
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+def test_every_accused_paragraph_is_on_the_first_screen(runs, tmp_path):
+    """Issue 16, "done when": the demo's report in headless Chromium at 1280 x 900 shows each accused person's
+    paragraph on the first screen. The last paragraph's bottom edge is painted a colour the page never uses; it
+    must show in the screenshot of the first screen."""
+    from PIL import Image
+
+    html = runs[0]["html"].decode("utf-8")
+    mark = "<style>#verdict div.person:last-of-type { border-bottom: 6px solid #00ff00 !important; }</style>"
+    page = tmp_path / "report.html"
+    page.write_text(html.replace("</head>", mark + "</head>", 1), encoding="utf-8")
+    png = tmp_path / "first.png"
+    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--no-first-run", "--disable-extensions", f"--user-data-dir={tmp_path / 'profile'}",
+                    f"--screenshot={png}", "--window-size=1280,900", page.as_uri()], capture_output=True,
+                   timeout=120)
+    img = Image.open(png).convert("RGB")
+    assert img.size == (1280, 900)
+    green = sum(1 for x in range(0, 1280, 2) for y in range(0, 900) if img.getpixel((x, y)) == (0, 255, 0))
+    assert green > 300, green  # a 6 px line across the card, wholly above the fold

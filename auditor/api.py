@@ -74,6 +74,7 @@ DEALS_SCHEMA: dict[str, Any] = {
     "turn_up": pl.String, "shown": pl.String, "trump": pl.String,
     "jack_seat": pl.Int8, "jack_player": pl.String, "jack_where": pl.String, "dealer_jack_null": pl.Float64,
     "scored": pl.Boolean, "points": pl.List(pl.Int16), "revokes": pl.Int32, "findings": pl.Int32,
+    "sheet": pl.Boolean,
 }
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -353,12 +354,16 @@ def deals_frame(cols: AuditColumns, findings: Counter[str] | None = None) -> pl.
     trump = a["trump"].astype(np.int64)
     suits = np.array(list(SUITS) + [None], dtype=object)
 
-    # where the Jack of trumps went: the seat whose dealt hand holds it
-    has = a["has_hands"] & (trump >= 0)
+    # where the Jack of trumps went: the seat whose dealt hand holds it; on a score sheet (issue 16), the seat the
+    # sheet says played it (-1: nobody, out of play; -2: not known)
+    sheet = a["sheet"] if "sheet" in a else np.zeros(D, bool)
+    sheet_jack = a["jack_seat"].astype(np.int64) if "jack_seat" in a else np.full(D, -2)
+    by_sheet = sheet & (sheet_jack >= -1)
+    has = (a["has_hands"] & (trump >= 0) & ~sheet) | by_sheet
     jack = np.where(trump >= 0, trump * 13 + RJ, 0).astype(np.uint64)
-    held = ((a["hands"] >> jack[:, None]) & np.uint64(1)).astype(bool) & has[:, None]
-    any_held = held.any(axis=1)
-    jseat = np.where(any_held, held.argmax(axis=1), -1)
+    held = ((a["hands"] >> jack[:, None]) & np.uint64(1)).astype(bool) & (has & ~sheet)[:, None]
+    any_held = held.any(axis=1) | (by_sheet & (sheet_jack >= 0))
+    jseat = np.where(by_sheet, sheet_jack, np.where(held.any(axis=1), held.argmax(axis=1), -1))
     side = a["side_of"].astype(np.int64)
     same_side = side[rows, np.clip(jseat, 0, 7)] == side[rows, np.clip(dealer, 0, 7)]
     where = np.full(D, None, dtype=object)
@@ -408,6 +413,7 @@ def deals_frame(cols: AuditColumns, findings: Counter[str] | None = None) -> pl.
         "jack_seat": np.where(any_held, jseat, 0).astype(np.int8), "jack_player": jack_player,
         "jack_where": where, "dealer_jack_null": p_jack, "scored": a["scored"], "points": points,
         "revokes": revokes.astype(np.int32), "findings": np.array([counts.get(s, 0) for s in sources], np.int32),
+        "sheet": sheet,
     }
     out = pl.DataFrame([pl.Series(k, v, dtype=DEALS_SCHEMA[k], strict=False) if not isinstance(v, pl.Series)
                         else v.alias(k) for k, v in data.items()])

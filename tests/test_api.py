@@ -213,6 +213,28 @@ def test_deals_against_the_raw_records():
         assert p.len() and ((p - float(want)).abs() < 1e-12).all()
 
 
+def test_score_sheet_deals_say_where_the_jack_went(tmp_path):
+    """A score-sheet record (issue 16: `observed` instead of hands and tricks) gives the same jack columns as the
+    full record it was written from."""
+    recs = [json.loads(line) for line in EXAMPLES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    recs = [r for r in recs if r["game"] == "scotch_whist"]
+    sheets = []
+    for r in recs:
+        jack = "J" + r["turn_up"][1]
+        holder = next((s for s, hand in enumerate(r["hands"]) if jack in hand), None)
+        sheet = {k: v for k, v in r.items() if k not in ("hands", "tricks", "deck")}
+        sheet["observed"] = {"jack": holder}
+        sheets.append(sheet)
+    path = tmp_path / "sheet.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in sheets), encoding="utf-8")
+    full = auditor.read_deals(EXAMPLES).filter(pl.col("game") == "scotch_whist")
+    got = auditor.read_deals(path)
+    assert got["sheet"].all() and not full["sheet"].any()
+    cols = ["jack_seat", "jack_player", "jack_where", "dealer_jack_null"]
+    assert_frame_equal(got.select(cols), full.select(cols))
+    assert got["jack_where"].null_count() == 0
+
+
 def test_selection_and_options(season):
     d = auditor.read_deals(season, table="sw4-a")
     assert d.height > 0 and d["table"].unique().to_list() == ["sw4-a"]

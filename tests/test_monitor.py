@@ -315,3 +315,28 @@ def test_study_full_honest_room_years_and_delays(tmp_path):
     assert h["monitor_wilson95"][1] <= 1.6 * doc["level"]
     assert h["naive_rate"] > 2 * doc["level"]
     assert doc["jack_stacker_q025"]["day_1"]["ratio_to_fixed_sample"] <= 1.5
+
+
+@pytest.mark.slow
+def test_readme_block_monitors_the_demo_day_by_day(tmp_path):
+    """The README's "Continuous monitoring" block, run as written (in a copy of the demo's folder): the stackers
+    and the revoker of the demo's key raise alarms."""
+    import re
+    import shutil
+    import subprocess
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Continuous monitoring"):]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block is not None
+    (tmp_path / "fixtures" / "demo").mkdir(parents=True)
+    shutil.copy(DEMO, tmp_path / "fixtures" / "demo" / DEMO.name)
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "activate").write_text(f". {ROOT / '.venv' / 'bin' / 'activate'}\n")
+    subprocess.run(["bash", "-c", block.group(1)], cwd=tmp_path, check=True, capture_output=True)
+    r = _run(["monitor", "--state", tmp_path / "demo-state", tmp_path / "demo-days" / "2026-01-05.jsonl", "--json"])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["looks"] == 26
+    alarmed = {(a["test"], a["subject"]) for a in doc["alarms"]}
+    assert {("turnup_jack", "otto"), ("dealer_jack", "kate"), ("revoke_pattern", "ray")} <= alarmed
+    assert len(list((tmp_path / "demo-state" / "alarms").glob("*.html"))) == len(alarmed)

@@ -8,8 +8,12 @@ Layout `monitor-state/1` (docs/monitor.md describes every field):
      "shares": {"dealer_jack": 0.5, ...},            each monitored test's share of the level (fixed likewise)
      "grid": {"q": [...], "q_weights": [...], "starts": [...], "start_weights": [...]},
      "looks": [{"look": 1, "at": ..., "files": [...], "deals_new": ..., ...}, ...],
-     "streams": {test: {subject: {"rank": j, "weight": w, "e": {...}, "history": [[look, log_e, trials]...],
-                                  "alarm": null | {...}, "events": [...], "looks_moved": [...]}}},
+     "streams": {test: {subject: {"rank": j, "weight": w,
+                                  "e": {"log_components": [[...]], "trials", "events", "expected", "max_log_e"},
+                                  "history": [[look, log_e, trials, events] per look he had trials in],
+                                  "alarm": null | {"look", "at", "log_e", "trials"},
+                                  "events": [the latest 200 deals with the event: {"table", "game_id", "deal_no",
+                                             "p", "look", "log_lr"}]}}},
      "deals": {table: {game_id: {deal_no: content hash}}},
      "conflicts": [{"table", "game_id", "deal_no", "look", "source", "hash_kept", "hash_sent"}, ...]}
 

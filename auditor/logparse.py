@@ -437,7 +437,7 @@ def parse_line(raw: bytes, path: str, fi: int, lineno: int, loads: Loads) -> Ite
         yield Record(src, fi, lineno, error=f"not UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})")
         return
     try:
-        obj = loads(text)
+        obj = loads(text.rstrip("\r\n"))  # (issue 16) the newline apart: a line cut short ends its data there
     except JSON_ERRORS as e:
         yield Record(src, fi, lineno, error=json_error_message(text, e, lineno))
         return
@@ -453,15 +453,17 @@ def json_error_message(text: str, e: BaseException, lineno: int) -> str:
     """Why `text` (one line) is not JSON, for its `bad_record` (issue 16): the column and the parser's reason, the
     text near that column, and on line 1 of a pretty-printed file the one hint that a record is one line.
     'not valid JSON at column 8: unexpected character, expected ',' or '}' (near '{"a":1 "b":2}')'."""
-    col = getattr(e, "colno", None)
+    text = text.rstrip("\r\n")  # the line as read ends in its newline: a column past the end is the end
     pos = getattr(e, "pos", None)
+    col = min(pos, len(text)) + 1 if isinstance(pos, int) and pos >= 0 else getattr(e, "colno", None)
     reason = getattr(e, "msg", None) or ("nested too deeply" if isinstance(e, RecursionError) else str(e))
     reason = str(reason).splitlines()[0] if str(reason) else type(e).__name__
     stripped = text.strip()
     if len(stripped) <= 50:
         near = stripped
-    elif isinstance(pos, int) and 0 <= pos <= len(text):
-        a, b = max(0, pos - 24), min(len(text), pos + 24)
+    elif isinstance(pos, int) and pos >= 0:
+        at = min(pos, len(text))
+        a, b = max(0, at - 24), min(len(text), at + 24)
         near = ("..." if a else "") + text[a:b] + ("..." if b < len(text) else "")
     else:
         near = stripped[:47] + "..."

@@ -465,8 +465,24 @@ class Plot:
 
 
 def _short(text: str, k: int = 24) -> str:
+    """`text` in at most `k` characters: its start and its end around an ellipsis, so that names sharing a long
+    prefix ("player_with_a_long_name_kate") stay told apart; each side of a pair "a+b" is cut on its own."""
     text = str(text)
-    return text if len(text) <= k else text[: k - 1] + "…"
+    if len(text) <= k:
+        return text
+    parts = text.split("+")
+    if 1 < len(parts) <= 3 and all(parts):
+        left = k - len(parts) + 1  # characters for the names, shared out shortest first
+        alloc = {}
+        for done, i in enumerate(sorted(range(len(parts)), key=lambda j: (len(parts[j]), j))):
+            alloc[i] = max(5, min(len(parts[i]), left // (len(parts) - done)))
+            left -= alloc[i]
+        return "+".join(_short(p, alloc[i]) for i, p in enumerate(parts))
+    tail = (k - 1) // 2
+    return text[: k - 1 - tail] + "…" + text[len(text) - tail:]
+
+
+short_name = _short
 
 
 def _pad(lo: float, hi: float, frac: float = 0.06) -> tuple[float, float]:
@@ -619,8 +635,8 @@ def funnel(test: str, entries: list[dict], unit: str = "deals dealt", event: str
         subject = str(e.get("subject"))
         tip = f"{subject}: {_num(o)} of {_num(n)} (about {x:.1f} expected), p = {_p(e.get('pvalue'))}"
         plot.point(n, o / x, color, tip, r=5 if e.get("tier") == "report" else 4)
-        if _labelled(e):
-            plot.label(n, o / x, subject, _tier_color(e), _label_rank(e))
+        if _labelled(e):  # the name in its dot's colour (the legend's), placed in the order of the tiers
+            plot.label(n, o / x, subject, color, _label_rank(e))
     for color, words in ((RED, "beyond 99.8%"), (AMBER, "beyond 95%"), (BLUE, "within 95%")):
         if color in drawn:
             plot.add_legend("dot", color, words)

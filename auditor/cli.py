@@ -36,7 +36,8 @@ _NAMED = {"--out": "FILE", "--key": "FILE", "--decisions": "FILE", "--save-count
           "--commit": "FILE", "--report": "FILE", "--workdir": "DIR", "--dask": "ADDRESS", "--since": "DATE",
           "--until": "DATE", "--table": "TABLE", "--game": "GAME", "--player": "NAME", "--preset": "NAME",
           "--rules": "PRESET", "--engine": "batch|reference", "--format": "jsonl|parquet", "--fdr": "LEVEL",
-          "--option": "NAME=VALUE", "--cheat": "KIND:PLAYER:Q", "--sides": "HOW", "--plot": "FILE"}
+          "--option": "NAME=VALUE", "--cheat": "KIND:PLAYER:Q", "--sides": "HOW", "--plot": "FILE",
+          "--state": "DIR"}
 """Placeholders of options declared without a metavar, by option name (else by type: N, NUMBER, TEXT)."""
 
 

@@ -883,8 +883,12 @@ def investigate(
     records = list(_progress_reader(paths, sys.stderr.isatty()))
     _nothing_replayed(Coverage.of(len(records), [bad_record_finding(r) for r in records if r.deal is None]))
     try:
+        import shlex
+
+        command = shlex.join(["auditor", "investigate", *map(str, paths), "--player", player, "--fdr", f"{fdr:g}",
+                              "--seed", str(seed)])  # issue 16: the reproducibility block
         view, _ = investigate_records(records, player, fdr=fdr, seed=seed, engine=engine, k=top,
-                                      show_all=show_all)
+                                      show_all=show_all, paths=paths, command=command)
         if out is not None:
             write_investigation(view, out)
     except UsageError as e:

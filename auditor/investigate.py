@@ -30,7 +30,7 @@ from rich.markup import escape as _markup
 from rich.table import Table
 
 from .atomic import write_text
-from .audit import audit
+from .audit import audit, reproducibility_block
 from .cards import CARD_STR, RJ, parse_card, rank_of
 from .columns import AuditColumns, from_results
 from .dealog import Record
@@ -40,6 +40,7 @@ from .report import sentences, svg
 from .report.html import environment, html_safe
 from .report.console import SafeConsole
 from .report.people import enough_data, person_views
+from .report.view import reproducibility_view
 from .report.values import as_dict, as_list, finite
 from .report.verdict import Coverage
 from .replay.reference import DealResult
@@ -310,6 +311,7 @@ def build_investigation(doc: dict, player: str, table: AuditColumns | Sequence[D
     return {
         "player": player, "headline": headline, "n_flagged": len(flagged), "tests": full, "quiet": quiet,
         "n_tests": len(tests), "show_all": show_all, "paragraph": person["paragraph"] if person else "",
+        "reproducibility": reproducibility_view(doc),
         "findings": [{"code": str(f.get("code", "")), "source": str(f.get("source") or ""),
                       "where": sentences.finding_where(f), "message": str(f.get("message") or "")} for f in findings],
         "summary": player_summary(deals, player), "seed": "n/a" if doc.get("seed") is None else str(doc["seed"]),
@@ -432,7 +434,8 @@ def write_investigation(view: dict, path) -> None:
 
 
 def investigate_records(records: Iterable[Record], player: str, fdr: float = 0.05, seed: int = 0,
-                        engine: str = "reference", k: int = TOP_DEALS, show_all: bool = False) -> tuple[dict, dict]:
+                        engine: str = "reference", k: int = TOP_DEALS, show_all: bool = False,
+                        paths: Sequence[str] = (), command: str | None = None) -> tuple[dict, dict]:
     """Audit the records (every player, so that the families and q-values are the audit's own) and build the
     investigation of `player` from the same replay: its table gives the deals behind his scores. Returns (view,
     audit document). An unknown player is a `UsageError` (with the nearest names), found before the audit runs."""
@@ -447,5 +450,7 @@ def investigate_records(records: Iterable[Record], player: str, fdr: float = 0.0
     else:
         replay = replay_records(records, engine=engine, table=True)
     report = audit(replay, fdr=fdr, seed=seed, keep_table=True)
+    if command is not None:  # issue 16: the reproducibility block of the command line (`paths`: the files read)
+        report.reproducibility = reproducibility_block(report, paths, command)
     doc = report.to_json()
     return build_investigation(doc, player, replay.table, k=k, show_all=show_all), doc

@@ -37,6 +37,10 @@ def test_investigate_the_planted_stacker(tmp_path):
     html = out.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "<script" not in html
     assert html.count("kate dealt and held the Jack of trumps") == 5  # --top 5
+    import hashlib  # issue 16: the reproducibility block here too
+
+    assert hashlib.sha256(DEMO.read_bytes()).hexdigest() in html
+    assert f"auditor investigate {DEMO} --player kate --fdr 0.05 --seed 0" in html
 
 
 def test_unknown_player_is_a_usage_error_with_suggestions():

@@ -88,6 +88,8 @@ def print_replay(report, console: Console | None = None, show_findings: int = SH
                   + ", ".join(f"{safe_markup(code)} {k}" for code, k in by_code) + ".")
     elif report.deals:
         con.print("[bold green]No findings.[/]")
+    for hint in pretty_hints(findings):  # issue 16: said once per file, before the tables
+        con.print(f"[yellow]hint:[/] {safe_markup(hint)}")
     con.print(f"[bold]{report.deals}[/] records read: [bold]{report.deals - bad}[/] deals replayed, "
               f"[bold]{bad}[/] bad records")
     parts = [f"{won} won on points"]
@@ -124,6 +126,18 @@ def print_replay(report, console: Console | None = None, show_findings: int = SH
             rows.append(([safe_markup(g.game_id), str(g.deals), totals, winner, ended, loser], None))
         print_table(con, title, [Col("game", "token"), Col("deals", "num"), Col("totals", "token"),
                                  Col("winner", "token"), Col("ended by", "token"), Col("loser", "token")], rows)
+
+
+def pretty_hints(findings) -> list[str]:
+    """`source: hint` of each bad record that says its file looks like pretty-printed JSON (one per file, issue
+    16: `logparse.json_error_message`). Findings as objects or as the JSON document's dicts."""
+    out = []
+    for f in findings or ():
+        get = f.get if isinstance(f, dict) else (lambda k, f=f: getattr(f, k, None))
+        msg = get("message")
+        if get("code") == "bad_record" and isinstance(msg, str) and "looks like pretty-printed JSON" in msg:
+            out.append(f"{get('source')}: {msg[msg.index('this file looks'):]}")
+    return out
 
 
 # ---------------------------------------------------------------- tables that never cut a token (issue 16)

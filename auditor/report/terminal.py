@@ -12,8 +12,8 @@ from rich.console import Console
 from rich.text import Text
 
 from ..textsafe import visible
-from .console import (CODE_MEANING, LONG_INPUT, SEVERE, Col, SafeConsole, estimate_records, print_replay,
-                      print_table, replay_progress, safe_markup)
+from .console import (CODE_MEANING, LONG_INPUT, SEVERE, Col, SafeConsole, estimate_records, pretty_hints,
+                      print_replay, print_table, replay_progress, safe_markup)
 from .verdict import Coverage
 from .view import build_view
 
@@ -72,15 +72,7 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
     con.print(f"[dim]{safe_markup(v['monthly_note'])}[/]")
 
 
+
 def _pretty_hints(doc: dict) -> list[str]:
-    """`source: hint` of each bad record that says its file looks like pretty-printed JSON (one per file, issue
-    16: `logparse.json_error_message`)."""
-    replay = doc.get("replay") if isinstance(doc.get("replay"), dict) else {}
-    out = []
-    for f in (replay or {}).get("findings") or ():
-        if not isinstance(f, dict):
-            continue
-        msg = f.get("message")
-        if f.get("code") == "bad_record" and isinstance(msg, str) and "looks like pretty-printed JSON" in msg:
-            out.append(f"{f.get('source')}: {msg[msg.index('this file looks'):]}")
-    return out
+    replay = doc.get("replay") if isinstance(doc.get("replay"), dict) else None
+    return pretty_hints((replay or {}).get("findings"))

@@ -75,4 +75,5 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
 
 def _pretty_hints(doc: dict) -> list[str]:
     replay = doc.get("replay") if isinstance(doc.get("replay"), dict) else None
-    return pretty_hints((replay or {}).get("findings"))
+    findings = (replay or {}).get("findings")
+    return pretty_hints(findings if isinstance(findings, list) else ())

@@ -34,6 +34,7 @@ from auditor.cli import app
 from auditor.dealog import read_records, record_from_obj, validate, write_jsonl
 from auditor.errors import RecordError
 from auditor.facts import facts_from_columns, facts_from_results
+from auditor.fast.convert import convert_file
 from auditor.detectors import dealer_jack, partner_jack, turnup_jack
 from auditor.detectors.partner_jack import sides_from_table
 from auditor.replay.run import replay_paths, replay_records
@@ -444,8 +445,6 @@ def test_the_reader_and_the_schema_take_sheet_records():
 
 
 def test_sheet_records_survive_parquet(tmp_path):
-    from auditor.fast.convert import convert_file
-
     src = tmp_path / "a.jsonl"
     r = run("import", EXAMPLE, "--out", src)
     assert r.exit_code == 0

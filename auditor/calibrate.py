@@ -383,7 +383,7 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
 # ---------------------------------------------------------------- the whole calibration
 
 
-QUICK = {"honest_seasons": 6, "power_seasons": 6, "curve_seasons": 2, "uniformity_seasons": 0, "shuffle_seasons": 0}
+QUICK = {"honest_seasons": 6, "power_seasons": 6, "curve_seasons": 1, "uniformity_seasons": 0, "shuffle_seasons": 0}
 """(issue 16) `auditor calibrate --quick`: every dealing study once over, wide error bars, under a minute on 2 cores."""
 FAST = {"honest_seasons": 40, "power_seasons": 40, "curve_seasons": 20, "uniformity_seasons": 2, "shuffle_seasons": 1}
 FULL = {"honest_seasons": 200, "power_seasons": 200, "curve_seasons": 100, "uniformity_seasons": 20,

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import math
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
@@ -65,8 +66,10 @@ def _f(x: float) -> str:
 
 
 def text_width(text: str, size: float = FONT, bold: bool = False) -> float:
-    """Estimated width of `text` in user units (uniform advance per character, on the wide side)."""
-    return len(text) * size * (EM_BOLD if bold else EM)
+    """Estimated width of `text` in user units: a uniform advance per character, on the wide side, and a whole
+    font size for a wide (East Asian) character."""
+    wide = sum(1 for ch in text if unicodedata.east_asian_width(ch) in "WF")
+    return ((len(text) - wide) * (EM_BOLD if bold else EM) + wide * 1.05) * size
 
 
 class Box(NamedTuple):
@@ -100,13 +103,14 @@ def _text(x: float, y: float, text: str, size: float = FONT, color: str = INK, a
 
 def wrap(text: str, width: float, size: float = FONT, bold: bool = False) -> list[str]:
     """`text` in lines of at most `width` user units (a word longer than a line is cut with an ellipsis)."""
-    per = max(4, int(width // (size * (EM_BOLD if bold else EM))))
     lines: list[str] = []
     cur = ""
     for word in str(text).split():
-        if len(word) > per:
-            word = word[: per - 1] + "…"
-        if cur and len(cur) + 1 + len(word) > per:
+        if text_width(word, size, bold) > width:
+            word = word[: max(3, int(width // (size * EM)))]  # no line holds more characters than this
+        while len(word) > 2 and text_width(word, size, bold) > width:
+            word = word[:-2] + "…"
+        if cur and text_width(f"{cur} {word}", size, bold) > width:
             lines.append(cur)
             cur = word
         else:
@@ -409,6 +413,8 @@ class Plot:
         # grid and ticks
         for t in self._xticks():
             x = self.sx(t)
+            if x + text_width(_tick_label(t)) / 2 > W - 2:
+                continue  # its label would leave the chart (a tick at the very right end of a wide number)
             body.append(f'<line x1="{_f(x)}" y1="{_f(self.mt)}" x2="{_f(x)}" y2="{_f(bottom)}" stroke="{GRID}"/>')
             body.append(_text(x, bottom + FONT + 4, _tick_label(t), FONT, MUTED, "middle"))
         for t in self.yticks:
@@ -524,7 +530,7 @@ def evidence_axis(values: Sequence[float], keep: float) -> tuple[float, tuple[fl
         lo_v = max(lo_v, floor)  # the lower part always reaches the level it must show
         if not math.isfinite(hi_v) or hi_v <= lo_v:
             continue
-        if hi_v > 2 * lo_v + 2:
+        if hi_v > 2 * lo_v + 2 and any(v <= lo_v for v in vals):  # a break keeps data on both parts
             upper = [v for v in vals if v >= hi_v]
             span = max(upper) - min(upper)
             a = lo_v * 1.1 + 0.1

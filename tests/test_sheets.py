@@ -398,6 +398,31 @@ def test_header_problems_and_unreadable_sheets(tmp_path):
     assert not (tmp_path / "o.jsonl").exists()
 
 
+def test_spreadsheet_csv_dialects(tmp_path):
+    """What spreadsheets write: a byte-order mark, semicolons (decimal-comma locales), a column named twice."""
+    text = EXAMPLE.read_text()
+    want = [json.loads(x) for x in _imported(EXAMPLE, tmp_path / "want.jsonl")]
+    for x in want:
+        x["observed"].pop("source")
+    for name, data in (("bom.csv", "\ufeff" + text), ("semi.csv", text.replace(",", ";"))):
+        (tmp_path / name).write_text(data, encoding="utf-8")
+        got = [json.loads(x) for x in _imported(tmp_path / name, tmp_path / f"{name}.jsonl")]
+        for x in got:
+            assert x["observed"].pop("source").startswith(f"{tmp_path / name} row ")
+        assert got == want, name
+    lines = text.splitlines()
+    dup = tmp_path / "dup.csv"
+    dup.write_text("\n".join([lines[0] + ",dealer"] + [x + ",ann" for x in lines[1:]]) + "\n")
+    r = run("import", dup, "--out", tmp_path / "dup.jsonl")
+    assert r.exit_code == 2 and f"{dup} row 1, column 'dealer': the column is named twice" in r.stderr
+
+
+def _imported(sheet: Path, out: Path) -> list[str]:
+    r = run("import", sheet, "--out", out)
+    assert r.exit_code == 0, r.stderr
+    return out.read_text().splitlines()
+
+
 def test_rules_the_row_cannot_hold_are_named(tmp_path):
     rows = _rows()
     rows[0] += ["game", "options"]

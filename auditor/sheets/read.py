@@ -123,7 +123,7 @@ def _frame(path: str) -> tuple[list[str], list[tuple[Any, ...]]]:
     try:
         if kind == "csv":
             df = pl.read_csv(path, infer_schema=False, has_header=True, encoding="utf8-lossy",
-                             truncate_ragged_lines=False, raise_if_empty=False)
+                             truncate_ragged_lines=False, raise_if_empty=False, separator=_separator(path))
         else:
             import fastexcel
 
@@ -137,6 +137,13 @@ def _frame(path: str) -> tuple[list[str], list[tuple[Any, ...]]]:
     header = [str(c) for c in df.columns]
     rows = [tuple(None if v is None else str(v) for v in r) for r in df.iter_rows()]
     return header, rows
+
+
+def _separator(path: str) -> str:
+    """',' unless the header row has semicolons and no comma (a spreadsheet's CSV in a decimal-comma locale)."""
+    with open(path, "rb") as fh:
+        head = fh.readline(1 << 16)
+    return ";" if b";" in head and b"," not in head else ","
 
 
 def _first_line(e: BaseException) -> str:
@@ -156,8 +163,9 @@ def read_sheet(path: str, game: str = "scotch_whist", rules: str = "foster") -> 
     problems: list[Problem] = []
     seen: dict[str, int] = {}
     for raw, h in zip(header, names, strict=True):
-        if h in seen:
-            problems.append(Problem(1, raw, "the column is named twice"))
+        twice = re.fullmatch(r"(.+)_duplicated_\d+", h)  # polars' name for a second column of one name
+        if h in seen or (twice is not None and twice.group(1) in seen):
+            problems.append(Problem(1, twice.group(1) if twice else raw, "the column is named twice"))
         elif h not in COLUMNS:
             problems.append(Problem(1, raw, f"not a score-sheet column ({', '.join(_known_list())})"))
         seen.setdefault(h, len(seen))

@@ -19,6 +19,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from auditor.audit import audit_input
 from auditor.report import svg
@@ -389,3 +391,27 @@ def test_in_chromium_text_is_11px_and_no_real_boxes_overlap(demo_doc, tmp_path):
                     hit = a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5 and a[2] < b[4] - 0.5 and b[2] < a[4] - 0.5
                     assert not hit, (a[0], b[0])
             assert all(math.isfinite(v) for t in boxes for v in t[1:5])
+
+
+_names = st.text(alphabet=st.sampled_from(list("abkxyz_+ 漢字WMi.-")), min_size=1, max_size=36)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(subjects=st.lists(_names, min_size=1, max_size=8, unique=True),
+       ps=st.lists(st.one_of(st.floats(0, 1), st.sampled_from([0.0, 5e-324, 1e-41, 1e-17, 1.0])), min_size=8,
+                   max_size=8),
+       scale=st.floats(1, 1e7))
+def test_any_names_and_p_values_give_charts_without_overlap(subjects, ps, scale):
+    """Names of any letters (wide ones, '+', spaces), p-values down to 0 and counts up to 10^7: every chart stays
+    inside its box with no two texts overlapping."""
+    entries = []
+    for i, (s, p) in enumerate(zip(subjects, ps, strict=False)):
+        tl = [[j + 1, j * (i % 3), round(j * 0.3, 4)] for j in range(6)]
+        entries.append({"test": "dealer_jack", "subject": s, "n": scale + i, "observed": tl[-1][1],
+                        "expected": tl[-1][2], "pvalue": p, "tier": "report" if i % 2 else "watch",
+                        "detail": {"timeline": tl}})
+    charts = [svg.evidence_chart("dealer_jack", entries, "deals", None), svg.qq_plot(entries)]
+    charts += [svg.timeline(e) for e in entries]
+    for chart in charts:
+        if chart:
+            assert overlaps(chart) == [] and outside(chart) == []

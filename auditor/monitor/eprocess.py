@@ -119,7 +119,7 @@ class Stream:
     def update(self, p: np.ndarray, n: np.ndarray, k: np.ndarray) -> float:
         """Add one look's Bernoulli trials (grouped); return the change of log E."""
         llr = group_log_lr_many(p, np.asarray(n)[None], np.asarray(k)[None])[0]
-        return self.update_llr(llr, int(np.asarray(n).sum()), float(np.asarray(k).sum()),
+        return self.update_llr(llr, int(np.asarray(n).sum()), int(np.asarray(k).sum()),
                                float((np.asarray(p, float) * np.asarray(n, float)).sum()))
 
     def update_llr(self, llr: np.ndarray, n_new: int, events: float, expected: float) -> float:

@@ -20,7 +20,7 @@ from markupsafe import Markup
 from ..atomic import write_text
 from ..detectors.registry import SPECS
 from ..report.html import environment
-from ..report.svg import AMBER, BLUE, GRID, INK, MUTED, RED, nice_ticks
+from ..report.svg import AMBER, BLUE, GRID, INK, MUTED, RED, esc, nice_ticks
 from ..textsafe import visible
 from .core import stream_entry
 
@@ -28,6 +28,11 @@ W, H = 680, 360
 ML, MR, MT, MB = 64, 24, 40, 48
 TOP_LOOKS = 10
 TOP_DEALS = 12
+# what the alarm is about, as a sentence's verb phrase after the subject's name
+EVENT_WORDS = {"dealer_jack": "received the Jack of trumps as dealer", "turnup_jack": "turned up a Jack as dealer",
+               "revoke_pattern": "revoked when a revoke paid", "marked_ten": "played to the Ten's true place"}
+TRIAL_WORDS = {"dealer_jack": "deals dealt", "turnup_jack": "first turn-ups", "revoke_pattern": "revokes",
+               "marked_ten": "scored deals"}
 
 
 def page_name(test: str, subject: str) -> str:
@@ -36,7 +41,8 @@ def page_name(test: str, subject: str) -> str:
     return f"{test}--{safe}-{zlib.crc32(subject.encode('utf-8')):08x}.html"
 
 
-def evidence_svg(history: list[list], threshold_log10: float, alarm_look: int | None) -> str:
+def evidence_svg(history: list[list], threshold_log10: float, alarm_look: int | None,
+                 x_label: str = "trials") -> str:
     """log10 E after each look the subject played in, against the trials so far, with the threshold."""
     pts = [(float(h[2]), float(h[1]) / math.log(10), int(h[0])) for h in history]
     if not pts:
@@ -53,8 +59,8 @@ def evidence_svg(history: list[list], threshold_log10: float, alarm_look: int | 
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" '
            f'role="img" aria-label="evidence over time">',
-           f'<text x="{ML}" y="22" fill="{INK}" font-size="14">Evidence (log10 E) after each look, against his '
-           f'trials so far</text>']
+           f'<text x="{ML}" y="22" fill="{INK}" font-size="14">Evidence (log10 E) after each look he played in, '
+           f'against his {esc(x_label)} so far</text>']
     for t in nice_ticks(y_lo, y_hi):
         out.append(f'<line x1="{ML}" x2="{W - MR}" y1="{Y(t):.1f}" y2="{Y(t):.1f}" stroke="{GRID}"/>'
                    f'<text x="{ML - 6}" y="{Y(t) + 4:.1f}" text-anchor="end" font-size="11" fill="{MUTED}">'
@@ -63,7 +69,7 @@ def evidence_svg(history: list[list], threshold_log10: float, alarm_look: int | 
         out.append(f'<text x="{X(t):.1f}" y="{H - MB + 18}" text-anchor="middle" font-size="11" '
                    f'fill="{MUTED}">{t:g}</text>')
     out.append(f'<text x="{(ML + W - MR) / 2:.0f}" y="{H - 10}" text-anchor="middle" font-size="12" '
-               f'fill="{INK}">trials (deals dealt, turn-ups or revokes)</text>')
+               f'fill="{INK}">{esc(x_label)} so far</text>')
     ty = Y(threshold_log10)
     out.append(f'<line x1="{ML}" x2="{W - MR}" y1="{ty:.1f}" y2="{ty:.1f}" stroke="{RED}" stroke-dasharray="6 4"/>'
                f'<text x="{W - MR}" y="{ty - 6:.1f}" text-anchor="end" font-size="11" fill="{RED}">alarm threshold '
@@ -89,7 +95,7 @@ def alarm_view(state: dict[str, Any], test: str, subject: str) -> dict[str, Any]
     prev = 0.0
     for h in hist:
         moved.append({"look": int(h[0]), "change": (float(h[1]) - prev) / math.log(10), "log10_e": float(h[1]) /
-                      math.log(10), "trials": int(h[2]), "events": int(h[3]),
+                      math.log(10), "trials": int(h[2]), "events": float(h[3]) if test == "marked_ten" else int(h[3]),
                       "date": (looks.get(int(h[0]), {}).get("last_deal_time") or "")[:10]})
         prev = float(h[1])
     top = sorted(moved, key=lambda m: (-float(m["change"]), int(m["look"])))[:TOP_LOOKS]
@@ -99,9 +105,10 @@ def alarm_view(state: dict[str, Any], test: str, subject: str) -> dict[str, Any]
     thr10 = math.log10(e["threshold"])
     alarm = entry["alarm"]
     return {"test": test, "subject": subject, "title": spec.title if spec else test,
-            "event": spec.event if spec else "the event", "entry": e, "alarm": alarm, "level": level,
+            "event": EVENT_WORDS.get(test, spec.event if spec else "had the event"),
+            "trials_word": TRIAL_WORDS.get(test, "trials"), "score": test == "marked_ten", "entry": e, "alarm": alarm, "level": level,
             "threshold_log10": thr10, "looks_moved": top, "deals": deals,
-            "chart": Markup(evidence_svg(hist, thr10, alarm["look"] if alarm else None)),
+            "chart": Markup(evidence_svg(hist, thr10, alarm["look"] if alarm else None, TRIAL_WORDS.get(test, "trials"))),
             "looks": len(state["looks"])}
 
 

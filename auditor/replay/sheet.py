@@ -156,8 +156,8 @@ def _af_checks(d: Deal, tu: int, jack: int | None) -> list[Finding]:
 
 def sheet_winner(d: Deal, before: list[int] | None, after: list[int]) -> int | None:
     """The winner of a score-sheet deal that takes several sides to the target (`after`: the totals after it), as
-    far as the sheet can tell: Scotch Whist counts the Ten first (rules.md A.6), so the side that took it wins if
-    the Ten alone takes it there; All Fours counts a turned-up Jack first, for the dealer's side. Otherwise the
+    far as the sheet can tell: Scotch Whist counts the Ten first (rules.md A.6; after a claimed revoke's Russian
+    -10), so the side that took it wins if the Ten alone takes it there; All Fours counts a turned-up Jack first, for the dealer's side. Otherwise the
     sheet cannot tell which side got there first: its recorded winner stands when it is one of those sides; else
     None."""
     target = d.ruleset.target
@@ -167,8 +167,15 @@ def sheet_winner(d: Deal, before: list[int] | None, after: list[int]) -> int | N
     if before is not None and tu is not None:
         first: int | None = None
         if d.game == "scotch_whist" and obs.get("ten") is not None:
+            start = list(before)
+            R = d.ruleset
+            if obs.get("revoke") is not None and R.revoke_penalty == "minus_10":  # counted before the Ten
+                r = d.side_of[obs["revoke"]]
+                start[r] -= 10
+                if R.negative_scores == "floor_zero":
+                    start[r] = max(start[r], 0)
             s = d.side_of[obs["ten"]]
-            first = s if before[s] + SW_HONOURS[RT] >= target else None
+            first = s if start[s] + SW_HONOURS[RT] >= target else None
         elif d.game == "all_fours" and rank_of(tu) == RJ and d.beg != "run":
             s = d.side_of[d.dealer]
             first = s if before[s] + 1 >= target else None

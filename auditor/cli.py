@@ -795,8 +795,8 @@ def calibrate(
         except OSError as e:
             _err(f"auditor: cannot write {plot!r}: {e.strerror or e}")
             raise typer.Exit(2) from None
-    if out:
-        _write_json(res, out)
+    if json_path:
+        _write_json(res, json_path)
     if json_out:
         _dump_json(res)
     else:

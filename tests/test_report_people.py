@@ -77,3 +77,15 @@ def test_a_test_with_nothing_to_show_is_one_line_and_flags_keep_their_rows():
         flagged_rows = [r for r in fam["rows"] if r["tier"] == "report"]
         assert len(flagged_rows) == fam["n_flagged"]
     assert quiet  # the synthetic collusion pairs: nothing flagged, nothing worth watching
+
+
+def test_a_score_control_never_reads_as_a_negative_count():
+    """Issue 16: 'late: 12.1 of 25 (about -0.9 expected)' read as a count with a negative expectation."""
+    from auditor.report.sentences import controls_sentence
+
+    entry = {"test": "marked_ten", "subject": "walt", "controls": {
+        "late": {"deals": 25, "observed": 12.1, "expected": -0.9, "p": 2e-5},
+        "not_dealing": {"n": 276, "observed": 42, "expected": 50.2, "pvalue": 0.92}}}
+    text = controls_sentence(entry)
+    assert "late: score 12.1 over 25 deals (honest play: about -0.9), p = 2e-05" in text
+    assert "not dealing: 42 of 276 (about 50 expected), p = 0.92" in text and "of 25" not in text

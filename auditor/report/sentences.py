@@ -403,7 +403,11 @@ def _control_text(val: dict) -> tuple[str, float | None, float | None, float | N
     stat = _pick(val, "statistic", "z")
     pv = _pick(val, "pvalue", "p")
     parts = []
-    if obs is not None and exp is not None:
+    if obs is not None and exp is not None and (obs != int(obs) or obs < 0 or exp < 0):
+        # issue 16: a score, not a count (it may be negative): never "12.1 of 25 (about -0.9 expected)"
+        over = f" over {fmt_num(n)} {'decisions' if 'decisions' in val else 'deals'}" if n is not None else ""
+        parts.append(f"score {fmt_num(obs)}{over} (honest play: about {fmt_about(exp)})")
+    elif obs is not None and exp is not None:
         if n is not None:
             parts.append(f"{fmt_num(obs)} {'of' if obs <= n else 'over'} {fmt_num(n)} "
                          f"(about {fmt_about(exp)} expected)")

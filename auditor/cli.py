@@ -1010,7 +1010,7 @@ def monitor(
     json_out: bool = typer.Option(False, "--json", help="print the monitor document of outputs.md on stdout"),
     level: Optional[float] = typer.Option(None, "--level", help="chance that an honest room ever raises any alarm "
                                           "(0 < level < 1; default 0.05, fixed when the state is made)"),
-    capacity: Optional[int] = typer.Option(None, "--capacity", help="subjects per test that share 90%% of its "
+    capacity: Optional[int] = typer.Option(None, "--capacity", help="subjects per test that share 90% of its "
                                            "budget equally (default 100, fixed when the state is made)"),
     max_record_bytes: int = typer.Option(1 << 20, "--max-record-bytes", help="longest line read as a record"),
 ) -> None:

@@ -35,7 +35,7 @@ from auditor.monitor.eprocess import (
 )
 from auditor.monitor.page import render_alarm
 from auditor.monitor.state import DEFAULT_CAPACITY, STATE_FILE, new_state, subject_weight
-from auditor.monitor.trials import LookTrials, dealer_jack_trials, turnup_jack_trials
+from auditor.monitor.trials import LookTrials, dealer_jack_trials, marked_ten_trials, turnup_jack_trials
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "fixtures" / "demo" / "season.jsonl.gz"
@@ -177,6 +177,17 @@ def test_look_trials_are_the_detectors_own_counts(day_files):
             assert np.allclose(t.p, theirs[s].p) and np.array_equal(t.n, theirs[s].n)
             assert np.array_equal(t.k, theirs[s].k)
             assert len(t.events) == int(t.k.sum())
+
+
+def test_marked_ten_look_is_finite_and_bounded(day_files):
+    """Every marked_ten deal factor is positive (S_d >= -M_d): each player's log likelihood ratios are finite, and
+    at the smallest bet the log factor is within [log(1 - lam), log(1 + lam x the largest ratio)]."""
+    table = replay_for_audit([str(p) for p in day_files]).table
+    got = marked_ten_trials(table)
+    assert len(got) >= 20
+    for lt in got.values():
+        assert lt.llr is not None and np.isfinite(lt.llr).all() and lt.trials > 0
+        assert lt.llr[0] >= lt.trials * math.log1p(-Q_GRID[0]) - 1e-9
 
 
 # ---------------------------------------------------------------- the command and its state

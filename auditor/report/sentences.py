@@ -126,6 +126,10 @@ GLOSSARY = HOW_TO_READ + [
                                               "flagged says little."),
     ("error budget, level", "the audit's chance of flagging anyone in a club where no one cheats (5% by "
                             "default), shared out between the tests in advance."),
+    ("method words", "'exact Poisson-binomial': the p-value is computed exactly from each deal's own chance, "
+                     "not approximated; 'one-sided': only results in the cheat's direction count; 'Monte-Carlo': "
+                     "the p-value is estimated by simulating honest play (with the recorded seed); "
+                     "'Benjamini-Hochberg': the way q-values allow for the many checks made."),
     ("SHA-256", "a fingerprint of a file: any change to the file changes it. The reproducibility block lists one "
                 "per input, so that anyone can check that the same logs were audited."),
     ("commitment", "`auditor audit --commit FILE` seals the flag list with a random salt kept in FILE and prints "

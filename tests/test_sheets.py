@@ -521,6 +521,8 @@ def test_false_positive_rate_over_honest_sheet_seasons(tmp_path):
             if r.test in ("dealer_jack", "turnup_jack") and r.n:
                 tests += 1
                 small += r.pvalue <= 0.05
+    print(f"honest sheet seasons: {flagged} of {seasons} with a dealer_jack/turnup_jack flag; "
+          f"P(p <= 0.05) = {small}/{tests} = {small / tests:.4f}")
     assert flagged <= st.binom.ppf(0.999, seasons, 0.05), flagged
     assert tests > 1500
     assert small / tests <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / tests), (small, tests)

@@ -46,7 +46,7 @@ from auditor.simulate import simulate_season
 PER_DAY = 100
 LEVEL = 0.05
 ALPHAS = (0.5, 0.2, 0.1, 0.05, 0.01)
-HORIZONS = (25, 50, 75, 100, 150, 200)
+HORIZONS = (25, 50, 75, 100, 125, 150, 175, 200, 250, 300)
 
 
 def _rng(seed: int, study: str, i: int) -> np.random.Generator:

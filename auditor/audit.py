@@ -236,6 +236,12 @@ def _part_task(args: tuple) -> tuple[Replay, Counts]:
     """One part of the input: replayed, counted by every detector, its table dropped (what a worker returns)."""
     parts, k, fdr, seed, workers = args
     dets = make_detectors(fdr=fdr)
+    if not parts.single and parts.workdir is not None:
+        # marked_ten's decision rows are the one count that grows with deals: spilled to memory-mapped files beside
+        # the parts' (every worker sees the folder), merged as a list and streamed by its finalize (issue 15)
+        for d in dets:
+            if hasattr(d, "spill_dir"):
+                d.spill_dir = os.path.join(parts.workdir, "spill")
     rep = replay_part(parts, k, table=True)
     table = rep.table
     assert table is not None

@@ -1746,7 +1746,9 @@ class Blocks:
             return {"deals": 0, "observed": 0.0, "expected": 0.0, "z": 0.0, "p": 1.0, "phi": 1.0}
         t, mean, var = self.moments()
         sd = math.sqrt(var)
-        z = (t - mean) / (sd * math.sqrt(phi)) if sd > 1e-12 else 0.0
+        # a variance that is 0 up to the cancellation of E[V^2] - mean^2 (a few 1e-17, as the parts' floats happened
+        # to add) is 0: z would be noise over noise, and differ with the split of the input
+        z = (t - mean) / (sd * math.sqrt(phi)) if sd > 1e-6 else 0.0
         t_adj = mean + (t - mean) / math.sqrt(phi)
         p = saddlepoint_sf(t_adj, self.V, self.P, self.grp, len(self))
         return {"deals": int(len(_deal_index(self.deal)[0])), "observed": t, "expected": mean, "z": float(z),
@@ -2249,7 +2251,7 @@ def _top_deals(main: TargetScores, sel: np.ndarray, scores: dict, k: int = 10) -
     for j in cand[np.lexsort((crank, neg[cand]))][:k]:
         orig = int(scores["order"][deals[j]])
         out.append({"game_id": c.games[int(c.game[orig])], "deal_no": int(c.deal_no[orig]),
-                    "source": c.source[orig], "contribution": float(S[j]),
+                    "source": c.source[orig], "contribution": float(np.round(S[j], 12)) + 0.0,
                     "what": f"{int(n_dec[j])} decision(s) fit the Ten's place {round(S[j], 2) + 0.0:+.2f} beyond what "
                             "they knew"})  # + 0.0: a sum of -1e-17 (rounding) reads +0.00, not -0.00
     return out
@@ -2262,6 +2264,8 @@ def _pack_contrast(main: TargetScores, sel: np.ndarray, pk: np.ndarray, packs: l
     (which pack is marked is not known in advance; with two packs this is the exact two-sided p). A marked pack shows
     the effect and the other does not (the seeds' advice: two packs); skill shows with every pack."""
     zs = []
+    # contributions at 12 decimals, as they are ranked: a sum that is 0 up to rounding (-1e-17 or +3e-17, as the
+    # parts' floats happened to add) is 0.0 however the input was split
     for k in packs:
         t, mean, var = main.blocks(sel[pk == k]).moments()
         zs.append(((t - mean) / math.sqrt(var * phi) if var > 0 else 0.0, k))
@@ -2866,7 +2870,7 @@ def _player_top_deals(main: "TargetScores", sel: np.ndarray, dl: dict, crank_all
         d = int(deals[j])
         part = int(dl["part"][d])
         out.append({"game_id": reader.string(part, "games", int(dl["game"][d])), "deal_no": int(dl["deal_no"][d]),
-                    "source": reader.string(part, "source", int(dl["d_src"][d])), "contribution": float(S[j]),
+                    "source": reader.string(part, "source", int(dl["d_src"][d])), "contribution": float(np.round(S[j], 12)) + 0.0,
                     "what": f"{int(n_dec[j])} decision(s) fit the Ten's place {round(S[j], 2) + 0.0:+.2f} beyond what "
                             "they knew"})
     return out

@@ -103,6 +103,8 @@ def make_base(deals: int, seed: int) -> Path:
 
     jl = OUT / f"club-{deals}-s{seed}.jsonl"
     pq = jl.with_suffix(".parquet")
+    if pq.exists() and not jl.exists():
+        return pq  # the JSON Lines are only the simulator's output on the way to Parquet (843 MB): may be deleted
     if not jl.exists():
         print(f"simulating the demo spec at {deals:,} deals (seed {seed}) ...", file=sys.stderr)
         sim = simulate_season(club_season_spec(n_deals=deals), seed=seed)

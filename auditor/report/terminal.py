@@ -33,6 +33,13 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
     cover = Coverage.of_doc(doc)  # issue 12: green only when deals were audited and every record was read
     style = "bold red" if v["n_flags"] else "bold green" if cover.audited and not cover.not_read else "bold yellow"
     con.print(f"[{style}]{safe_markup(v['headline'])}.[/]")
+    # issue 16: the verdict per person opens the summary, as in the HTML: one paragraph each, wrapped between
+    # words to the terminal's width (a name is one word: never cut), before any number or table
+    for p in v["people"]:
+        tag = f"{p['n_flags']} flag{'' if p['n_flags'] == 1 else 's'}" + (", strong" if p["strong"] else "")
+        con.print(Text.assemble((visible(p["person"]), "bold red"), f" ({tag}): ", visible(p["paragraph"])),
+                  overflow="fold")
+        con.print()
     con.print(f"{v['deals']} deal records, {v['games']} games, {v['n_tests']} tests in {v['n_families']} "
               f"families, audit-wide level {v['fdr']}, seed {safe_markup(v['seed'])}")
     if v.get("audit_sentence"):

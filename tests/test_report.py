@@ -194,7 +194,7 @@ SENTENCES = [
       "qvalue": 2e-13}, "kate dealt the Jack of trumps to a partner in 119 of the 250 partnership deals they dealt; "
                         "an honest dealer would in about 62 ± 6.8; p = 3e-15, q = 2e-13."),
     ({"test": "af_dealer_jack", "subject": "otto", "n": 150, "observed": 57, "expected": 17.6, "pvalue": 1e-14},
-     "otto dealt himself the Jack of the suit he turned up in 57 of the 150 deals they dealt; an honest dealer "
+     "otto dealt themselves the Jack of the suit they turned up in 57 of the 150 deals they dealt; an honest dealer "
      "would in about 18 ± 3.9; p = 1e-14."),
     ({"test": "shuffle_residue", "subject": "bess", "n": 126, "observed": 200, "expected": 176, "pvalue": 0.006},
      "bess's deals kept 200 pairs of cards from the previous deal's tricks side by side over the 126 deals they "
@@ -205,10 +205,10 @@ SENTENCES = [
     ({"test": "marked_ten", "subject": "walt", "n": 84, "observed": 25.4, "expected": 8.3, "statistic": 3.51,
       "pvalue": 9e-5, "detail": {"decisions": 138}},
      "walt's play fitted the true place of the Ten of trumps with a score of 25.4 over 84 deals scored (138 "
-     "decisions); for an honest player, whatever he could legally know, about 8.3 (z = 3.5); p = 9e-05."),
+     "decisions); for an honest player, whatever they could legally know, about 8.3 (z = 3.5); p = 9e-05."),
     ({"test": "marked_ten", "subject": "walt", "observed": 25.4, "expected": 8.3, "pvalue": 0.5},
      "walt's play fitted the true place of the Ten of trumps with a score of 25.4 over n/a deals scored; for an "
-     "honest player, whatever he could legally know, about 8.3; p = 0.50."),  # needs no n
+     "honest player, whatever they could legally know, about 8.3; p = 0.50."),  # needs no n
     ({"test": "collusion", "subject": "rosa+gus", "n": 126, "observed": 42, "expected": 5.7, "pvalue": 2e-28},
      "rosa gave a counting card to a trick gus was winning in 42 of the 126 deals where there was a chance to; "
      "players in the same situations would in about 5.7; p = 2e-28."),

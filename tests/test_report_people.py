@@ -41,7 +41,7 @@ def test_one_paragraph_brings_a_persons_flags_together_and_says_what_each_count_
     assert kate["n_flags"] == 3 and kate["strong"]
     text = kate["paragraph"]
     # strongest first, the name once, each count with its game; the count over both games says so
-    assert text.startswith("kate dealt himself the Jack of the suit he turned up in 34 of 54 All Fours deals dealt "
+    assert text.startswith("kate dealt themselves the Jack of the suit they turned up in 34 of 54 All Fours deals dealt "
                            "(an honest dealer: about 6.3); received the Jack of trumps in 54 of 77 Scotch Whist "
                            "deals dealt (an honest dealer: about 21); ")
     assert "over 136 deals dealt in all games: the trump Jack in the dealer's hand 82 times" in text
@@ -87,5 +87,5 @@ def test_a_score_control_never_reads_as_a_negative_count():
         "late": {"deals": 25, "observed": 12.1, "expected": -0.9, "p": 2e-5},
         "not_dealing": {"n": 276, "observed": 42, "expected": 50.2, "pvalue": 0.92}}}
     text = controls_sentence(entry)
-    assert "late: score 12.1 over 25 deals (honest play: about -0.9), p = 2e-05" in text
+    assert "late in the play: score 12.1 over 25 deals (honest play: about -0.9), p = 2e-05" in text
     assert "not dealing: 42 of 276 (about 50 expected), p = 0.92" in text and "of 25" not in text

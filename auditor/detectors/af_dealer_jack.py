@@ -107,17 +107,22 @@ def count_facts(facts: DealingFacts, timeline_of=lambda stream: stream == "deal"
 SPEC = TestSpec(
     name='af_dealer_jack',
     title="Dealers who deal themselves the Jack of the turned suit (All Fours)",
-    what="How often each All Fours dealer's own six cards hold the Jack of the suit he then turns up, against the "
-         "exact chance given the turn-up (his six cards out of the 51 others). The Jack in hand is a point for "
+    what="How often each All Fours dealer's own six cards hold the Jack of the suit they then turn up, against the "
+         "exact chance given the turn-up (their six cards out of the 51 others). The Jack in hand is a point for "
          "whoever takes it; the turn-up makes its suit trumps.",
     unit='deals they dealt',
     unit_short='deals dealt',
-    event="dealt himself the Jack of the suit he turned up",
+    event="dealt themselves the Jack of the suit they turned up",
     cheat='a stacking rate',
     honest='an honest dealer',
     subject='dealer',
     games=('all_fours',),  # issue 16: n counts all fours deals only
     chart='funnel',
+    control_words=(
+        ('not_dealing', 'the Jack when someone else dealt'),
+        ('trump_ace_as_dealer', 'the trump Ace when dealing'),
+        ('trump_ten_as_dealer', 'the trump Ten when dealing'),
+    ),
     section=1,
     cost=2,
     bernoulli=True,
@@ -132,5 +137,5 @@ class AFDealerJack(TrialsDetector):
     count_facts = staticmethod(count_facts)
 
     method = METHOD
-    cheat = "deals himself the Jack of the suit he turns up"
+    cheat = "deals themselves the Jack of the suit they turn up"
     controls_of = {"not_dealing": "other", "trump_ace_as_dealer": "ace", "trump_ten_as_dealer": "ten"}

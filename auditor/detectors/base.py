@@ -454,7 +454,7 @@ def pb_result(test: str, subject: str, t: "Trials | TrialSummary", level: float,
         det["min_detectable_method"] = (
             f"exact: the smallest q at which the exact test at the FDR-equivalent per-test level (family FDR / "
             f"family size) has power {MIN_DETECTABLE_POWER}, for a cheat who {cheat or 'forces the event'} in a "
-            "fraction q of his trials (p -> p + q(1 - p))")
+            "fraction q of their trials (p -> p + q(1 - p))")
     return TestResult(test=test, subject=subject, n=len(t), observed=obs, expected=t.expected,
                       statistic=exact.z_score(obs, dist), pvalue=pv, method=method, controls=controls or {},
                       detail=det)

@@ -297,6 +297,13 @@ SPEC = TestSpec(
     honest='an honest pair',
     subject='pair',
     chart='evidence',
+    control_words=(
+        ('against_field', 'against other players in the same situations'),
+        ('per_chance', 'every chance counted separately'),
+        ('giver_to_others', "the giver's gifts to other players"),
+        ('binding', 'the comparison that decided'),
+        ('reverse_pair', 'gifts the other way round'),
+    ),
     section=7,
     cost=20,
     bernoulli=True,
@@ -436,8 +443,8 @@ class Collusion:
             controls["per_chance"] = {
                 "opportunities": n_opp, "gifts": gifts, "expected": sum(p * k for p, k in cg),
                 "pvalue": exact.poisson_binomial(cg).sf(gifts),
-                "note": "every chance an independent trial (the test before issue 14): overstates the evidence of "
-                        "a pair that gives again and again within one deal"}
+                "note": "every chance counted as if independent of the others (the older form of this test): it overstates "
+                        "the evidence against a pair that gives again and again within one deal"}
             binding = "field"
             if own_groups:
                 og = _merge(own_groups)
@@ -448,9 +455,9 @@ class Collusion:
                 controls["giver_to_others"] = {
                     "expected": sum(p * k for p, k in og), "observed": obs_own, "pvalue": p_own,
                     "complete": own_ok,
-                    "note": "null = the giver's own rate of giving to the other players in the same situations, "
-                            "per deal (deals where he had a chance against the pair in a situation he never met "
-                            "against anyone else are left out)"}
+                    "note": "compared with the giver's own rate of giving to the other players in the same "
+                            "situations, deal by deal (deals where the giver had a chance against the pair in a "
+                            "situation they never met against anyone else are left out)"}
                 # the test: the pair is unusual against the field AND against the giver's own habit (an
                 # intersection-union test, valid whichever null holds): a generous or careless honest giver, who
                 # gives to everybody, is not accused of colluding with each of them (issue 14: honest givers

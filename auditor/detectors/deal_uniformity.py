@@ -493,6 +493,9 @@ UNIFORMITY_SPEC = TestSpec(
     honest='a fair deal',
     subject='dealer',
     chart='evidence',
+    control_words=(
+        ('honours_to_dealer', 'trump honours dealt to the dealer'),
+    ),
     section=2,
     cost=30,
     sentence='Over the {n} deals {subject} dealt, the trump honours landed on the seats around the dealer with a '
@@ -559,8 +562,8 @@ class DealUniformity:
                 detail["min_detectable_level"] = level
                 detail["min_detectable_method"] = (
                     "approximate (non-central chi-square): the smallest q at which X² at the FDR-equivalent "
-                    f"per-test level has power {MIN_DETECTABLE_POWER} against a dealer who deals himself the "
-                    "Jack of trumps in a fraction q of his deals")
+                    f"per-test level has power {MIN_DETECTABLE_POWER} against a dealer who deals themselves the "
+                    "Jack of trumps in a fraction q of their deals")
                 dealer_obs = float(obs[0].sum()) + (float(obs[TURNUP].sum()) if _owns_turnup(by_cfg) else 0.0)
                 controls["honours_to_dealer"] = {"observed": dealer_obs}
             out.append(TestResult(test=self.name, subject=s, n=n, observed=round(stat, 4), expected=float(df),
@@ -657,8 +660,8 @@ def _cutter_rows(facts: DealingFacts) -> dict[str, dict[str, TrialSummary]]:
 CUTTER_SPEC = TestSpec(
     name='dealer_cutter',
     title='Dealer and cutter together',
-    what='For each dealer and the player who cut for him, at tables of three or more, how often the dealer was '
-         'dealt the Jack of trumps (All Fours: the Jack of the suit he turned up), against the exact chance of each '
+    what='For each dealer and the player who cut for them, at tables of three or more, how often the dealer was '
+         'dealt the Jack of trumps (All Fours: the Jack of the suit they turned up), against the exact chance of each '
          'deal: a stacked pack survives only a friendly cut, so a dealer who gets the Jack only after one cutter '
          'is suspicious together with that cutter.',
     unit='deals after this cut',
@@ -668,6 +671,9 @@ CUTTER_SPEC = TestSpec(
     honest='a fair deal',
     subject='pair',
     chart='funnel',
+    control_words=(
+        ('with_other_cutters', 'the Jack with other cutters'),
+    ),
     section=3,
     cost=3,
     bernoulli=True,
@@ -710,7 +716,7 @@ class DealerCutter:
                 controls["with_other_cutters"] = control(_without(totals[dealer], t))
                 detail = {"funnel": funnel(t)}
             out.append(pb_result(self.name, f"{dealer}+{cutter}", t, level, CUTTER_METHOD, controls, detail,
-                                 details=self.details, cheat="deals himself the Jack of trumps when this player cuts"))
+                                 details=self.details, cheat="deals themselves the Jack of trumps when this player cuts"))
         return out
 
 

@@ -79,7 +79,7 @@ SPEC = TestSpec(
     name='dealer_jack',
     title='Dealers who receive the Jack of trumps',
     what='How often each dealer ends up holding the Jack of trumps (worth 11 points in Catch the Ten), against the '
-         'exact chance the rules give the dealer on each of his deals. The dealer holds the turn-up, so an honest '
+         'exact chance the rules give the dealer on each of their deals. The dealer holds the turn-up, so an honest '
          'dealer gets the Jack more often than the other players.',
     unit='deals they dealt',
     unit_short='deals dealt',
@@ -89,6 +89,11 @@ SPEC = TestSpec(
     subject='dealer',
     games=('scotch_whist',),  # issue 16: n counts scotch whist deals only
     chart='funnel',
+    control_words=(
+        ('not_dealing', 'the Jack when someone else dealt'),
+        ('trump_ace_as_dealer', 'the trump Ace when dealing'),
+        ('trump_ten_as_dealer', 'the trump Ten when dealing'),
+    ),
     section=0,
     cost=2,
     bernoulli=True,
@@ -103,5 +108,5 @@ class DealerJack(TrialsDetector):
     count_facts = staticmethod(count_facts)
 
     method = METHOD
-    cheat = "deals himself the Jack of trumps"
+    cheat = "deals themselves the Jack of trumps"
     controls_of = {"not_dealing": "other", "trump_ace_as_dealer": "ace", "trump_ten_as_dealer": "ten"}

@@ -148,7 +148,7 @@ NAME = "marked_ten"
 TARGETS = ("ten", "queen", "plain_ten", "placebo")
 TARGET_LABEL = {"ten": "Ten of trumps", "queen": "Queen of trumps (unmarked control)",
                 "plain_ten": "Ten of the next suit (unmarked control)",
-                "placebo": "trump Ace on deals where the Ten is his own (placebo)"}
+                "placebo": "trump Ace on deals where the Ten is their own (placebo)"}
 
 KIND_LEAD, KIND_FOLLOW = 0, 1
 N_FEAT = 5  # conditional logit features: log u, llr sum, one plain void, two+ plain voids, aside
@@ -1248,10 +1248,10 @@ def _ledger_of_table(cols: AuditColumns, is_sw: np.ndarray, c: MarkedTenCounts) 
 SPEC = TestSpec(
     name='marked_ten',
     title='Players whose play follows the hidden Ten of trumps',
-    what="Whether a player's leads and plays fit where the Ten of trumps really is better than anything he could "
-         'legally know explains, over all his deals and over the deals where the game score made it worth it '
-         '(a side near game, or his side far behind): the stronger of the two counts, corrected for having looked '
-         'twice. Controls beside the score (unmarked cards, deals where he holds the Ten himself, late against early '
+    what="Whether a player's leads and plays fit where the Ten of trumps really is better than anything they could "
+         'legally know explains, over all their deals and over the deals where the game score made it worth it '
+         '(a side near game, or their side far behind): the stronger of the two counts, corrected for having looked '
+         'twice. Controls beside the score (unmarked cards, deals where they hold the Ten themselves, late against early '
          'decisions) separate a good card reader from a cheat.',
     unit='deals scored',
     unit_short='deals scored',
@@ -1261,11 +1261,27 @@ SPEC = TestSpec(
     subject='player',
     games=('scotch_whist',),  # issue 16: n counts scotch whist deals only
     chart='score',
+    control_words=(
+        ('pooled', 'all their deals'),
+        ('score_gated', 'deals where the game score mattered'),
+        ('deal_sums_normal', 'deal by deal (a rougher check)'),
+        ('hard_facts_null', 'only what the cards already played showed'),
+        ('opening_leads_exact', 'opening leads only'),
+        ('early', 'early in the play'),
+        ('late', 'late in the play'),
+        ('early_minus_late', 'early against late'),
+        ('queen', 'Queen of trumps'),
+        ('plain_ten', 'Ten of the next suit'),
+        ('placebo', 'the trump Ace when they hold the Ten'),
+        ('packs', 'pack'),
+        ('pack_contrast', 'difference between packs'),
+        ('field', 'among similar players'),
+    ),
     section=6,
     cost=40,
     chart_controls=('queen', 'plain_ten', 'placebo'),
     sentence="{subject}'s play fitted the true place of the Ten of trumps with a score of {obs} over {over}"
-             '{scope}; for an honest player, whatever he could legally know, about {exp}{z}; {pq}.',
+             '{scope}; for an honest player, whatever they could legally know, about {exp}{z}; {pq}.',
     sentence_needs_n=False,
 )
 
@@ -1333,7 +1349,7 @@ def run(results: Sequence[Any], folds: int = 5) -> list[TestResult]:
 
 # ---------------------------------------------------------------- the game score before each deal
 
-SCORE_RULE = ("the game score before the deal is known and a side is within 10 points of the target, or his side "
+SCORE_RULE = ("the game score before the deal is known and a side is within 10 points of the target, or their side "
               "trails the leading other side by 10 or more")
 SCORE_MARGIN = 10  # "the score matters": a side within this many points of the game target, or his side this far
 # behind the leading other side
@@ -2142,7 +2158,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         controls["late"] = _ctl(main.test(sel[~early], phi=phi))
         # a sure read shows from the first trick; reading the legal signals builds up as the play goes on
         ze, zl = controls["early"]["z"], controls["late"]["z"]
-        controls["early_minus_late"] = {"z": (ze - zl) / math.sqrt(2), "note": "z(early) - z(late), over sqrt(2)"}
+        controls["early_minus_late"] = {"z": (ze - zl) / math.sqrt(2), "note": "the early score minus the late score, scaled so that honest play gives about 0 ± 1"}
         for t in ("queen", "plain_ten", "placebo"):
             ts: TargetScores | None = scores["targets"].get(t)
             tsel = ts.by_player.get(pl) if ts is not None else None
@@ -2165,7 +2181,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
                        "p_gated": gt["gated"]["p"], "deals_gated": gt["gated"]["deals"],
                        "decisions_gated": n_gdec, "decisions_pooled": int(len(sel)), "rule": SCORE_RULE}
         if gt["part"] == "gated":
-            gate_detail["scope_text"] = " where the game score mattered (a side near game or his side far behind)"
+            gate_detail["scope_text"] = " where the game score mattered (a side near game or their side far behind)"
         detail = {"decisions": n_gdec if gt["part"] == "gated" else int(len(sel)), "deals": r["deals"],
                   "score_gate": gate_detail, "variance_guard": phi,
                   "excluded": dict(sorted(counts.excluded.get(name, {}).items())),
@@ -2174,8 +2190,8 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         out.append(TestResult(
             test=NAME, subject=name, n=head["deals"], observed=head["observed"], expected=head["expected"],
             statistic=head["z"], pvalue=gt["p"],
-            method="decision fit to the Ten's place vs a field-fitted posterior of what he knew; sequential "
-                   "randomisation, saddlepoint one-sided p, deal-level variance guard; the better of all his deals "
+            method="decision fit to the Ten's place vs a field-fitted posterior of what they knew; sequential "
+                   "randomisation, saddlepoint one-sided p, deal-level variance guard; the better of all their deals "
                    "and the deals where the game score mattered, corrected for their correlation",
             controls=controls, detail=detail))
     return out
@@ -2248,6 +2264,8 @@ def _top_deals(main: TargetScores, sel: np.ndarray, scores: dict, k: int = 10) -
         kth = np.partition(neg, k - 1)[k - 1]
         cand = np.flatnonzero(neg <= kth)
     crank = canonical_rank(scores)[deals[cand]]
+    # contributions at 12 decimals, as they are ranked: a sum that is 0 up to rounding (-1e-17 or +3e-17, as the
+    # parts' floats happened to add) is 0.0 however the input was split
     for j in cand[np.lexsort((crank, neg[cand]))][:k]:
         orig = int(scores["order"][deals[j]])
         out.append({"game_id": c.games[int(c.game[orig])], "deal_no": int(c.deal_no[orig]),
@@ -2264,8 +2282,6 @@ def _pack_contrast(main: TargetScores, sel: np.ndarray, pk: np.ndarray, packs: l
     (which pack is marked is not known in advance; with two packs this is the exact two-sided p). A marked pack shows
     the effect and the other does not (the seeds' advice: two packs); skill shows with every pack."""
     zs = []
-    # contributions at 12 decimals, as they are ranked: a sum that is 0 up to rounding (-1e-17 or +3e-17, as the
-    # parts' floats happened to add) is 0.0 however the input was split
     for k in packs:
         t, mean, var = main.blocks(sel[pk == k]).moments()
         zs.append(((t - mean) / math.sqrt(var * phi) if var > 0 else 0.0, k))
@@ -2773,8 +2789,8 @@ class _Run:
         return out
 
 
-METHOD = ("decision fit to the Ten's place vs a field-fitted posterior of what he knew; sequential randomisation, "
-          "saddlepoint one-sided p, deal-level variance guard; the better of all his deals and the deals where the "
+METHOD = ("decision fit to the Ten's place vs a field-fitted posterior of what they knew; sequential randomisation, "
+          "saddlepoint one-sided p, deal-level variance guard; the better of all their deals and the deals where the "
           "game score mattered, corrected for their correlation")
 
 
@@ -2799,7 +2815,7 @@ def _player_result(run: _Run, reader: _Reader, main: "TargetScores", others: dic
     controls["early"] = _ctl(main.test(sel[early], phi=phi))
     controls["late"] = _ctl(main.test(sel[~early], phi=phi))
     ze, zl = controls["early"]["z"], controls["late"]["z"]
-    controls["early_minus_late"] = {"z": (ze - zl) / math.sqrt(2), "note": "z(early) - z(late), over sqrt(2)"}
+    controls["early_minus_late"] = {"z": (ze - zl) / math.sqrt(2), "note": "the early score minus the late score, scaled so that honest play gives about 0 ± 1"}
     for t in ("queen", "plain_ten", "placebo"):
         ts = others.get(t)
         if ts is None or len(ts.by_player[pl]) == 0:
@@ -2823,7 +2839,7 @@ def _player_result(run: _Run, reader: _Reader, main: "TargetScores", others: dic
                        "p_gated": gt["gated"]["p"], "deals_gated": gt["gated"]["deals"],
                        "decisions_gated": n_gdec, "decisions_pooled": int(len(sel)), "rule": SCORE_RULE}
         if gt["part"] == "gated":
-            gate_detail["scope_text"] = " where the game score mattered (a side near game or his side far behind)"
+            gate_detail["scope_text"] = " where the game score mattered (a side near game or their side far behind)"
         detail = {"decisions": n_gdec if gt["part"] == "gated" else int(len(sel)), "deals": n_deals,
                   "score_gate": gate_detail, "variance_guard": phi,
                   "excluded": dict(sorted(run.excluded.get(name, {}).items())),

@@ -140,8 +140,8 @@ SPEC = TestSpec(
     name='partner_jack',
     title="Dealers whose partner receives the Jack of trumps",
     what="At partnership tables, how often the Jack of trumps lands in the hand of the dealer's partner, against "
-         "the exact chance the rules give the partner's seats on each of his deals. A dealer who stacks the Jack "
-         "for his side need not deal it to himself.",
+         "the exact chance the rules give the partner's seats on each of their deals. A dealer who stacks the Jack "
+         "for their side need not deal it to themselves.",
     unit='partnership deals they dealt',
     unit_short='partner deals',
     event="dealt the Jack of trumps to a partner",
@@ -150,6 +150,12 @@ SPEC = TestSpec(
     subject='dealer',
     games=('scotch_whist',),  # issue 16: n counts scotch whist deals only
     chart='funnel',
+    control_words=(
+        ('partners_when_others_deal', "the partner's Jack when others dealt"),
+        ('own_jack_as_dealer', "the Jack in the dealer's own hand"),
+        ('opponents_as_dealer', "the Jack in the opponents' hands when dealing"),
+        ('partner_ace_as_dealer', 'the trump Ace to the partner when dealing'),
+    ),
     section=0,
     cost=2,
     bernoulli=True,
@@ -175,6 +181,6 @@ class PartnerJack(TrialsDetector):
         return count_facts(facts, sides_from_table(table, facts), self.timeline_of)
 
     method = METHOD
-    cheat = "deals the Jack of trumps to his partner"
+    cheat = "deals the Jack of trumps to their partner"
     controls_of = {"partners_when_others_deal": "others", "own_jack_as_dealer": "own", "opponents_as_dealer": "opp",
                    "partner_ace_as_dealer": "ace"}

@@ -434,10 +434,10 @@ def sum_fractions(group: np.ndarray, num: np.ndarray, den: np.ndarray, n_groups:
 SPEC = TestSpec(
     name='revoke_pattern',
     title='Revokes that pay',
-    what="Whether a player's revokes (failures to follow suit) pay him, by taking a trick from an opponent that no "
-         'card he could legally play would take, or by keeping a counting card he would otherwise have had to give '
+    what="Whether a player's revokes (failures to follow suit) pay them, by taking a trick from an opponent that no "
+         'card they could legally play would take, or by keeping a counting card they would otherwise have had to give '
          "to an opponent's trick, more often than accidental revokes at the same moments would (an accidental "
-         'revoke drops any card he may not play, so the chance that it pays is known at each revoke).',
+         'revoke drops any card they may not play, so the chance that it pays is known at each revoke).',
     unit='revokes',
     unit_short='revokes',
     event='paid',
@@ -445,14 +445,20 @@ SPEC = TestSpec(
     honest='accidental revokes at the same moments',
     subject='player',
     chart='evidence',
+    control_words=(
+        ('revoke_rate', 'how often they revoked'),
+        ('gainful_vs_field', 'revokes that paid, against other players'),
+        ('gain', 'points gained by revoking'),
+        ('timing', 'revokes at moments when revoking pays'),
+    ),
     section=8,
     cost=1,
     bernoulli=True,
     sentence="{obs} of {subject}'s {n} revokes paid (took the trick or kept a counting card); {honest} would pay "
              'about {exp}{spread}; {pq}.',
 )
-METHOD = ("exact poisson-binomial, one-sided: his revokes that paid, each against the chance that an accidental "
-          "revoke (any card he may not play) would pay there")
+METHOD = ("exact poisson-binomial, one-sided: their revokes that paid, each against the chance that an accidental "
+          "revoke (any card they may not play) would pay there")
 
 
 class RevokePattern:

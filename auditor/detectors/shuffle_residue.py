@@ -677,7 +677,7 @@ def _finalize(det: "ShuffleResidue", counts: dict[str, TableCounts]) -> list[Tes
             detail["min_detectable"] = _min_detectable(sel, peer, info, level, det.cheat)
             detail["min_detectable_level"] = level
             detail["min_detectable_method"] = (
-                f"approximate (normal): the smallest fraction q of his deals in which he {det.cheat} that the "
+                f"approximate (normal): the smallest fraction q of their deals in which they {det.cheat} that the "
                 f"test at the FDR-equivalent per-test level finds with power {MIN_DETECTABLE_POWER}")
         out.append(TestResult(
             test=det.name, subject=d, n=n, observed=obs_total, expected=expected, statistic=z, pvalue=p,
@@ -748,6 +748,11 @@ RESIDUE_SPEC = TestSpec(
     honest='the other dealers',
     subject='dealer',
     chart='evidence',
+    control_words=(
+        ('perfect_shuffle', 'against a perfect shuffle'),
+        ('peers', 'against the other dealers'),
+        ('tables', 'table by table'),
+    ),
     section=5,
     cost=3,
     sentence="{subject}'s deals kept {obs} pairs of cards from the previous deal's tricks side by side over the "
@@ -789,7 +794,7 @@ STACK_SPEC = TestSpec(
     name='trick_stack',
     title="Dealers who deal themselves the previous deal's tricks",
     what="How many pairs of cards from one trick of the previous deal end up together in the dealer's own hand, "
-         'against the other dealers of the same tables: a dealer who puts a rich trick back into his own hand '
+         'against the other dealers of the same tables: a dealer who puts a rich trick back into their own hand '
          'while gathering the cards leaves this trace.',
     unit='deals they dealt',
     unit_short='deals dealt',
@@ -798,6 +803,11 @@ STACK_SPEC = TestSpec(
     honest='the other dealers',
     subject='dealer',
     chart='evidence',
+    control_words=(
+        ('perfect_shuffle', 'against a perfect shuffle'),
+        ('peers', 'against the other dealers'),
+        ('tables', 'table by table'),
+    ),
     section=4,
     cost=3,
     sentence="{subject}'s own hand held {obs} pairs of cards from one trick of the previous deal over the {n} "
@@ -810,4 +820,4 @@ class TrickStack(ShuffleResidue):
     name = "trick_stack"
     stat = "stack"
     unit = "pairs of cards of one previous trick in the dealer's own hand"
-    cheat = "puts a whole trick of the previous deal into his own hand"
+    cheat = "puts a whole trick of the previous deal into their own hand"

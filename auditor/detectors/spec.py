@@ -44,12 +44,19 @@ class TestSpec:
     sentence: str = ""  # the result sentence template (module docstring)
     sentence_needs_n: bool = True  # the template needs a finite n (else the plain sentence)
     games: tuple[str, ...] = ()  # issue 16: the games whose deals n counts ("scotch_whist", "all_fours"); () every game
+    # issue 16: the report's plain label of each control (its key in the document: `controls.<key>`); a key not
+    # listed is shown with its underscores as spaces
+    control_words: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.subject not in SUBJECT_KINDS:
             raise ValueError(f"test {self.name!r}: subject kind {self.subject!r} is not one of {SUBJECT_KINDS}")
         if self.chart not in CHART_KINDS:
             raise ValueError(f"test {self.name!r}: chart kind {self.chart!r} is not one of {CHART_KINDS}")
+
+    def control_label(self, key: str) -> str:
+        """The plain label of control `key` (see `control_words`)."""
+        return dict(self.control_words).get(key, key.replace("_", " "))
 
     @property
     def pair(self) -> bool:

@@ -50,6 +50,11 @@ SPEC = TestSpec(
     subject='dealer',
     games=('all_fours',),  # issue 16: n counts all fours deals only
     chart='funnel',
+    control_words=(
+        ('first_turnup', 'first turn-ups'),
+        ('run_turnups', 'turn-ups after running the cards'),
+        ('all_turnups', 'all turn-ups'),
+    ),
     section=1,
     cost=2,
     bernoulli=True,

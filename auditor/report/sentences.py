@@ -68,12 +68,12 @@ MONTHLY_NOTE = (
 
 NOT_CLEAN_NOTE = (
     "A test can only catch a cheat that is strong enough for the amount of "
-    "play it saw: for each player the report states the smallest cheat his play could have revealed."
+    "play it saw: for each player the report states the smallest cheat their play could have revealed."
 )
 
 HOW_TO_READ = [
     ("p-value", "how surprising the result would be for an honest player: the chance that honest play alone "
-                "gives a result at least this extreme. Small is suspicious; it is not the chance that he is "
+                "gives a result at least this extreme. Small is suspicious; it is not the chance that the player is "
                 "honest."),
     ("q-value", "the p-value adjusted for every test this audit made, of every player and pair (a weighted "
                 "Benjamini-Hochberg over the whole audit, each test holding a share of the error budget fixed in "
@@ -85,7 +85,7 @@ HOW_TO_READ = [
               f"'watch list' (q up to {WATCH_Q:g} or p up to {WATCH_P:g}) is shown for attention, is expected to "
               "hold some honest players, and is not an accusation."),
     ("controls", "the same measurement on something a cheat cannot use (another card, deals where the player "
-                 "did not deal, deals where he holds the card himself). A cheat stands out in the test but not "
+                 "did not deal, deals where they hold the card themselves). A cheat stands out in the test but not "
                  "in the controls; a lucky or skilled honest player tends to stand out in both."),
 ]
 
@@ -106,15 +106,18 @@ GLOSSARY = HOW_TO_READ + [
           "player."),
     ("Pearson X² (misfit)", "one number for how far a dealer's trump honours landed from where a fair deal puts "
                             "them, summed over the seats and cards; about as large as its expected value when "
-                            "the deal is fair."),
-    ("score", "for the play tests, how closely a player's choices followed something he should not know; about "
+                            "the deal is fair. Its chart adds it up cell by cell (seat and card), largest first."),
+    ("score", "for the play tests, how closely a player's choices followed something they should not know; about "
               "zero (or the expected value shown) for an honest player."),
     ("deals with a chance", "for a pair, the deals where one of them could give counting cards to a trick the "
                             "other was winning."),
     ("odds", "'1 in a million' means an honest player would show a result this extreme about once in a million "
              "tries; the q-value then allows for the many checks made."),
-    ("−log10 p (evidence)", "the p-value on a scale where higher is stranger: 2 means p = 0.01, 6 means "
-                            "p = 0.000001."),
+    ("evidence (charts)", "the charts' scale for the p-value, where higher is stranger: it counts the p-value's "
+                          "places after the decimal point, so 2 means p = 0.01 and 6 means p = 0.000001."),
+    ("standardised", "measured in standard deviations, so that an honest result is usually between -2 and 2."),
+    ("percentile", "the share of players, in hundredths, whose score is at or below this one: the 95th percentile "
+                   "is higher than 95 players in 100."),
     ("funnel plot", "dealers placed by deals dealt and how often the event happened; honest dealers stay inside "
                     "the funnel, which narrows as the deals add up."),
     ("QQ plot", "every p-value of a test against what honest chance gives; honest players follow the diagonal, "
@@ -130,6 +133,9 @@ GLOSSARY = HOW_TO_READ + [
                      "not approximated; 'one-sided': only results in the cheat's direction count; 'Monte-Carlo': "
                      "the p-value is estimated by simulating honest play (with the recorded seed); "
                      "'Benjamini-Hochberg': the way q-values allow for the many checks made."),
+    ("Method", "the line at the end of each test's section that names its statistical method, for a statistician "
+               "who wants to check the work ('null' there is the honest chance a result is compared with); the rest "
+               "of the report does not need it."),
     ("SHA-256", "a fingerprint of a file: any change to the file changes it. The reproducibility block lists one "
                 "per input, so that anyone can check that the same logs were audited."),
     ("commitment", "`auditor audit --commit FILE` seals the flag list with a random salt kept in FILE and prints "
@@ -366,7 +372,7 @@ def _field_text(val: dict) -> str:
     pct, k = finite(val.get("percentile")), finite(val.get("neighbours"))
     if pct is not None and k is not None:
         med = finite(val.get("neighbour_median_z"))
-        parts.append(f"{_ordinal(pct)} percentile among his {fmt_num(k)} most similar players"
+        parts.append(f"{_ordinal(pct)} percentile among their {fmt_num(k)} most similar players"
                      + (f" (their median score {med:.2g})" if med is not None else ""))
     pall, m = finite(val.get("percentile_all")), finite(val.get("field_players"))
     if pall is not None:
@@ -376,6 +382,24 @@ def _field_text(val: dict) -> str:
     if pe is not None:
         parts.append(f"p = {fmt_p(pe)} against the field's own null")
     return ", ".join(parts)
+
+
+def _peers_text(val: dict) -> str:
+    """The random-effects comparison with the other dealers (shuffle tests), in words: how far this dealer's
+    deals sit above what a fair deal leaves, in standard deviations, against the other dealers'."""
+    out = f"{fmt_num(val.get('peers'))} other dealers"
+    own, peers = finite(val.get("mean_excess_sd_units")), finite(val.get("peers_mean"))
+    if own is not None:
+        out += f"; this dealer's average excess {own:.2g} standard deviations"
+        if peers is not None:
+            out += f" (theirs {peers:.2g})"
+    between, within = finite(val.get("between_people_sd")), finite(val.get("within_sd"))
+    if between is not None and within is not None:
+        out += f"; spread between dealers {between:.2g}, within one dealer's deals {within:.2g}"
+    t = finite(val.get("t"))
+    if t is not None:
+        out += f"; standardised difference from the others {t:.2g}"
+    return out
 
 
 def _ordinal(pct: float) -> str:
@@ -432,6 +456,12 @@ def _control_text(val: dict) -> tuple[str, float | None, float | None, float | N
     if not parts:
         if "percentile" in val or "percentile_all" in val:
             parts.append(_field_text(val))
+        elif "peers" in val and "mean_excess_sd_units" in val:
+            parts.append(_peers_text(val))
+        elif isinstance(val.get("unit"), str) and finite(val.get("mean")) is not None:
+            parts.append(f"{fmt_num(val['mean'])} {val['unit']}, on average"
+                         + (f" (other players: {fmt_num(val['field_mean'])})"
+                            if finite(val.get("field_mean")) is not None else ""))
         elif n == 0 or val.get("deals") == 0:
             parts.append("no deals to score")
         else:
@@ -454,25 +484,27 @@ def control_items(entry: dict) -> list[dict]:
         rows.append({"key": key, "label": label, "text": text, "short": short, "is_test": is_test, "pvalue": pv,
                      "statistic": stat, "n": n, "observed": obs, "expected": exp})
 
+    spec = spec_of(entry.get("test"))
     for key, val in controls.items():
         key = str(key)
+        label = spec.control_label(key)  # issue 16: the spec's plain words, never the document's key
         if isinstance(val, dict):
             subs = [(k, v) for k, v in val.items() if isinstance(v, dict)]
             if subs and len(subs) == len(val):
                 for k, v in subs:
                     text, n, obs, exp, stat, pv = _control_text(v)
-                    row(f"{key}.{k}", f"{_label(key)} {k}", text, n, obs, exp, stat, pv)
+                    row(f"{key}.{k}", f"{label} {k}", text, n, obs, exp, stat, pv)
                 continue
             if "percentile" in val or "percentile_all" in val:
-                row(key, _label(key), _field_text(val) or "n/a")
+                row(key, label, _field_text(val) or "n/a")
                 continue
             text, n, obs, exp, stat, pv = _control_text(val)
-            row(key, _label(key), text, n, obs, exp, stat, pv)
+            row(key, label, text, n, obs, exp, stat, pv)
         elif isinstance(val, (list, tuple)):
             more = f"; {len(val) - 12} more" if len(val) > 12 else ""
-            row(key, _label(key), "; ".join(_compact(v) for v in val[:12]) + more)
+            row(key, label, "; ".join(_compact(v) for v in val[:12]) + more)
         else:
-            row(key, _label(key), fmt_num(val) if finite(val) is not None else str(val))
+            row(key, label, fmt_num(val) if finite(val) is not None else str(val))
     return rows
 
 

@@ -737,10 +737,10 @@ def evidence_chart(test: str, entries: list[dict], unit: str, fam: dict | None =
     first = -math.log10(fdr / max(1, m))
     top, ybreak = evidence_axis([y for _, _, y in pts] + [c[3] for c in ctl], max(first * 1.1, 2.2))
     nmax = max(n for _, n, _ in pts)
-    plot = Plot("Evidence against exposure", unit, "−log10 p (higher = stranger)",
+    plot = Plot("Evidence against exposure", unit, "evidence (higher = stranger)",
                 (0, nmax * 1.08), (0, top), ybreak=ybreak,
                 desc="Each dot is a subject" + ("; hollow diamonds are its controls" if ctl else "")
-                     + ". Above the red dashed line a subject would be flagged even if he were the only strange one.")
+                     + ". Above the red dashed line a subject would be flagged even if they were the only strange one.")
     plot.hline(2.0, AMBER, "4 3", "watch: p = 0.01")
     plot.hline(first, RED, "4 3", f"flag line for the strongest: p = {fdr:g}/{m}")
     for e, n, k, y in ctl:
@@ -779,7 +779,7 @@ def qq_plot(entries: list[dict], title: str = "p-values of the whole family agai
     lo = [-math.log10(max(float(beta.ppf(0.975, i + 1, m - i)), 1e-300)) for i in range(m)]
     xmax = max(xs) * 1.05 + 0.05
     top, ybreak = evidence_axis(ys, max(max(up), xmax) * 1.02)
-    plot = Plot(title, "expected −log10 p if all were honest", "observed −log10 p", (0, xmax), (0, top),
+    plot = Plot(title, "expected evidence if all were honest", "observed evidence", (0, xmax), (0, top),
                 ybreak=ybreak,
                 desc="If everyone were honest the dots would follow the diagonal inside the band. Exact "
                      "p-values of counts are conservative, so honest dots often sit a little below it. Dots "
@@ -995,7 +995,7 @@ def charts_for_family(test: str, entries: list[dict], fam: dict | None = None) -
         main = score_chart(test, entries, spec.unit_short)
         caption = "Scores against exposure: each filled dot is a player's score"
         if "<polygon" in main:
-            caption += (", each hollow diamond the same score on a control. A cheat's score stands out while his "
+            caption += (", each hollow diamond the same score on a control. A cheat's score stands out while their "
                         "controls stay near zero; a strong honest reader is high on both.")
         else:
             caption += "; a cheat's score stands out above zero."

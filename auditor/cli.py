@@ -434,35 +434,22 @@ def audit(
             _err(f"auditor: {e}")
             raise typer.Exit(2) from None
         _check_out(out, inputs=paths)
-    if not 0.0 < fdr < 1.0:
-        _err(f"auditor: --fdr must be between 0 and 1, got {fdr}")
-        raise typer.Exit(2)
-    if seed < 0:
-        _err(f"auditor: --seed must be a non-negative integer, got {seed}")
-        raise typer.Exit(2)
-    if engine not in ("batch", "reference"):
-        _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
-        raise typer.Exit(2)
-    if workers is not None and workers < 1:
-        _err(f"auditor: --workers must be at least 1, got {workers}")
-        raise typer.Exit(2)
-    if part_deals < 1:
-        _err(f"auditor: --part-deals must be at least 1, got {part_deals}")
-        raise typer.Exit(2)
+    # the option checks are written once, in the API (`auditor.run_audit` takes the same options): exit 2
+    from .api import check_options
+    from .errors import UsageError as _BadOption
+
     scaled = bool(workers and workers > 1) or dask is not None or save_counts is not None or bool(add_counts)
-    if engine == "reference" and scaled:
-        _err("auditor: --engine reference replays in one process: it cannot be combined with --workers, --dask, "
-             "--save-counts or --add-counts")
-        raise typer.Exit(2)
+    try:
+        check_options(fdr, seed, engine, workers, part_deals, scaled, max_record_bytes, workdir)
+    except _BadOption as e:
+        _err(f"auditor: {e}")
+        raise typer.Exit(2) from None
     if save_counts is not None:
         _check_out(save_counts, "--save-counts", inputs=paths)
     if commit is not None:  # issue 16: checked before the work, like --out
         _check_out(commit, "--commit", inputs=paths)
     command = _audit_command(paths, fdr=fdr, seed=seed, since=since, until=until, table=table, game=game,
                              max_record_bytes=max_record_bytes, add_counts=add_counts)
-    if workdir is not None and not Path(workdir).is_dir():
-        _err(f"auditor: --workdir {workdir!r} is not a folder")
-        raise typer.Exit(2)
     paths = _expanded(paths)
     _check_paths(paths, max_record_bytes)
     from .errors import InputError, UsageError

@@ -16,6 +16,7 @@ detector's name: the same input and seed give the same document.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import multiprocessing as mp
 import os
@@ -30,6 +31,7 @@ from typing import IO, Any, Callable, ContextManager, Iterable, Iterator, Sequen
 import orjson
 
 import numpy as np
+import pyarrow as pa
 
 from . import __version__
 from .columns import AuditColumns, from_results
@@ -232,6 +234,26 @@ def fingerprint(dets: Sequence[Detector]) -> dict:
     return {"counts_layout": COUNTS_LAYOUT, "tests": tests}
 
 
+def _libc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_TRIM = _libc_trim()
+
+
+def release_memory() -> None:
+    """Give back to the system the memory that a part's freed buffers leave in the process (issue 15): Arrow's pool
+    keeps freed pages for reuse, and so does malloc; after the split and after each part they are not reused soon
+    enough to be worth their place in the resident set (the split of a 1M-deal Parquet file: 415 MB resident
+    after it, 280 MB after this)."""
+    pa.default_memory_pool().release_unused()
+    if _TRIM is not None:
+        _TRIM(0)
+
+
 def _part_task(args: tuple) -> tuple[Replay, Counts]:
     """One part of the input: replayed, counted by every detector, its table dropped (what a worker returns)."""
     parts, k, fdr, seed, workers = args
@@ -248,6 +270,8 @@ def _part_task(args: tuple) -> tuple[Replay, Counts]:
     counts = count_table(table, dets, seed, workers=workers)
     rep.stats["presets"] = presets_seen(table)  # issue 16: what the reproducibility block names
     rep.table = None
+    del table
+    release_memory()
     return rep, counts
 
 
@@ -348,6 +372,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
     wd = tempfile.mkdtemp(prefix="auditor-parts-", dir=workdir)
     try:
         parts = split_input([str(p) for p in paths], wd, part_deals, selection=selection, progress=progress)
+        release_memory()
         t0 = clock()
         replays: list[Replay] = []
         folded = [merge_counts([c for _, c in saved], dets)] if saved else []

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 CHILD = r'''
-import json, sys, time, tempfile, os
+import json, sys, time, tempfile, os, shutil
 from auditor.audit import run_parts, merge_counts, finalize_counts
 from auditor.detectors.registry import make_detectors
 from auditor.parts import split_input, merge_replays
@@ -30,12 +30,15 @@ t0 = time.perf_counter()
 wd = tempfile.mkdtemp(prefix="bench-mem-")
 parts = split_input([log], wd, part_deals)
 t1 = time.perf_counter()
-res = run_parts(parts, 0.05, 0, workers=workers if workers > 1 else None)
-t2 = time.perf_counter()
 dets = make_detectors(fdr=0.05)
-rep = merge_replays([r for r, _ in res])
-counts = merge_counts([c for _, c in res], dets)
-del res
+replays, folded = [], []
+def fold(_k, res):  # as audit_input folds them: in part order, as they arrive (no list of every part's counts)
+    replays.append(res[0])
+    folded[:] = [merge_counts(folded + [res[1]], dets)] if folded else [res[1]]
+run_parts(parts, 0.05, 0, workers=workers if workers > 1 else None, on_result=fold)
+t2 = time.perf_counter()
+rep = merge_replays(replays)
+counts = folded[0]
 t3 = time.perf_counter()
 sizes = {}
 for name, c in counts.by_test.items():
@@ -50,6 +53,7 @@ if fin:
     out["finalize_s"] = round(time.perf_counter() - t4, 1)
     out["tests"] = len(tests)
 parts.cleanup()
+shutil.rmtree(wd, ignore_errors=True)
 print(json.dumps(out))
 '''
 

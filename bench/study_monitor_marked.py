@@ -44,6 +44,7 @@ from auditor.replay.run import replay_records
 from auditor.simulate import simulate_season
 
 PER_DAY = 100
+POSTERIOR = ["hard"]  # set by --posterior (the worker processes fork after it is set)
 LEVEL = 0.05
 ALPHAS = (0.5, 0.2, 0.1, 0.05, 0.01)
 HORIZONS = (25, 50, 75, 100, 125, 150, 175, 200, 250, 300)
@@ -72,7 +73,7 @@ def run_days(state: dict, records: list[dict], first_look: int) -> list[int]:
     for d in range(0, len(records), PER_DAY):
         look = first_look + d // PER_DAY
         day = table.take(np.arange(d, min(d + PER_DAY, len(records))))
-        update_streams(state, {"marked_ten": marked_ten_trials(day)}, look, None)
+        update_streams(state, {"marked_ten": marked_ten_trials(day, POSTERIOR[0])}, look, None)
         looks.append(look)
     return looks
 
@@ -109,7 +110,7 @@ def cheater_room(args: tuple[int, int, int]) -> dict:
         day = cheat[d:d + PER_DAY]
         played += sum(CHEATER in r["players"] for r in day)
         rows = np.arange(d, min(d + PER_DAY, len(cheat)))
-        update_streams(state, {"marked_ten": marked_ten_trials(table.take(rows))}, look, None)
+        update_streams(state, {"marked_ten": marked_ten_trials(table.take(rows), POSTERIOR[0])}, look, None)
         entry = state["streams"]["marked_ten"].get(CHEATER)
         if entry is not None and entry["alarm"] is not None:
             out["alarm"] = {"look": look, "deals_played": played,
@@ -139,8 +140,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--late-start", type=int, default=180)
     ap.add_argument("--seed", type=int, default=17)
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--posterior", choices=("hard", "soft"), default="hard")
     ap.add_argument("--json", dest="json_out")
     a = ap.parse_args(argv)
+    POSTERIOR[0] = a.posterior
     t0 = time.time()
     h_tasks = [(a.seed, i, a.days) for i in range(a.honest)]
     d_tasks = [(a.seed, i, s) for s in (1, a.late_start) for i in range(a.delays)]
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict:
     fixed = {str(h): sum(d.get("fixed_sample_flagged", {}).get(h, False) for d in first) / max(len(first), 1)
              for h in HORIZONS}
     n90 = next((h for h in HORIZONS if fixed[str(h)] >= 0.9), None)
-    doc = {"study": "monitor marked_ten (issue 17)", "seed": a.seed, "level": LEVEL, "deals_per_day": PER_DAY,
+    doc = {"study": "monitor marked_ten (issue 17)", "seed": a.seed, "posterior": a.posterior, "level": LEVEL, "deals_per_day": PER_DAY,
            "honest": {"rooms": len(honest), "days": a.days, "player_streams": int(len(best)),
                       "rooms_with_a_marked_ten_alarm": sum(r["alarms"] > 0 for r in honest),
                       "ever_reached_1_over_a": calib},

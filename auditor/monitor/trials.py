@@ -104,13 +104,14 @@ def revoke_trials(table: AuditColumns) -> dict[str, LookTrials]:
     return out
 
 
-def marked_ten_trials(table: AuditColumns) -> dict[str, LookTrials]:
+def marked_ten_trials(table: AuditColumns, posterior: str = "hard") -> dict[str, LookTrials]:
     """{player: his scored deals} of `marked_ten` over the table: per deal d the sum S_d of his decisions'
     centred scores under the hard-fact posterior (the Ten uniform over the unknown cards of the seats not shown
     void in trumps: no model fitted), bounded below by -M_d (the sum of each decision's worst case), as the
     betting factors of `eprocess.betting_log_lr`. The decisions and their centring come from the detector
     (`score_all`: the centring c_t is the field's mean aggression in the decision's context, fitted on the other
-    players' folds of this look)."""
+    players' folds of this look). `posterior="soft"`: the detector's fitted posterior instead (fitted on the other
+    players' folds of the look: not predictable; for the study's comparison only)."""
     if not len(table):
         return {}
     counts = MarkedTen().count(table)
@@ -123,7 +124,8 @@ def marked_ten_trials(table: AuditColumns) -> dict[str, LookTrials]:
     out: dict[str, LookTrials] = {}
     A = main.A
     for pl, sel in sorted(main.by_player.items()):
-        S, M, obs, mean = _deal_scores(A, main, np.asarray(sel, np.int64))
+        S, M, obs, mean = _deal_scores(A, main, np.asarray(sel, np.int64),
+                                       main.p_soft if posterior == "soft" else main.p_hard)
         keep = M > 1e-12
         if not keep.any():
             continue
@@ -133,7 +135,7 @@ def marked_ten_trials(table: AuditColumns) -> dict[str, LookTrials]:
     return out
 
 
-def _deal_scores(A, main, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+def _deal_scores(A, main, sel: np.ndarray, post: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
     """Per deal of the decisions `sel`: the centred score S_d = sum_t w_t (g_t(true) - E g_t) under the hard-fact
     posterior, and its bound M_d = -(smallest S_d over the places the Ten can be: the seats that are candidates at
     every decision of the deal), so S_d >= -M_d whatever the place; and the observed and expected sums."""
@@ -150,7 +152,7 @@ def _deal_scores(A, main, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray, floa
             a, b = int(main.c_start[t]), int(main.c_end[t])
             w = float(main.w[t])
             g = A.c_g[a:b].astype(float)
-            mean += w * float((main.p_hard[a:b] * g).sum())
+            mean += w * float((post[a:b] * g).sum())
             obs += w * float((A.c_true[a:b] * g).sum())
             for seat, gv in zip(A.c_seat[a:b].tolist(), g.tolist(), strict=True):
                 at[seat] = at.get(seat, 0.0) + w * gv

@@ -617,7 +617,7 @@ def verify_commit(
     report: Optional[str] = typer.Option(None, "--report", help="an audit JSON document (auditor audit --json or "
                                          "--out report.json) whose flags must be the sealed ones"),
 ) -> None:
-    """Check a sealed flag list (issue 16): SHA-256 of the salt and the flags gives the published commitment, and
+    """Check a sealed flag list: SHA-256 of the salt and the flags gives the published commitment, and
     (with --report) the audit's flags are the sealed ones. Exit 0 when everything matches, 1 when something does
     not (said on stderr), 2 for a file that cannot be read or is not a sealed record."""
     import json
@@ -1001,7 +1001,7 @@ def monitor(
                                            "budget equally (default 100, fixed when the state is made)"),
     max_record_bytes: int = typer.Option(1 << 20, "--max-record-bytes", help="longest line read as a record"),
 ) -> None:
-    """Continuous monitoring (issue 17): add these logs to the saved state, update every subject's anytime-valid
+    """Continuous monitoring: add these logs to the saved state, update every subject's anytime-valid
     evidence and report alarms. Deals already in the state (same table, game and deal number) are never counted
     twice. Writes an HTML page per alarm into STATE/alarms/ and prints one summary line (or --json).
 
@@ -1059,7 +1059,7 @@ def import_sheet(
     rules: str = typer.Option("foster", "--rules", help="the preset of rows without a rules cell: foster or "
                               "russian (Scotch Whist), foster (All Fours)"),
 ) -> None:
-    """Turn a club's score sheet into a deal log of score-sheet records (issue 16).
+    """Turn a club's score sheet into a deal log of score-sheet records.
 
     Each row (date, table, game and deal numbers, players by seat, sides, dealer, turn-up, who played the Jack of
     trumps, who took the Ten, points and totals per side) becomes one deal-log/1 record without hands or tricks
@@ -1121,7 +1121,7 @@ def score_sheet(
     paper: str = typer.Option("a4", "--paper", help="a4 or letter (the printed sheet, landscape)"),
     title: str = typer.Option("", "--title", help="a title over the printed sheet (the club's name)"),
 ) -> None:
-    """Write a blank score sheet (issue 16): a CSV template to type the deals into, or an HTML page to print.
+    """Write a blank score sheet: a CSV template to type the deals into, or an HTML page to print.
 
     The columns are those `auditor import` reads; the printed sheet has the same column names over its boxes and
     a key to them below."""

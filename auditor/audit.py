@@ -59,7 +59,9 @@ NOTES = [
     "flags past the audit-wide Bonferroni bound at 'audit.strong_level'; 'watch' is shown to people and is not an "
     "accusation.",
     "These are fixed-sample tests. Re-running them on a growing log (every month, say) and acting on the first "
-    "flag raises the real false-accusation rate above the stated FDR; sequential monitoring is not implemented yet.",
+    "flag raises the real false-accusation rate above the stated FDR; `auditor monitor` (anytime-valid evidence, "
+    "docs/monitor.md) keeps its level however often it looks, for dealer_jack, turnup_jack, marked_ten and "
+    "revoke_pattern.",
     "Controls and diagnostics are inside each test's entry and are in no family: they inform, they do not dilute.",
     "dealer_jack and turnup_jack use exact nulls derived from each deal's rules; deal_uniformity and "
     "shuffle_residue use Monte-Carlo p-values drawn from the recorded seed; shuffle_residue compares each dealer "

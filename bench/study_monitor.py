@@ -280,13 +280,18 @@ def main(argv: list[str] | None = None) -> dict:
         "marked_ten": "not monitored (audit only): no delay measured", "delay_days": DELAY_DAYS,
         "seconds": round(time.time() - t0, 1),
     }
+    emit(doc, a.json_out)
+    return doc
+
+
+def emit(doc: dict, json_out: str | None) -> None:
+    """The study's numbers on stdout, and (whole or not at all) in `json_out` when given."""
     text = json.dumps(doc, indent=2)
-    if a.json_out:
+    if json_out:
         from auditor.atomic import write_text
 
-        write_text(a.json_out, text + "\n")
+        write_text(json_out, text + "\n")
     print(text)
-    return doc
 
 
 if __name__ == "__main__":

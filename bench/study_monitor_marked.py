@@ -24,7 +24,6 @@ after his first N deals played, for N in `HORIZONS`.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -38,6 +37,7 @@ from auditor.dealog import record_from_obj
 from auditor.detectors.marked_ten import MarkedTen
 from auditor.monitor.core import monitored_shares, update_streams
 from auditor.monitor.eprocess import Stream
+from study_monitor import emit  # the script's folder is on sys.path
 from auditor.monitor.state import DEFAULT_CAPACITY, new_state
 from auditor.monitor.trials import marked_ten_trials
 from auditor.replay.run import replay_records
@@ -181,12 +181,7 @@ def main(argv: list[str] | None = None) -> dict:
                              "ratio_day_1": (delay_out["day_1"]["median_deals_played_to_alarm"] / n90
                                              if n90 and delay_out["day_1"]["median_deals_played_to_alarm"] else None)},
            "seconds": round(time.time() - t0, 1)}
-    text = json.dumps(doc, indent=2)
-    if a.json_out:
-        from auditor.atomic import write_text
-
-        write_text(a.json_out, text + "\n")
-    print(text)
+    emit(doc, a.json_out)
     return doc
 
 

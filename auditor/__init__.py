@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .version import __version__
 
 from . import numba_cache as _numba_cache  # noqa: E402 - before any numba import: kernels cached outside the package
 

@@ -33,7 +33,7 @@ import orjson
 import numpy as np
 import pyarrow as pa
 
-from . import __version__
+from .version import __version__
 from .columns import AuditColumns, from_results
 from .dealog import Record, read_records
 from .detectors.base import Detector

@@ -56,7 +56,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from . import __version__
+from .version import __version__
 from .atomic import atomic_path
 from .errors import InputError
 

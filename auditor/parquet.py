@@ -326,7 +326,10 @@ def _parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll,
         except InputError as e:
             raise _Refused(str(e).removeprefix(f"{path}: ")) from None
         with fh:
-            pf = pq.ParquetFile(fh)
+            # pre_buffer off: with it, pyarrow's read-ahead cache kept every row group's buffers until the file
+            # closed (RSS grew 110 MB per million rows read, 1.2 GB at 10M; flat at 0.24 GB without; the same speed
+            # from a local disk: 4.3 s against 4.5 s to read the 10M-row bench file) (issue 15)
+            pf = pq.ParquetFile(fh, pre_buffer=False)
             names = set(pf.schema_arrow.names)
             hive = {k: v for k, v in hive_values(path).items() if k not in names}  # dropped by write_to_dataset
             gen: Iterator[tuple[Chunk, Arrow]]

@@ -387,6 +387,7 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
         for j in np.flatnonzero(cnt).tolist():
             deals[names[j]] = deals.get(names[j], 0) + int(cnt[j])
         spill.add(_spill_chunk(ch, reg) if batch is None else _spill_batch(ch, batch, reg), bucket)
+        reg.forget_lineups()  # the chunk is spilled: its line-ups are not needed again (bounded memory)
     used = spill.close()
     parts.records = n_read
     if n_read <= part_deals:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import io
 import multiprocessing as mp
 import os
 import shutil
@@ -43,7 +44,7 @@ from .countfile import CountsFileError, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
 from .replay.chain import GameSummary
-from .replay.result import Replay, dump_document
+from .replay.result import DocEntries, Replay, dump_document, entry_pieces, write_spliced
 from .replay.run import replay_paths, replay_records
 from .select import Selection, selected_chunks
 from .errors import UsageError
@@ -121,32 +122,25 @@ class AuditReport:
         """The document as `replay --json` writes its own (orjson, 2-space indent, UTF-8), with the games summary
         spliced in from the replay's own byte writer (no Python object per game). `doc`: `to_json(games=False)` if
         the caller has it already."""
-        gs = self.replay.games_summary
-        if not len(gs) or not hasattr(gs, "json_entries"):
-            return dump_document(self.to_json())
-        text = dump_document(doc if doc is not None else self.to_json(games=False))
-        marker = b'"games_summary": []'
-        assert text.count(marker) == 1  # a key written by us: log strings in JSON cannot hold an unescaped quote
-        entries = gs.json_entries()  # indented for the replay document (4 spaces); here it is one level deeper
-        entries = b"  " + entries.replace(b"\n", b"\n  ")
-        return text.replace(marker, b'"games_summary": [\n' + entries + b"\n    ]")
+        buf = io.BytesIO()
+        self.write_json(buf, doc)
+        return buf.getvalue()
 
     def write_json(self, out: IO[bytes], doc: dict | None = None) -> None:
-        """Write `json_bytes()` to a binary stream without holding the games summary: its entries are streamed a
-        block at a time (issue 15: what grows with the input is written out, not held)."""
+        """Write `json_bytes()` to a binary stream without holding the games summary or streamed findings: their
+        entries are spliced in a block at a time (issue 15: what grows with the input is written out, not held)."""
         gs = self.replay.games_summary
-        if not len(gs) or not hasattr(gs, "json_pieces"):
-            out.write(self.json_bytes(doc))
-            return
-        text = dump_document(doc if doc is not None else self.to_json(games=False))
-        marker = b'"games_summary": []'
-        head, tail = text.split(marker)
-        out.write(head + b'"games_summary": [\n')
-        first = True
-        for piece in gs.json_pieces():
-            out.write((b"  " if first else b"") + piece.replace(b"\n", b"\n  "))
-            first = False
-        out.write(b"\n    ]" + tail)
+        games = bool(len(gs)) and hasattr(gs, "json_entries")
+        d = doc if doc is not None and games else self.to_json(games=not games)
+        splices: list[tuple[bytes, Any, bytes]] = []
+        rep = d.get("replay")
+        if isinstance(rep, dict) and isinstance(rep.get("findings"), DocEntries):
+            pieces = rep["findings"].json_pieces()
+            d = dict(d, replay=dict(rep, findings=[]))
+            splices.append((b'\n    "games": %d,\n    "findings": []' % rep["games"], pieces, b"  "))
+        if games:
+            splices.append((b'\n    "games_summary": []', entry_pieces(gs), b"  "))
+        write_spliced(dump_document(d), splices, out)
 
 
 def detector_rng(seed: int, name: str) -> np.random.Generator:

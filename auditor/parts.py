@@ -67,7 +67,7 @@ from .findings import Finding
 from .logparse import Record
 from .parquet import batch_chunk, chunk_to_table, iter_parquet_batches, schema
 from .replay.chain import GameSummary
-from .replay.result import Replay
+from .replay.result import Replay, dump_document
 from .select import Selection, selected_chunks
 
 DEFAULT_BUCKETS = 256
@@ -109,12 +109,16 @@ class Parts:
         assert self.workdir is not None
         return os.path.join(self.workdir, f"games-{k:04d}.arrows")
 
+    def findings_path(self, k: int) -> str:
+        assert self.workdir is not None
+        return os.path.join(self.workdir, f"findings-{k:04d}.arrows")
+
     def cleanup(self) -> None:
         """Remove the spill and games files this split made (the workdir itself is the caller's)."""
         if self.workdir is None:
             return
         for name in os.listdir(self.workdir):
-            if (name.startswith("bucket-") or name.startswith("games-")) and name.endswith(".arrows"):
+            if name.startswith(("bucket-", "games-", "findings-")) and name.endswith(".arrows"):
                 try:
                     os.remove(os.path.join(self.workdir, name))
                 except OSError:
@@ -566,7 +570,7 @@ class PartReplay(Replay):
     finding_keys: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.int64))
 
 
-def _finding_keys(findings: list[Finding], paths: list[str], odd: dict[str, tuple[int, int]]) -> np.ndarray:
+def _finding_keys(findings: Sequence[Finding], paths: list[str], odd: dict[str, tuple[int, int]]) -> np.ndarray:
     """The (file index, line) each finding is sorted by, read back from its source."""
     index = {p: i for i, p in enumerate(paths)}
     out = np.zeros((len(findings), 2), np.int64)
@@ -634,9 +638,13 @@ def _entries_of(games: Sequence[GameSummary]) -> Arrow:
     return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(off), pa.py_buffer(data)])
 
 
-class PartGames(Sequence[GameSummary]):
-    """A part's games summary on disk (an Arrow IPC stream: entry, file index and line of each game's first deal,
-    sorted by the latter), read back a block at a time."""
+class _EntryFile(Sequence[Any]):
+    """A part's document entries on disk (an Arrow IPC stream: entry, file index and line, sorted by the latter),
+    read back a block at a time; `_parse` turns a block's entries back into objects."""
+
+    @staticmethod
+    def _parse(entries: Arrow) -> Iterator[Any]:
+        raise NotImplementedError
 
     def __init__(self, path: str, n: int) -> None:
         self.path = path
@@ -673,13 +681,35 @@ class PartGames(Sequence[GameSummary]):
     def json_buffer(self) -> bytes:
         return self.json_entries()
 
-    def __iter__(self) -> Iterator[GameSummary]:
+    def __iter__(self) -> Iterator[Any]:
         for b in self.blocks():
-            yield from _summaries(b.column("entry"))
+            yield from self._parse(b.column("entry"))
 
     def __getitem__(self, key: Any) -> Any:  # rarely used: by iteration
         items = list(self)
         return items[key]
+
+
+class PartGames(_EntryFile):
+    """A part's games summary on disk (entries sorted by each game's first deal)."""
+
+    @staticmethod
+    def _parse(entries: Arrow) -> Iterator[GameSummary]:
+        return _summaries(entries)
+
+
+class PartFindings(_EntryFile):
+    """A part's findings on disk (sorted by their record's file index and line; the part's order within one): what
+    grows with the input is written out as it is produced, not held (issue 15)."""
+
+    @staticmethod
+    def _parse(entries: Arrow) -> Iterator[Finding]:
+        return _findings_of(entries)
+
+
+def _findings_of(entries: Arrow) -> Iterator[Finding]:
+    for e in entries.to_pylist():
+        yield Finding(**orjson.loads(e[2:]))
 
 
 def _summaries(entries: Arrow) -> Iterator[GameSummary]:
@@ -738,27 +768,56 @@ def replay_part(parts: Parts, k: int, table: bool = True, progress: Callable[[in
         gfi, gline = gfi[o], gline[o]
     out = parts.games_path(k)
     n = len(entries)
-    if n:
-        sch = pa.schema([("entry", pa.large_binary()), ("fi", pa.int64()), ("line", pa.int64())])
-        with pa.OSFile(out, "wb") as f, pa.ipc.new_stream(f, sch) as w:
-            for a in range(0, n, GAMES_BLOCK):
-                e = min(n, a + GAMES_BLOCK)
-                w.write_batch(pa.record_batch([entries.slice(a, e - a), pa.array(gfi[a:e]), pa.array(gline[a:e])],
-                                              schema=sch))
+    _write_entries(out, entries, gfi, gline)
     del entries
+    # the findings: sorted (stably) by their record's (file index, line), written out as the document's entries
     keys = _finding_keys(rep.findings, parts.paths, src.odd_sources)
-    return PartReplay(deals=rep.deals, games=rep.games, findings=rep.findings, games_summary=PartGames(out, n),
-                      stats=rep.stats, table=rep.table, part=k, finding_keys=keys)
+    o = np.lexsort((keys[:, 1], keys[:, 0]))
+    found = [rep.findings[int(i)] for i in o]
+    keys = keys[o]
+    fout = parts.findings_path(k)
+    _write_entries(fout, _finding_entries(found), keys[:, 0], keys[:, 1])
+    return PartReplay(deals=rep.deals, games=rep.games, findings=PartFindings(fout, len(found)),
+                      games_summary=PartGames(out, n), stats=rep.stats, table=rep.table, part=k, finding_keys=keys)
+
+
+def _write_entries(path: str, entries: Arrow, fi: np.ndarray, line: np.ndarray) -> None:
+    """Document entries with the (file index, line) of each, as an Arrow IPC stream of blocks (nothing when
+    empty)."""
+    import pyarrow as pa
+
+    n = len(entries)
+    if not n:
+        return
+    sch = pa.schema([("entry", pa.large_binary()), ("fi", pa.int64()), ("line", pa.int64())])
+    with pa.OSFile(path, "wb") as f, pa.ipc.new_stream(f, sch) as w:
+        for a in range(0, n, GAMES_BLOCK):
+            e = min(n, a + GAMES_BLOCK)
+            w.write_batch(pa.record_batch([entries.slice(a, e - a), pa.array(np.asarray(fi[a:e], np.int64)),
+                                           pa.array(np.asarray(line[a:e], np.int64))], schema=sch))
+
+
+def _finding_entries(findings: Sequence[Finding]) -> Arrow:
+    """Each finding's entry as the replay document writes it (",\n    {...}", 4 spaces deep), a large_binary
+    array (`dump_document`'s orjson, or its json fallback for what orjson refuses)."""
+    import pyarrow as pa
+
+    texts = []
+    for f in findings:
+        t = dump_document(f.to_json()).decode()
+        texts.append((",\n    " + t.replace("\n", "\n    ")).encode())
+    return pa.array(texts, pa.large_binary())
 
 
 # ---------------------------------------------------------------- merging
 
 
-class MergedGames(Sequence[GameSummary]):
-    """The games summary of every part in the direct run's order, streamed from the parts' files: `json_pieces()`
-    yields the document's entries a block at a time (bounded memory); `json_buffer()` joins them."""
+class _MergedEntries(Sequence[Any]):
+    """Entries of every part in the direct run's order (by (file index, line), then part), streamed from the parts'
+    files: `json_pieces()` yields the document's entries a block at a time (bounded memory); `json_buffer()` joins
+    them."""
 
-    def __init__(self, games: list[PartGames]) -> None:
+    def __init__(self, games: Sequence[_EntryFile]) -> None:
         self.games = games
         self.n = sum(len(g) for g in games)
         fis, lines, src = [], [], []
@@ -801,13 +860,23 @@ class MergedGames(Sequence[GameSummary]):
     def json_buffer(self) -> bytes:
         return self.json_entries()
 
-    def __iter__(self) -> Iterator[GameSummary]:
+    def __iter__(self) -> Iterator[Any]:
+        parse = self.games[0]._parse if self.games else None
         for b in self._blocks():
-            yield from _summaries(b)
+            yield from parse(b)  # type: ignore[misc]
 
     def __getitem__(self, key: Any) -> Any:  # rarely used: by iteration
         items = list(self)
         return items[key]
+
+
+class MergedGames(_MergedEntries):
+    """The games summary of every part in the direct run's order (first appearance among valid deals)."""
+
+
+class MergedFindings(_MergedEntries):
+    """The findings of every part in the direct run's order (file index, line, then the part's own order), streamed
+    from the parts' files: `Replay.write_json` and the audit document splice `json_pieces()` in (issue 15)."""
 
 
 class _Cursor:
@@ -851,23 +920,16 @@ def merge_replays(replays: Sequence[Replay]) -> Replay:
     if len(replays) == 1 and not isinstance(replays[0], PartReplay):
         return replays[0]
     reps = sorted(replays, key=lambda r: getattr(r, "part", 0))
-    rows: list[tuple[int, int, int, int]] = []
-    findings: list[Finding] = []
-    for r in reps:
-        if not isinstance(r, PartReplay):
-            raise TypeError("merge_replays takes the replays of replay_part")
-        for j, f in enumerate(r.findings):
-            fi, line = (int(x) for x in r.finding_keys[j])
-            rows.append((fi, line, r.part, len(findings)))
-            findings.append(f)
-    rows.sort()
-    merged_findings = [findings[x[3]] for x in rows]
+    if not all(isinstance(r, PartReplay) for r in reps):
+        raise TypeError("merge_replays takes the replays of replay_part")
     stats = summed_stats(reps)
     games = [r.games_summary for r in reps]
-    assert all(isinstance(g, PartGames) for g in games)
-    return Replay(deals=sum(r.deals for r in reps), games=sum(r.games for r in reps), findings=merged_findings,
+    found = [r.findings for r in reps]
+    assert all(isinstance(g, PartGames) for g in games) and all(isinstance(f, PartFindings) for f in found)
+    return Replay(deals=sum(r.deals for r in reps), games=sum(r.games for r in reps),
+                  findings=MergedFindings(found),  # type: ignore[arg-type]
                   games_summary=MergedGames(games), stats=stats)  # type: ignore[arg-type]
 
 
-__all__ = ["Parts", "PartReplay", "PartGames", "MergedGames", "split_input", "replay_part", "merge_replays",
+__all__ = ["Parts", "PartReplay", "PartGames", "PartFindings", "MergedGames", "MergedFindings", "split_input", "replay_part", "merge_replays",
            "bucket_of", "DEFAULT_BUCKETS", "summed_stats"]

@@ -145,8 +145,8 @@ def test_selection_parts(inputs: list[str], tmp_path) -> None:
 
 
 def test_merged_replay_writes_its_games_piece_by_piece(inputs: list[str], tmp_path, monkeypatch) -> None:
-    """`Replay.write_json` of a merged replay streams the games entries block by block (small blocks here): the
-    bytes of the direct document, and the merged games are never joined in memory."""
+    """`Replay.write_json` of a merged replay streams the games entries and the findings block by block (small
+    blocks here): the bytes of the direct document, and neither is joined or made into objects in memory."""
     import io
 
     from auditor import parts as P
@@ -161,6 +161,14 @@ def test_merged_replay_writes_its_games_piece_by_piece(inputs: list[str], tmp_pa
 
     monkeypatch.setattr(P.MergedGames, "json_buffer", joined)
     monkeypatch.setattr(P.MergedGames, "json_entries", joined)
+    # the findings too are written out by the parts and spliced in, never held as objects (issue 15)
+    assert isinstance(merged.findings, P.MergedFindings) and len(merged.findings) == len(direct.findings) > 0
+    assert list(merged.findings) == list(direct.findings)
+
+    def held(self):  # noqa: ANN001, ANN202
+        raise AssertionError("the merged findings were made into objects")
+
+    monkeypatch.setattr(P.MergedFindings, "__iter__", held)
     sizes: list[int] = []
 
     class Out(io.BytesIO):

@@ -12,7 +12,8 @@ The JSON document (`to_json`, `to_json_bytes`, `write_json`) is the replay docum
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Protocol, Sequence
+from itertools import islice
+from typing import IO, TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 from ..dealog import Record
 from ..findings import Finding
@@ -61,13 +62,73 @@ def bad_record_finding(rec: Record) -> Finding:
 _TAIL = b"[]\n}"
 
 
+def streamed(findings: Any) -> bool:
+    """Whether these findings are written out, not held (a large input's parts: `parts.MergedFindings`, whose
+    `json_pieces()` the document writers splice in) and not empty."""
+    return hasattr(findings, "json_pieces") and len(findings) > 0
+
+
+class DocEntries(Sequence[dict]):
+    """A document list that is not held (issue 15): the `to_json()` dicts of a streamed sequence (the findings of a
+    large input), made as they are read. Reports iterate it, count it and take its first entries; the JSON writers
+    splice its `json_pieces()` in instead of serialising it."""
+
+    def __init__(self, items: Any) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[dict]:
+        for x in self.items:
+            yield x.to_json()
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice) and key.step in (None, 1) and (key.start or 0) >= 0 and key.stop is not None \
+                and key.stop >= 0:
+            return [x.to_json() for x in islice(self.items, key.start or 0, key.stop)]
+        return list(self)[key]
+
+    def json_pieces(self) -> Iterator[bytes]:
+        return self.items.json_pieces()
+
+
+def write_spliced(text: bytes, splices: Sequence[tuple[bytes, Any, bytes]], out: IO[bytes]) -> None:
+    """Write the document `text` to `out` with each empty list that ends a `marker` (`...: []`, in document order)
+    filled with its `pieces`: entries as the replay document writes them (4 spaces deep), the first without its
+    ",\\n", and `indent` more in front of every line (the audit document nests the replay one level deeper)."""
+    pos = 0
+    for marker, pieces, indent in splices:
+        assert text.count(marker) == 1, marker  # our own keys and newlines: no log string holds a raw newline
+        at = text.index(marker, pos)
+        out.write(text[pos:at] + marker[:-1] + b"\n")
+        first = True
+        for piece in pieces:
+            piece = piece.replace(b"\n", b"\n" + indent) if indent else piece
+            out.write((indent if first else b"") + piece)
+            first = False
+        out.write(b"\n" + indent + b"  ]")
+        pos = at + len(marker)
+    out.write(text[pos:])
+
+
+def entry_pieces(entries: Any) -> Iterator[bytes]:
+    """A games summary's (or findings') document entries as consecutive pieces: block by block when it can give
+    them so (merged from parts, never joined), else its one buffer."""
+    pieces = getattr(entries, "json_pieces", None)
+    if pieces is not None:
+        yield from pieces()
+    else:
+        yield bytes(entries.json_buffer())
+
+
 @dataclass
 class Replay:
     """What a replay found (module docstring)."""
 
     deals: int  # records read
     games: int
-    findings: list[Finding]
+    findings: Sequence[Finding]  # a list; a large input's parts: `parts.MergedFindings`, written out, not held
     games_summary: Sequence[GameSummary]  # a list, or the batch pipeline's GameList
     stats: dict[str, Any] = field(default_factory=dict)
     table: AuditColumns | None = None  # the table of replayed deals, when asked for
@@ -79,9 +140,10 @@ class Replay:
                 "games_summary": [g.to_json() for g in self.games_summary]}
 
     def head_json(self) -> dict[str, Any]:
-        """The document with an empty `games_summary` (what the audit document embeds before the games)."""
-        return {"deals": self.deals, "games": self.games, "findings": [f.to_json() for f in self.findings],
-                "games_summary": []}
+        """The document with an empty `games_summary` (what the audit document embeds before the games); findings
+        that are written out, not held (`streamed`), as a `DocEntries`."""
+        found = DocEntries(self.findings) if streamed(self.findings) else [f.to_json() for f in self.findings]
+        return {"deals": self.deals, "games": self.games, "findings": found, "games_summary": []}
 
     def _entries(self) -> GameEntries | None:
         gs = self.games_summary
@@ -90,29 +152,30 @@ class Replay:
     def to_json_bytes(self) -> bytes:
         """The document as `json.dumps(self.to_json(), indent=2, ensure_ascii=False)` writes it (see
         `dump_document`), built without a Python object per game when the summary can write itself."""
-        entries = self._entries()
-        if entries is None:
-            return dump_document(self.to_json())
-        text = dump_document(self.head_json())
-        assert text.endswith(_TAIL)
-        return text[:-len(_TAIL)] + b"[\n" + entries.json_entries() + b"\n  ]\n}"
+        import io
+
+        buf = io.BytesIO()
+        self.write_json(buf)
+        return buf.getvalue()
 
     def write_json(self, out: IO[bytes]) -> None:
-        """Write the document (as `to_json_bytes`) to a binary stream, without joining it into one bytes."""
+        """Write the document (as `to_json_bytes`) to a binary stream, without joining it into one bytes: the games
+        summary and streamed findings (a large input's parts) are spliced in block by block."""
         entries = self._entries()
-        if entries is None:
+        found = streamed(self.findings)
+        if entries is None and not found:
             out.write(dump_document(self.to_json()))
             return
-        text = dump_document(self.head_json())
-        assert text.endswith(_TAIL)
-        out.write(text[:-len(_TAIL)] + b"[\n")
-        pieces = getattr(entries, "json_pieces", None)
-        if pieces is not None:  # a summary merged from parts (`auditor.parts`): block by block, never joined
-            for piece in pieces():
-                out.write(piece)
+        head = self.head_json()
+        splices: list[tuple[bytes, Any, bytes]] = []
+        if found:
+            head["findings"] = []
+            splices.append((b'\n  "games": %d,\n  "findings": []' % self.games, entry_pieces(self.findings), b""))
+        if entries is None:
+            head["games_summary"] = [g.to_json() for g in self.games_summary]
         else:
-            out.write(entries.json_buffer())
-        out.write(b"\n  ]\n}")
+            splices.append((b'\n  "games_summary": []', entry_pieces(entries), b""))
+        write_spliced(dump_document(head), splices, out)
 
     def counts(self) -> dict[str, int]:
         """Findings by code."""

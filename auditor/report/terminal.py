@@ -11,6 +11,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from ..replay.result import DocEntries
 from ..textsafe import visible
 from .console import (CODE_MEANING, LONG_INPUT, SEVERE, Col, SafeConsole, estimate_records, pretty_hints,
                       print_replay, print_table, replay_progress, safe_markup)
@@ -83,4 +84,4 @@ def print_audit(doc: dict, console: Console | None = None) -> None:
 def _pretty_hints(doc: dict) -> list[str]:
     replay = doc.get("replay") if isinstance(doc.get("replay"), dict) else None
     findings = (replay or {}).get("findings")
-    return pretty_hints(findings if isinstance(findings, list) else ())
+    return pretty_hints(findings if isinstance(findings, (list, DocEntries)) else ())

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..replay.result import DocEntries
+
 
 def finite(x: Any) -> float | None:
     """`x` as a finite float, or None (booleans, None, text that is not a number, nan and infinities): the one
@@ -26,5 +28,6 @@ def as_dict(x: Any) -> dict[str, Any]:
 
 
 def as_list(x: Any) -> list[Any]:
-    """`x` when it is a list, else an empty one."""
-    return x if isinstance(x, list) else []
+    """`x` when it is a list (or a document list not held, `DocEntries`: a large input's findings, read as they
+    are iterated), else an empty one."""
+    return x if isinstance(x, (list, DocEntries)) else []  # type: ignore[return-value]

@@ -16,6 +16,7 @@ from .people import enough_data, game_scope, person_views
 from .sentences import (FINDING_WORDS, GLOSSARY, HOW_TO_READ, MONTHLY_NOTE, NOT_CLEAN_NOTE, audit_sentence,
                         entry_view, family_sentence, finding_where, fmt_num, players_named, section_key,
                         selection_sentence, sensitivity_note, spec_of)
+from ..replay.result import DocEntries
 from .values import as_dict, as_list, finite
 from .verdict import Coverage
 
@@ -33,6 +34,8 @@ WATCH_MIN_UNITS = 20  # issue 16: a watch-list entry needs this much play when i
 
 def _entries(doc: dict, key: str) -> list[dict]:
     val = doc.get(key)
+    if isinstance(val, DocEntries):  # a large input's findings: dicts made as they are read, never all held
+        return val  # type: ignore[return-value]
     return [e for e in val if isinstance(e, dict)] if isinstance(val, list) else []
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from auditor.audit import replay_for_audit
+from auditor.detectors.base import MAX_BINS
 from auditor.testing.partition import parts_of_whole_tables, time_pieces
 from auditor.detectors import deal_uniformity as du
 from auditor.detectors.deal_uniformity import DealerCutter, DealUniformity
@@ -40,7 +41,7 @@ def test_parts_and_time_pieces_merge_to_the_whole(demo_table, cls):
 def test_uniformity_counts_are_bounded(demo_table):
     c = DealUniformity().count(demo_table, None, facts=facts_from_columns(demo_table))
     for u in c.values():
-        assert u.obs.shape == (len(u.configs), du.N_CLASSES, 6) and len(u.timeline) <= 512
+        assert u.obs.shape == (len(u.configs), du.N_CLASSES, 6) and len(u.timeline) <= MAX_BINS
     assert sum(len(u) for u in c.values()) > 7000
 
 

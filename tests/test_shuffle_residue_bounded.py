@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from auditor.audit import replay_for_audit
+from auditor.detectors.base import MAX_BINS
 from auditor.testing.partition import parts_of_whole_tables, time_pieces
 from auditor.detectors.shuffle_residue import ShuffleResidue, TableCounts, TrickStack, merge_tables
 
@@ -53,7 +54,7 @@ def test_counts_are_bounded(demo_table):
     c = ShuffleResidue().count(demo_table)
     for tc in c.values():
         assert len(tc.n) == len(set(zip(tc.labels, tc.dealers, strict=True))) <= 60
-        assert all(len(tl) <= 512 for tl in tc.timelines)
+        assert all(len(tl) <= MAX_BINS for tl in tc.timelines)
         assert len(tc.runs) <= len(demo_table.packs) + 1
 
 

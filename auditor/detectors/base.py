@@ -120,7 +120,9 @@ class Trials:
 # ---------------------------------------------------------------- bounded counts (issue 15)
 
 MINUTE_US = 60_000_000
-MAX_BINS = 512  # a timeline's bins at most (or one per table and untimed part, when there are more tables)
+MAX_BINS = 128  # a timeline's bins at most (or one per table and untimed part, when there are more tables); 512 before
+# a later session of issue 15: a pair's timeline was most of its counts (dealer_cutter: 45 MB for 3,540 pairs at 1M
+# deals), and the chart draws at most TIMELINE_POINTS; 128 keep its shape (docs/decisions.md)
 MAX_LEVEL = 40  # 2^40 minutes: every timed deal of a table in one bin
 NO_TIME_BIN = np.iinfo(np.int64).max  # the bin of a table's untimed deals: after its timed ones (as TIME_NONE sorts)
 

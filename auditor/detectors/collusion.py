@@ -375,6 +375,8 @@ class Collusion:
 
     def merge(self, parts: Sequence[CollusionCounts]) -> CollusionCounts:
         out = CollusionCounts()
+        canon: dict[Pattern, Pattern] = {}  # equal patterns of different parts and pairs held as one object (memory:
+        # issue 15; a pair's ~10 patterns were its own copies, most of its counts)
         for p in parts:
             out.deals += p.deals
             for k, v in p.excluded_deals.items():
@@ -388,7 +390,7 @@ class Collusion:
             for pair, pats in p.deals_of.items():
                 dst_p = out.deals_of.setdefault(pair, {})
                 for pat, (nd, ng) in pats.items():
-                    _add(dst_p, pat, nd, ng)
+                    _add(dst_p, canon.setdefault(pat, pat), nd, ng)
         out.bins = BinnedGroups.merge([p.bins for p in parts])
         return out
 
@@ -529,6 +531,7 @@ def _patterns(keys: np.ndarray, evs: np.ndarray, rows: np.ndarray, players: Sequ
     new_deal = np.r_[True, (pk[starts][1:] != pk[starts][:-1]) | (rw[starts][1:] != rw[starts][:-1])]
     cell_of: dict[int, Cell] = {}
     pair_of: dict[int, Pair] = {}
+    canon: dict[Pattern, Pattern] = {}
     d_pairs: list[Pair] = []
     d_pats: list[Pattern] = []
     d_gave: list[int] = []
@@ -540,6 +543,7 @@ def _patterns(keys: np.ndarray, evs: np.ndarray, rows: np.ndarray, players: Sequ
         if first:
             if cur:
                 pat = tuple(cur)
+                pat = canon.setdefault(pat, pat)  # one object per distinct pattern, shared by every pair (memory)
                 _add(out.setdefault(pair, {}), pat, 1, gave)
                 d_pairs.append(pair)
                 d_pats.append(pat)
@@ -554,6 +558,7 @@ def _patterns(keys: np.ndarray, evs: np.ndarray, rows: np.ndarray, players: Sequ
         cur.append((cell, k))
         gave |= e
     pat = tuple(cur)
+    pat = canon.setdefault(pat, pat)
     _add(out.setdefault(pair, {}), pat, 1, gave)
     d_pairs.append(pair)
     d_pats.append(pat)

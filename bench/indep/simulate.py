@@ -352,7 +352,7 @@ def sw_score(
     ns = table.n_sides()
     items = {k: [0] * ns for k in ("T", "cards", "A", "K", "Q", "J")}
     taken = [0] * ns
-    for trick, w in zip(tricks, winners):
+    for trick, w in zip(tricks, winners, strict=True):
         s = side_of[w]
         taken[s] += len(trick)
         for c in trick:
@@ -371,7 +371,7 @@ def sw_winner(before: list[int], points: list[int], items: dict[str, list[int]])
     """Who wins on this hand, if anyone: one side reaching 41 wins; several: count out Ten, cards, A, K, Q, J from
     the totals before the hand; two passing together at the cards step: the higher running total, equal: count on
     with A, K, Q, J among those two only; still equal: no winner (the game still ends)."""
-    after = [b + p for b, p in zip(before, points)]
+    after = [b + p for b, p in zip(before, points, strict=True)]
     over = [s for s, t in enumerate(after) if t >= SW_TARGET]
     if not over:
         return None
@@ -491,7 +491,7 @@ def af_play_deal(
         discards = []
         for seat in range(n):
             ranked = sorted(in_play[seat], key=lambda c: af_keep_key(c, trump), reverse=True)
-            keep, drop = ranked[:6], ranked[6:]
+            drop = ranked[6:]
             drop_set = set(drop)
             discards.append([c for c in in_play[seat] if c in drop_set])
             in_play[seat] = [c for c in in_play[seat] if c not in drop_set]
@@ -507,11 +507,11 @@ def af_play_deal(
         post.append(side_of[holder[low]])
         jack = "J" + trump
         if jack in holder:
-            for trick, w in zip(tricks, winners):
+            for trick, w in zip(tricks, winners, strict=True):
                 if jack in trick:
                     post.append(side_of[w])
     pips = [0] * ns
-    for trick, w in zip(tricks, winners):
+    for trick, w in zip(tricks, winners, strict=True):
         pips[side_of[w]] += sum(AF_PIPS.get(rank(c), 0) for c in trick)
     top = max(pips)
     best = [s for s in range(ns) if pips[s] == top]
@@ -580,7 +580,7 @@ def play_game(
             if table.log_deck:
                 rec["deck"] = deck
             rec.update({"hands": hands, "turn_up": deck[-1], "tricks": tricks})
-            totals = [t + p for t, p in zip(totals, points)]
+            totals = [t + p for t, p in zip(totals, points, strict=True)]
             rec["recorded"] = {"points": points, "totals": list(totals)}
             next_dealer = (dealer + 1) % n
             clock += _dt.timedelta(minutes=int(rng.integers(4, 9)))
@@ -602,7 +602,7 @@ def play_game(
                 rec["bunched"] = True
             else:
                 rec["tricks"] = d.tricks
-            totals = [t + p for t, p in zip(totals, d.points)]
+            totals = [t + p for t, p in zip(totals, d.points, strict=True)]
             rec["recorded"] = {"points": d.points, "totals": list(totals)}
             next_dealer = dealer if d.bunched else (dealer + 1) % n  # a bunched deal: the same dealer again
             clock += _dt.timedelta(minutes=int(rng.integers(2, 5)))
@@ -615,9 +615,7 @@ def play_game(
         dealer = next_dealer
 
 
-def season(
-    deals: int, seed: int, cheats: Cheats, mix: str = "club", club_size: int = 44
-) -> list[dict]:
+def season(deals: int, seed: int, cheats: Cheats, mix: str = "club", club_size: int = 44) -> list[dict]:
     """Nights of play until at least ``deals`` records: each night the members present are seated at random at
     every table of the mix (a random subset of the club, cheaters included like anyone else), each table plays its
     whole games, and no new night starts once the count is reached."""

@@ -70,9 +70,10 @@ def generate(path: Path, deals: int, seed: int, mix: str, cheat: list[str]) -> N
         raise SystemExit(f"generator failed: {' '.join(cmd)}\n{r.stderr}")
 
 
-def replay(path: Path) -> dict:
+def replay(path: Path, engine: str | None = None) -> dict:
     """``auditor replay --json``: exit 0 (no findings) or 1 (findings); anything else is a failure of the run."""
-    r = run([PY, "-m", "auditor", "replay", "--json", str(path)])
+    extra = ["--engine", engine] if engine else []
+    r = run([PY, "-m", "auditor", "replay", "--json", *extra, str(path)])
     if r.returncode not in (0, 1):
         raise SystemExit(f"replay exit {r.returncode}: {r.stderr[-2000:]}")
     doc = json.loads(r.stdout)
@@ -82,7 +83,20 @@ def replay(path: Path) -> dict:
         "games": doc["games"],
         "findings_by_code": dict(collections.Counter(f["code"] for f in doc["findings"])),
         "first_findings": doc["findings"][:5],
+        "games_disagreeing_with_log": disagreements(path, doc),
+        "_doc": doc,
     }
+
+
+def disagreements(path: Path, doc: dict) -> int:
+    """Games whose final totals or winner in the replay's ``games_summary`` differ from what the generator recorded
+    on the game's last deal (its own scoring of rules.md)."""
+    last: dict[str, tuple] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            r = json.loads(line)
+            last[r["game_id"]] = (r["recorded"]["totals"], r["recorded"].get("winner"))
+    return sum(1 for g in doc["games_summary"] if (g["totals"], g["winner"]) != last.get(g["game_id"]))
 
 
 def audit(path: Path) -> dict:
@@ -130,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--deals", type=int, default=15000, help="deals per season (default 15000)")
     ap.add_argument("--honest-club", type=int, default=40, help="honest seasons of the 'club' mix (default 40)")
     ap.add_argument("--honest-pairs", type=int, default=20, help="honest seasons of the 'pairs' mix (default 20)")
+    ap.add_argument("--honest-wide", type=int, default=10, help="honest seasons of the 'wide' mix (default 10)")
+    ap.add_argument("--wide-deals", type=int, default=8000, help="deals per 'wide' season (default 8000)")
     ap.add_argument("--power-seasons", type=int, default=4, help="seasons per planted cheat (default 4)")
     ap.add_argument("--out", type=Path, default=None, help="default docs/studies/independent_seed<S>.json")
     a = ap.parse_args(argv)
@@ -139,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict = {
         "study": "independent generator (bench/indep/simulate.py): replay findings, false flags, power",
         "command": f"python bench/study_independent.py --seed {a.seed} --deals {a.deals} --honest-club "
-        f"{a.honest_club} --honest-pairs {a.honest_pairs} --power-seasons {a.power_seasons}",
+        f"{a.honest_club} --honest-pairs {a.honest_pairs} --honest-wide {a.honest_wide} --wide-deals {a.wide_deals} --power-seasons {a.power_seasons}",
         "seed": a.seed,
         "deals_per_season": a.deals,
         "club_members": 44,
@@ -148,17 +164,27 @@ def main(argv: list[str] | None = None) -> int:
     }
     honest: list[dict] = []
     plan = [("club", i) for i in range(a.honest_club)] + [("pairs", i) for i in range(a.honest_pairs)]
+    plan += [("wide", i) for i in range(a.honest_wide)]
     seeds = rng.integers(1, 2**31 - 1, size=len(plan))
     with tempfile.TemporaryDirectory(prefix="indep-study-") as tmp:
         for (mix, _i), s in zip(plan, seeds, strict=True):
             path = Path(tmp) / f"honest-{mix}-{s}.jsonl"
-            generate(path, a.deals, int(s), mix, [])
+            generate(path, a.wide_deals if mix == "wide" else a.deals, int(s), mix, [])
             rp = replay(path)
+            batch_doc = rp.pop("_doc")
             au = audit(path)
             au.pop("_doc")
             entry = {"mix": mix, "generator_seed": int(s), "replay": rp, "audit": au}
-            if not honest:
+            if _i == 0:
+                # The first season of each mix: what it holds, and the reference engine against the batch one.
                 entry["season_mix"] = season_mix(path)
+                ref = replay(path, "reference")
+                ref_doc = ref.pop("_doc")
+                entry["reference_engine"] = {
+                    "findings_by_code": ref["findings_by_code"],
+                    "same_findings_as_batch": ref_doc["findings"] == batch_doc["findings"],
+                    "same_games_summary_as_batch": ref_doc["games_summary"] == batch_doc["games_summary"],
+                }
             honest.append(entry)
             path.unlink()
             print(
@@ -178,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
             "games": sum(h["replay"]["games"] for h in honest),
             "findings_by_code": dict(findings_total),
             "seasons_with_findings": sum(1 for h in honest if h["replay"]["findings_by_code"]),
+            "games_disagreeing_with_log": sum(h["replay"]["games_disagreeing_with_log"] for h in honest),
+            "reference_engine": {h["mix"]: h["reference_engine"] for h in honest if "reference_engine" in h},
+            "season_mix": {h["mix"]: h["season_mix"] for h in honest if "season_mix" in h},
         }
         doc["b_false_flags"] = {
             "seasons": n,
@@ -196,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                     "seasons": sum(1 for h in honest if h["mix"] == m),
                     "with_flag": sum(1 for h in flagged if h["mix"] == m),
                 }
-                for m in ("club", "pairs")
+                for m in ("club", "pairs", "wide")
             },
         }
         power: list[dict] = []

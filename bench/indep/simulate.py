@@ -87,13 +87,17 @@ def trick_winner_index(cards: list[str], game: str, trump: str) -> int:
     return best
 
 
-def legal_cards(hand: list[str], lead: str | None, game: str, trump: str) -> list[str]:
-    """The cards a player may play. Scotch Whist: follow suit if able, else anything. All Fours: follow suit or
-    trump if able to follow (trumping is always allowed), else anything."""
+def legal_cards(hand: list[str], lead: str | None, game: str, trump: str, must_trump: bool = False) -> list[str]:
+    """The cards a player may play. Scotch Whist: follow suit if able, else anything (``must_trump``, the option
+    void_rule = must_trump_if_able: else a trump if he has one). All Fours: follow suit or trump if able to follow
+    (trumping is always allowed), else anything."""
     if lead is None:
         return list(hand)
     same = [c for c in hand if suit(c) == lead]
     if not same:
+        trumps = [c for c in hand if suit(c) == trump]
+        if must_trump and trumps:
+            return trumps
         return list(hand)
     if game == "all_fours":
         return [c for c in hand if suit(c) == lead or suit(c) == trump]
@@ -137,12 +141,13 @@ def choose_card(
     game: str,
     trump: str,
     revoke_q: float,
+    must_trump: bool = False,
 ) -> str:
     """The honest policy (legal only): a random legal card now and then; otherwise lead an Ace of a plain suit or a
     low plain card, and when following win cheaply if a card can win (always when the trick holds a counting card or
     he plays last), else throw the cheapest card. ``revoke_q`` > 0 makes the one deliberate deviation (see module)."""
     lead = suit(trick[0]) if trick else None
-    legal = legal_cards(hand, lead, game, trump)
+    legal = legal_cards(hand, lead, game, trump, must_trump)
     if revoke_q > 0.0 and trick and lead != trump and game == "scotch_whist":
         best_i = trick_winner_index(trick, game, trump)
         opponent_winning = side_of[trick_seats[best_i]] != side_of[seat]
@@ -179,22 +184,37 @@ def play_tricks(
     cheats: Cheats,
     game: str,
     trump: str,
+    must_trump: bool = False,
 ) -> tuple[list[list[str]], list[int]]:
-    """Play every card; return the tricks (cards in play order) and the seat that won each."""
+    """Play every card; return the tricks (cards in play order) and the seat that won each. A seat holding one card
+    more than the others (the Russian 5-player eldest) plays his last two cards together at his turn in the last
+    trick: leading, the chosen card first; following, both in a random order (he cannot revoke with them)."""
     n = len(hands_in_play)
     held = [list(h) for h in hands_in_play]
     tricks: list[list[str]] = []
     winners: list[int] = []
-    while any(held):
+    n_tricks = min(len(h) for h in held)
+    while len(tricks) < n_tricks:
         trick: list[str] = []
         seats: list[int] = []
+        last = len(tricks) == n_tricks - 1
         for k in range(n):
             seat = (leader + k) % n
             q = cheats.revoker.get(players[seat], 0.0)
-            card = choose_card(rng, held[seat], trick, seats, seat, side_of, n - k, game, trump, q)
+            if last and len(held[seat]) > 1 and trick:
+                both = [held[seat][i] for i in rng.permutation(len(held[seat]))]
+                held[seat] = []
+                trick.extend(both)
+                seats.extend([seat] * len(both))
+                continue
+            card = choose_card(rng, held[seat], trick, seats, seat, side_of, n - k, game, trump, q, must_trump)
             held[seat].remove(card)
             trick.append(card)
             seats.append(seat)
+            if last and held[seat]:
+                trick.extend(held[seat])
+                seats.extend([seat] * len(held[seat]))
+                held[seat] = []
         w = seats[trick_winner_index(trick, game, trump)]
         tricks.append(trick)
         winners.append(w)
@@ -218,6 +238,10 @@ class TableSpec:
     sides: list[list[int]] | None
     log_deck: bool
     games_per_night: int
+    options: dict[str, str] | None = None  # overrides of the preset's switches, written to the log as ``options``
+
+    def option(self, name: str, default: str) -> str:
+        return (self.options or {}).get(name, default)
 
     def side_of(self) -> list[int]:
         if self.sides is None:
@@ -245,6 +269,22 @@ MIXES: dict[str, list[TableSpec]] = {
         TableSpec("snug-b", "all_fours", "foster", 2, None, False, 4),
         TableSpec("card-room", "all_fours", "foster", 4, [[0, 2], [1, 3]], True, 4),
     ],
+    # Seldom-seen layouts, to try the replay on the corners of the rules: Foster at 7 and 8, the 36th shown, the 6 of
+    # clubs out, must-trump; Russian at 2, 3 and 5 (the eldest's 8th card, two cards in the last trick); All Fours
+    # at 3 (the gift to both adversaries).
+    "wide": [
+        TableSpec("seven", "scotch_whist", "foster", 7, None, True, 2),
+        TableSpec("eight", "scotch_whist", "foster", 8, [[0, 4], [1, 5], [2, 6], [3, 7]], False, 2),
+        TableSpec("shown-five", "scotch_whist", "foster", 5, None, True, 2, {"odd_pack": "show_36th_dead"}),
+        TableSpec("club-six", "scotch_whist", "foster", 5, None, True, 2, {"odd_pack": "remove_club_six"}),
+        TableSpec(
+            "trumping", "scotch_whist", "foster", 4, [[0, 2], [1, 3]], True, 2, {"void_rule": "must_trump_if_able"}
+        ),
+        TableSpec("russian-five", "scotch_whist", "russian", 5, None, True, 2),
+        TableSpec("russian-three", "scotch_whist", "russian", 3, None, True, 2),
+        TableSpec("russian-two", "scotch_whist", "russian", 2, None, False, 2),
+        TableSpec("three-hand", "all_fours", "foster", 3, None, True, 4),
+    ],
     # A second mix: Scotch Whist only at 5 and 6, All Fours mostly in pairs.
     "pairs": [
         TableSpec("east", "scotch_whist", "foster", 6, [[0, 3], [1, 4], [2, 5]], False, 3),
@@ -263,12 +303,20 @@ MIXES: dict[str, list[TableSpec]] = {
 # ----------------------------------------------------------------------------------------------------------------
 
 
-def sw_pack(n: int) -> list[str]:
-    """36 cards; 5 players (Foster, odd_pack = remove_spade_six): the 6 of spades out. (7 and 8 are not used here;
-    Russian 5-player and 2-3-player deals neither: the Russian table here has 6 players.)"""
+def sw_pack(table: TableSpec) -> list[str]:
+    """The pack: 36 cards (6 to A). Foster at 5 or 7 players: the 6 of spades out (odd_pack = remove_spade_six, the
+    default), the 6 of clubs out (remove_club_six) or all 36 with the 36th shown (show_36th_dead); 8 players: all
+    sixes out. Russian: always 36 (2-3 players deal 10 each and put the rest aside; 5 players give the 36th to the
+    eldest)."""
     cards = [r + s for s in SUITS for r in SW_RANKS]
-    if n == 5:
-        cards.remove("6s")
+    if table.rules == "foster" and table.n in (5, 7):
+        odd = table.option("odd_pack", "remove_spade_six")
+        if odd == "remove_spade_six":
+            cards.remove("6s")
+        elif odd == "remove_club_six":
+            cards.remove("6c")
+    if table.rules == "foster" and table.n == 8:
+        cards = [c for c in cards if rank(c) != "6"]
     return cards
 
 
@@ -279,40 +327,55 @@ def shuffle_and_cut(rng: np.random.Generator, pack: list[str]) -> list[str]:
     return order[cut:] + order[:cut]
 
 
-def sw_owners(n: int, dealer: int, size: int) -> list[int]:
-    """The seat each card of the deck goes to. 4 players and more: one card at a time from the eldest hand round
-    to the dealer until the pack is exhausted. 2 or 3 players (Foster, sets of six, round_robin_by_hand): card k
-    goes to hand k mod 6, and hand h belongs to seat (eldest + h) mod n."""
+def sw_layout(table: TableSpec, dealer: int, size: int) -> tuple[list[int | None], int]:
+    """Where each card of the deck goes (a seat, or None: aside or shown) and the index of the turn-up.
+
+    4 players and more: one card at a time from the eldest round to the dealer until the pack is exhausted, the last
+    card turned up (the dealer's). Foster 5/7 with the 36th shown: 35 dealt, the 35th turned up, the 36th shown and
+    dead. Foster 2-3 players (sets of six, round_robin_by_hand): card k to hand k mod 6, hand h to seat
+    (eldest + h) mod n; the 36th card (the dealer's last) turned up. Russian 2-3 players: 10 each one at a time, the
+    rest aside, the dealer's 10th card turned up. Russian 5 players: 35 dealt, the 36th turned up and given to the
+    eldest."""
+    n = table.n
     eldest = (dealer + 1) % n
-    if n >= 4:
-        return [(eldest + k) % n for k in range(size)]
-    return [(eldest + k % 6) % n for k in range(size)]
+    one_at_a_time: list[int | None] = [(eldest + k) % n for k in range(size)]
+    if table.rules == "foster" and n <= 3:
+        return [(eldest + k % 6) % n for k in range(size)], size - 1
+    if table.rules == "russian" and n <= 3:
+        return one_at_a_time[: 10 * n] + [None] * (size - 10 * n), 10 * n - 1
+    if table.rules == "russian" and n == 5:
+        return one_at_a_time[:35] + [eldest], 35
+    if table.rules == "foster" and n in (5, 7) and table.option("odd_pack", "") == "show_36th_dead":
+        return one_at_a_time[:35] + [None], 34
+    return one_at_a_time, size - 1
 
 
-def sw_deal(deck: list[str], n: int, dealer: int) -> list[list[str]]:
-    """Each seat's cards as the log lists them: in the order received; at 2 or 3 players the seat's first hand of
-    six, then its second (then its third), each in the order received."""
+def sw_deal(deck: list[str], table: TableSpec, dealer: int) -> list[list[str]]:
+    """Each seat's cards as the log lists them: in the order received; at 2 or 3 players under Foster the seat's
+    first hand of six, then its second (then its third), each in the order received."""
+    n = table.n
     hands: list[list[str]] = [[] for _ in range(n)]
-    if n >= 4:
-        for k, seat in enumerate(sw_owners(n, dealer, len(deck))):
-            hands[seat].append(deck[k])
+    if table.rules == "foster" and n <= 3:
+        eldest = (dealer + 1) % n
+        for h in range(6):
+            hands[(eldest + h) % n].extend(deck[h::6])
         return hands
-    eldest = (dealer + 1) % n
-    for h in range(6):
-        hands[(eldest + h) % n].extend(deck[h::6])
+    owners, _turn = sw_layout(table, dealer, len(deck))
+    for k, seat in enumerate(owners):
+        if seat is not None:
+            hands[seat].append(deck[k])
     return hands
 
 
-def sw_stack_jack(rng: np.random.Generator, deck: list[str], n: int, dealer: int) -> None:
+def sw_stack_jack(rng: np.random.Generator, deck: list[str], table: TableSpec, dealer: int) -> None:
     """The Jack stacker's arrangement: the Jack of the turn-up's suit moves into one of the dealer's positions (a
-    uniform one other than the turn-up itself), swapping with the card there. The turn-up, the last card, is the
-    dealer's already; the rest of the deal stays uniform."""
-    jack = "J" + suit(deck[-1])
-    owners = sw_owners(n, dealer, len(deck))
+    uniform one other than the turn-up), swapping with the card there; the rest of the deal stays uniform."""
+    owners, turn = sw_layout(table, dealer, len(deck))
+    jack = "J" + suit(deck[turn])
     pos = deck.index(jack)
     if owners[pos] == dealer:
         return
-    mine = [k for k in range(len(deck) - 1) if owners[k] == dealer]
+    mine = [k for k in range(len(deck)) if owners[k] == dealer and k != turn]
     k = mine[int(rng.integers(len(mine)))]
     deck[pos], deck[k] = deck[k], deck[pos]
 
@@ -330,13 +393,14 @@ def sw_play(
     dealt, set 1 led by the eldest, each later set by the winner of the last trick of the set before."""
     n = table.n
     leader = (dealer + 1) % n
-    if n >= 4:
-        return play_tricks(rng, hands, leader, table.side_of(), players, cheats, "scotch_whist", trump)
+    must = table.option("void_rule", "trump_or_discard") == "must_trump_if_able"
+    if n >= 4 or table.rules == "russian":
+        return play_tricks(rng, hands, leader, table.side_of(), players, cheats, "scotch_whist", trump, must)
     tricks: list[list[str]] = []
     winners: list[int] = []
     for s in range(len(hands[0]) // 6):
         part = [h[6 * s : 6 * s + 6] for h in hands]
-        t, w = play_tricks(rng, part, leader, table.side_of(), players, cheats, "scotch_whist", trump)
+        t, w = play_tricks(rng, part, leader, table.side_of(), players, cheats, "scotch_whist", trump, must)
         tricks += t
         winners += w
         leader = w[-1]
@@ -460,14 +524,20 @@ def af_play_deal(
     dealer_out = totals[side_of[dealer]] + len(pre) >= AF_TARGET
     strong = [c for c in hands[eldest] if suit(c) == trump and rank(c) in "JQKA"]
     beg = "stand"
+    # The gift ("take one") goes to every side but the dealer's: with individuals every adversary (in seat order
+    # from the eldest), with partnerships the eldest's side. It may not put anyone out: then the dealer must run.
+    if table.sides is None:
+        gift = [side_of[(eldest + j) % n] for j in range(n) if (eldest + j) % n != dealer]
+    else:
+        gift = [side_of[eldest]]
     if not dealer_out and rng.random() < (0.5 if not strong else 0.05):
         beg = "take_one"
-        if totals[side_of[eldest]] + 1 >= AF_TARGET or rng.random() < 0.5:
-            beg = "run"  # the gift may not put the eldest's side out: then the dealer must run
+        if any(totals[g] + 1 >= AF_TARGET for g in gift) or rng.random() < 0.5:
+            beg = "run"
     runs: list[dict] = []
     in_play = [list(h) for h in hands]
     if beg == "take_one":
-        pre.append(side_of[eldest])
+        pre.extend(gift)
     elif beg == "run":
         while True:
             if p + 3 * n + 1 > len(deck):
@@ -545,7 +615,10 @@ def members(count: int) -> list[str]:
 
 
 def record_base(table: TableSpec, game_id: str, deal_no: int, time: str, players: list[str], dealer: int) -> dict:
-    rec: dict = {"format": "deal-log/1", "game": table.game, "rules": table.rules, "table": table.name}
+    rec: dict = {"format": "deal-log/1", "game": table.game, "rules": table.rules}
+    if table.options:
+        rec["options"] = dict(table.options)
+    rec["table"] = table.name
     rec.update({"game_id": game_id, "deal_no": deal_no, "time": time, "players": players})
     if table.sides is not None:
         rec["sides"] = table.sides
@@ -568,18 +641,22 @@ def play_game(
         rec = record_base(table, game_id, deal_no, clock.strftime("%Y-%m-%dT%H:%M:%SZ"), players, dealer)
         name = players[dealer]
         if table.game == "scotch_whist":
-            deck = shuffle_and_cut(rng, sw_pack(n))
+            deck = shuffle_and_cut(rng, sw_pack(table))
             q = cheats.jack_stacker.get(name, 0.0)
             if q > 0.0 and rng.random() < q:
-                sw_stack_jack(rng, deck, n, dealer)
-            hands = sw_deal(deck, n, dealer)
-            trump = suit(deck[-1])
+                sw_stack_jack(rng, deck, table, dealer)
+            hands = sw_deal(deck, table, dealer)
+            owners, turn = sw_layout(table, dealer, len(deck))
+            trump = suit(deck[turn])
             tricks, winners = sw_play(rng, hands, table, players, dealer, cheats, trump)
             points, items = sw_score(tricks, winners, hands, table, trump)
             winner = sw_winner(totals, points, items)
             if table.log_deck:
                 rec["deck"] = deck
-            rec.update({"hands": hands, "turn_up": deck[-1], "tricks": tricks})
+            rec.update({"hands": hands, "turn_up": deck[turn]})
+            if table.rules == "foster" and turn == 34 and len(deck) == 36:
+                rec["shown"] = deck[35]
+            rec["tricks"] = tricks
             totals = [t + p for t, p in zip(totals, points, strict=True)]
             rec["recorded"] = {"points": points, "totals": list(totals)}
             next_dealer = (dealer + 1) % n

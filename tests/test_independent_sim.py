@@ -61,6 +61,20 @@ def test_honest_deals_replay_without_findings(tmp_path):
     assert all(g["winner"] == mine[g["game_id"]] for g in doc["games_summary"])
 
 
+def test_corner_layouts_replay_without_findings(tmp_path):
+    """The 'wide' mix: Foster at 7 and 8, the 36th shown, the 6 of clubs out, must-trump; Russian at 2, 3 and 5
+    (the eldest's eighth card, two cards in the last trick); All Fours at 3."""
+    sim = load_sim()
+    recs = sim.season(300, 12, sim.Cheats(), "wide")
+    path = tmp_path / "wide.jsonl"
+    write(path, recs)
+    code, doc = replay(path)
+    assert doc["findings"] == [] and code == 0
+    assert any(len(r["tricks"][-1]) == 6 for r in recs if r["rules"] == "russian" and len(r["players"]) == 5)
+    assert any("shown" in r for r in recs)
+    assert {len(r["players"]) for r in recs if r["game"] == "all_fours"} == {3}
+
+
 def test_jack_stacker_is_dealt_the_jack_far_more_often_than_chance(tmp_path):
     sim = load_sim()
     recs = sim.season(5000, 5, sim.Cheats(jack_stacker={"m07": 0.5}), "club", club_size=36)

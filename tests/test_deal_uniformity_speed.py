@@ -69,7 +69,8 @@ def test_stage_kernel_equals_its_numpy_spec(preset, n):
 
 
 @pytest.mark.parametrize("B", [1, 37])
-def test_count_form_draws_the_same_tables_from_the_same_generator(B):
+def test_count_form_draws_the_same_tables_from_the_same_generator(B, monkeypatch):
+    monkeypatch.setattr(du, "COUNT_FORM_FACTOR", 10**9)  # every configuration in the count form, whatever it costs
     by_cfg = du.canonical_cfgs({config(PRESETS[p], n): D for (p, n), D in zip(CASES, [300, 700, 500, 200, 400],
                                                                             strict=True)})
     assert all(du._count_cost(c) <= du.COUNT_FORM_FACTOR * D * len(du.honour_ranks(c.game))

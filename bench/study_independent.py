@@ -39,6 +39,7 @@ POWER_CASES = [
     ("turnup_stacker", "--turnup-stacker", 0.30),
     ("revoker", "--revoker", 0.10),
 ]
+LEVELS = (0.05, 0.01, 0.001, 0.0001)
 # The test that a cheat of each kind is meant to trip (others are reported too).
 EXPECTED_TEST = {"jack_stacker": "dealer_jack", "turnup_stacker": "turnup_jack", "revoker": "revoke_pattern"}
 
@@ -163,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "replay_command": "nice -n 10 python -m auditor replay --json FILE",
     }
     honest: list[dict] = []
+    calib: dict[str, dict] = {}  # per test name over every honest audit: how many p-values fall below each level
     plan = [("club", i) for i in range(a.honest_club)] + [("pairs", i) for i in range(a.honest_pairs)]
     plan += [("wide", i) for i in range(a.honest_wide)]
     seeds = rng.integers(1, 2**31 - 1, size=len(plan))
@@ -173,7 +175,12 @@ def main(argv: list[str] | None = None) -> int:
             rp = replay(path)
             batch_doc = rp.pop("_doc")
             au = audit(path)
-            au.pop("_doc")
+            for t in au.pop("_doc")["tests"]:
+                c = calib.setdefault(t["test"], {"tests": 0, **{f"p<={lv:g}": 0 for lv in LEVELS}, "min_p": 1.0})
+                c["tests"] += 1
+                for lv in LEVELS:
+                    c[f"p<={lv:g}"] += t["pvalue"] <= lv
+                c["min_p"] = min(c["min_p"], t["pvalue"])
             entry = {"mix": mix, "generator_seed": int(s), "replay": rp, "audit": au}
             if _i == 0:
                 # The first season of each mix: what it holds, and the reference engine against the batch one.
@@ -227,6 +234,11 @@ def main(argv: list[str] | None = None) -> int:
                 }
                 for m in ("club", "pairs", "wide")
             },
+        }
+        doc["b_false_flags"]["pvalue_calibration"] = {
+            "note": "every test entry of every honest audit, by test name: the count of p-values at or below each level"
+            " (a calibrated test gives about tests x level; discrete tests give fewer)",
+            "by_test": dict(sorted(calib.items())),
         }
         power: list[dict] = []
         members = [f"m{i:02d}" for i in range(1, 45)]

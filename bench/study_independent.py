@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import math
 import resource
 import subprocess
 import sys
@@ -28,6 +27,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from auditor.calibrate_audit import wilson  # the study may use the package; only the generator may not
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM = ROOT / "bench" / "indep" / "simulate.py"
@@ -42,17 +43,6 @@ POWER_CASES = [
 LEVELS = (0.05, 0.01, 0.001, 0.0001)
 # The test that a cheat of each kind is meant to trip (others are reported too).
 EXPECTED_TEST = {"jack_stacker": "dealer_jack", "turnup_stacker": "turnup_jack", "revoker": "revoke_pattern"}
-
-
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion k/n (95 % by default)."""
-    if n == 0:
-        return (0.0, 1.0)
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, mid - half), min(1.0, mid + half))
 
 
 def children_cpu() -> float:

@@ -33,9 +33,11 @@ API (what the audit's orchestration calls)::
   sources ("path:line") are the direct run's. The table's `order` is the deal's rank in the canonical order of the
   WHOLE input (`table_offset[table]` + rank inside its table): every detector sees the same keys as on the direct
   run. The part's games summary is written to `workdir` as it is produced (`games-<k>.arrows`), sorted by each
-  game's first deal (file index, line); the replay holds only a handle to it (`PartGames`).
+  game's first deal (file index, line); the replay holds only a handle to it (`PartGames`). So are its findings
+  (`findings-<k>.arrows`, sorted by their record's file index and line: `PartFindings`).
 - `merge_replays(replays)` gives the direct run's `Replay` (without table): findings in the direct order (file
-  index, line, then the part's own order, which is the direct one within a deal), the games summary in the direct
+  index, line, then the part's own order, which is the direct one within a deal) as `MergedFindings` (streamed
+  from the parts' files like the games; the document writers splice them in), the games summary in the direct
   order (first appearance among valid deals) as `MergedGames` (streamed from the parts' files, never a Python
   object per game held: `json_pieces()` yields the document's games entries block by block), stats summed. Its
   `to_json()` / `to_json_bytes()` equal the direct `replay_paths(paths)` ones. A single replay that is not a

@@ -59,9 +59,6 @@ def bad_record_finding(rec: Record) -> Finding:
     return Finding("bad_record", gid, dno, None, None, None, None, rec.source, rec.error or "unreadable record")
 
 
-_TAIL = b"[]\n}"
-
-
 def streamed(findings: Any) -> bool:
     """Whether these findings are written out, not held (a large input's parts: `parts.MergedFindings`, whose
     `json_pieces()` the document writers splice in) and not empty."""

@@ -109,3 +109,14 @@ def test_cli_add_counts_refusal_is_one_line(months, tmp_path):
     assert res.exit_code == 2
     lines = [x for x in res.output.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("auditor:") and "Traceback" not in res.output
+
+
+def test_streamed_document_equals_the_plain_dump_of_the_whole(months, whole):
+    """The writer splices the findings, the games and the tests in one at a time (issue 15): its bytes are those of
+    the one-piece dump of the whole document."""
+    from auditor.replay.result import dump_document
+
+    report = audit(replay_for_audit([str(p) for p in months]))
+    doc = report.to_json()
+    assert len(doc["tests"]) > 100 and doc["replay"]["findings"]
+    assert dump_document(doc) == whole

@@ -402,6 +402,8 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         t0 = clock()
         tests, fams, dealing, wide = finalize_counts(counts, fdr=fdr, seed=seed, dets=dets)
         stage("detectors' tests over the merged counts", t0)
+        del counts, folded[:]  # the merged counts (about 1 GB at 10M deals) are not needed by the document
+        release_memory()
     except BaseException:
         shutil.rmtree(wd, ignore_errors=True)
         raise

@@ -311,8 +311,8 @@ class TrialSummary:
     def groups(self) -> tuple[tuple[float, int], ...]:
         return tuple(zip(self.p.tolist(), self.n.tolist(), strict=True))
 
-    def points(self) -> list[list]:
-        return self.timeline.points() if self.timeline is not None else []
+    def points(self, max_points: int = TIMELINE_POINTS) -> list[list]:
+        return self.timeline.points(max_points) if self.timeline is not None else []
 
 
 def summarise(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p: np.ndarray, table_idx: np.ndarray,
@@ -435,7 +435,7 @@ def control(t: "Trials | TrialSummary") -> dict:
 def pb_result(test: str, subject: str, t: "Trials | TrialSummary", level: float, method: str,
               controls: dict | None = None, detail: dict | None = None, details: bool = True,
               fixed: "Trials | TrialSummary | None" = None,
-              cheat: str = "") -> TestResult:
+              cheat: str = "", points: int = TIMELINE_POINTS) -> TestResult:
     """The exact one-sided Poisson-binomial test of one subject's trials.
 
     `level` is the FDR-equivalent per-test level at which `min_detectable` is computed; `fixed` are trials of
@@ -449,7 +449,7 @@ def pb_result(test: str, subject: str, t: "Trials | TrialSummary", level: float,
         fixed_groups = fixed.groups() if fixed is not None and len(fixed) else ()
         affected = _minus(groups, fixed_groups)
         det["null_rate"] = round(t.expected / len(t), 6) if len(t) else None
-        det["timeline"] = t.points() if isinstance(t, TrialSummary) else timeline(t.obs, t.p)
+        det["timeline"] = t.points(points) if isinstance(t, TrialSummary) else timeline(t.obs, t.p, points)
         det["min_detectable"] = exact.min_detectable(_coarse(affected), float(level), MIN_DETECTABLE_POWER,
                                                      fixed=_coarse(fixed_groups))
         det["min_detectable_level"] = level

@@ -44,7 +44,7 @@ from .countfile import CountsFileError, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
 from .replay.chain import GameSummary
-from .replay.result import DocEntries, Replay, dump_document, entry_pieces, write_spliced
+from .replay.result import DocEntries, Replay, dump_document, entry_bytes, entry_pieces, write_spliced
 from .replay.run import replay_paths, replay_records
 from .select import Selection, selected_chunks
 from .errors import UsageError
@@ -151,8 +151,8 @@ def _entries_of_list(items: Sequence[Any]) -> Iterator[bytes]:
     """A top-level list's items as `dump_document` writes them inside the document (4 spaces deep), one at a
     time, the first without its ",\n" (`write_spliced`)."""
     for i, item in enumerate(items):
-        text = dump_document(item).replace(b"\n", b"\n    ")
-        yield (b",\n    " if i else b"    ") + text
+        text = entry_bytes(item)
+        yield text if i else text[2:]
 
 
 def detector_rng(seed: int, name: str) -> np.random.Generator:

@@ -69,7 +69,7 @@ from .findings import Finding
 from .logparse import Record
 from .parquet import batch_chunk, chunk_to_table, iter_parquet_batches, schema
 from .replay.chain import GameSummary
-from .replay.result import Replay, dump_document
+from .replay.result import Replay, entry_bytes
 from .select import Selection, selected_chunks
 
 DEFAULT_BUCKETS = 256
@@ -622,11 +622,7 @@ def _entries_of(games: Sequence[GameSummary]) -> Arrow:
         buf = bytes(games.json_buffer())
         data = b",\n" + buf
     else:
-        texts = []
-        for g in games:
-            t = orjson.dumps(g.to_json(), option=orjson.OPT_INDENT_2).decode()
-            texts.append(",\n    " + t.replace("\n", "\n    "))
-        return pa.array([t.encode() for t in texts], pa.large_binary())
+        return pa.array([entry_bytes(g.to_json()) for g in games], pa.large_binary())
     a = np.frombuffer(data, np.uint8)
     pat = b",\n    {"
     L = len(a) - len(pat) + 1
@@ -804,11 +800,7 @@ def _finding_entries(findings: Sequence[Finding]) -> Arrow:
     array (`dump_document`'s orjson, or its json fallback for what orjson refuses)."""
     import pyarrow as pa
 
-    texts = []
-    for f in findings:
-        t = dump_document(f.to_json()).decode()
-        texts.append((",\n    " + t.replace("\n", "\n    ")).encode())
-    return pa.array(texts, pa.large_binary())
+    return pa.array([entry_bytes(f.to_json()) for f in findings], pa.large_binary())
 
 
 # ---------------------------------------------------------------- merging

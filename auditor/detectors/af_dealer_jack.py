@@ -30,6 +30,7 @@ import numpy as np
 from ..cards import RJ
 from ..facts import MAX_SEATS, DealingFacts
 from .base import TrialsDetector, TrialSummary, summarise_deals
+from .dealer_jack import CONTROL_WORDS as DEALER_CONTROL_WORDS
 from .spec import TestSpec
 
 RA, RT = 12, 8
@@ -118,11 +119,7 @@ SPEC = TestSpec(
     subject='dealer',
     games=('all_fours',),  # issue 16: n counts all fours deals only
     chart='funnel',
-    control_words=(
-        ('not_dealing', 'the Jack when someone else dealt'),
-        ('trump_ace_as_dealer', 'the trump Ace when dealing'),
-        ('trump_ten_as_dealer', 'the trump Ten when dealing'),
-    ),
+    control_words=DEALER_CONTROL_WORDS,
     section=1,
     cost=2,
     bernoulli=True,

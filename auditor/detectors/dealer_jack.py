@@ -75,6 +75,12 @@ def _seat_probs_sub(facts: DealingFacts, idx: np.ndarray, rank: int) -> np.ndarr
     return table[facts.cfg[idx]]
 
 
+CONTROL_WORDS = (  # the report's words for the controls (`af_dealer_jack` has the same ones)
+    ('not_dealing', 'the Jack when someone else dealt'),
+    ('trump_ace_as_dealer', 'the trump Ace when dealing'),
+    ('trump_ten_as_dealer', 'the trump Ten when dealing'),
+)
+
 SPEC = TestSpec(
     name='dealer_jack',
     title='Dealers who receive the Jack of trumps',
@@ -89,11 +95,7 @@ SPEC = TestSpec(
     subject='dealer',
     games=('scotch_whist',),  # issue 16: n counts scotch whist deals only
     chart='funnel',
-    control_words=(
-        ('not_dealing', 'the Jack when someone else dealt'),
-        ('trump_ace_as_dealer', 'the trump Ace when dealing'),
-        ('trump_ten_as_dealer', 'the trump Ten when dealing'),
-    ),
+    control_words=CONTROL_WORDS,
     section=0,
     cost=2,
     bernoulli=True,

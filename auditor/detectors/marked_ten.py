@@ -1351,6 +1351,8 @@ def run(results: Sequence[Any], folds: int = 5) -> list[TestResult]:
 
 SCORE_RULE = ("the game score before the deal is known and a side is within 10 points of the target, or their side "
               "trails the leading other side by 10 or more")
+GATED_SCOPE_TEXT = " where the game score mattered (a side near game or their side far behind)"
+EARLY_MINUS_LATE_NOTE = "the early score minus the late score, scaled so that honest play gives about 0 ± 1"
 SCORE_MARGIN = 10  # "the score matters": a side within this many points of the game target, or his side this far
 # behind the leading other side
 
@@ -2158,7 +2160,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         controls["late"] = _ctl(main.test(sel[~early], phi=phi))
         # a sure read shows from the first trick; reading the legal signals builds up as the play goes on
         ze, zl = controls["early"]["z"], controls["late"]["z"]
-        controls["early_minus_late"] = {"z": (ze - zl) / math.sqrt(2), "note": "the early score minus the late score, scaled so that honest play gives about 0 ± 1"}
+        controls["early_minus_late"] = {"z": (ze - zl) / math.sqrt(2), "note": EARLY_MINUS_LATE_NOTE}
         for t in ("queen", "plain_ten", "placebo"):
             ts: TargetScores | None = scores["targets"].get(t)
             tsel = ts.by_player.get(pl) if ts is not None else None
@@ -2181,7 +2183,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
                        "p_gated": gt["gated"]["p"], "deals_gated": gt["gated"]["deals"],
                        "decisions_gated": n_gdec, "decisions_pooled": int(len(sel)), "rule": SCORE_RULE}
         if gt["part"] == "gated":
-            gate_detail["scope_text"] = " where the game score mattered (a side near game or their side far behind)"
+            gate_detail["scope_text"] = GATED_SCOPE_TEXT
         detail = {"decisions": n_gdec if gt["part"] == "gated" else int(len(sel)), "deals": r["deals"],
                   "score_gate": gate_detail, "variance_guard": phi,
                   "excluded": dict(sorted(counts.excluded.get(name, {}).items())),
@@ -2190,9 +2192,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
         out.append(TestResult(
             test=NAME, subject=name, n=head["deals"], observed=head["observed"], expected=head["expected"],
             statistic=head["z"], pvalue=gt["p"],
-            method="decision fit to the Ten's place vs a field-fitted posterior of what they knew; sequential "
-                   "randomisation, saddlepoint one-sided p, deal-level variance guard; the better of all their deals "
-                   "and the deals where the game score mattered, corrected for their correlation",
+            method=METHOD,
             controls=controls, detail=detail))
     return out
 
@@ -2815,7 +2815,7 @@ def _player_result(run: _Run, reader: _Reader, main: "TargetScores", others: dic
     controls["early"] = _ctl(main.test(sel[early], phi=phi))
     controls["late"] = _ctl(main.test(sel[~early], phi=phi))
     ze, zl = controls["early"]["z"], controls["late"]["z"]
-    controls["early_minus_late"] = {"z": (ze - zl) / math.sqrt(2), "note": "the early score minus the late score, scaled so that honest play gives about 0 ± 1"}
+    controls["early_minus_late"] = {"z": (ze - zl) / math.sqrt(2), "note": EARLY_MINUS_LATE_NOTE}
     for t in ("queen", "plain_ten", "placebo"):
         ts = others.get(t)
         if ts is None or len(ts.by_player[pl]) == 0:
@@ -2839,7 +2839,7 @@ def _player_result(run: _Run, reader: _Reader, main: "TargetScores", others: dic
                        "p_gated": gt["gated"]["p"], "deals_gated": gt["gated"]["deals"],
                        "decisions_gated": n_gdec, "decisions_pooled": int(len(sel)), "rule": SCORE_RULE}
         if gt["part"] == "gated":
-            gate_detail["scope_text"] = " where the game score mattered (a side near game or their side far behind)"
+            gate_detail["scope_text"] = GATED_SCOPE_TEXT
         detail = {"decisions": n_gdec if gt["part"] == "gated" else int(len(sel)), "deals": n_deals,
                   "score_gate": gate_detail, "variance_guard": phi,
                   "excluded": dict(sorted(run.excluded.get(name, {}).items())),

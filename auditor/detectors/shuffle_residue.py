@@ -736,6 +736,12 @@ def _predictive_z(people: dict, d: str) -> tuple[float, dict] | None:
                "t": round(float(t), 3)}
 
 
+CONTROL_WORDS = (  # the controls of both residue tests, in the report's words
+    ('perfect_shuffle', 'against a perfect shuffle'),
+    ('peers', 'against the other dealers'),
+    ('tables', 'table by table'),
+)
+
 RESIDUE_SPEC = TestSpec(
     name='shuffle_residue',
     title='Tricks that survive the shuffle',
@@ -748,11 +754,7 @@ RESIDUE_SPEC = TestSpec(
     honest='the other dealers',
     subject='dealer',
     chart='evidence',
-    control_words=(
-        ('perfect_shuffle', 'against a perfect shuffle'),
-        ('peers', 'against the other dealers'),
-        ('tables', 'table by table'),
-    ),
+    control_words=CONTROL_WORDS,
     section=5,
     cost=3,
     sentence="{subject}'s deals kept {obs} pairs of cards from the previous deal's tricks side by side over the "
@@ -803,11 +805,7 @@ STACK_SPEC = TestSpec(
     honest='the other dealers',
     subject='dealer',
     chart='evidence',
-    control_words=(
-        ('perfect_shuffle', 'against a perfect shuffle'),
-        ('peers', 'against the other dealers'),
-        ('tables', 'table by table'),
-    ),
+    control_words=CONTROL_WORDS,
     section=4,
     cost=3,
     sentence="{subject}'s own hand held {obs} pairs of cards from one trick of the previous deal over the {n} "

@@ -59,6 +59,12 @@ def bad_record_finding(rec: Record) -> Finding:
     return Finding("bad_record", gid, dno, None, None, None, None, rec.source, rec.error or "unreadable record")
 
 
+def entry_bytes(obj: Any) -> bytes:
+    """One item of a list as the replay document writes it, with the separator before it: ",\n    {...}" (4 spaces
+    deep; `write_spliced` drops the first item's ",\n" and indents it further where the list is deeper)."""
+    return b",\n    " + dump_document(obj).replace(b"\n", b"\n    ")
+
+
 def streamed(findings: Any) -> bool:
     """Whether these findings are written out, not held (a large input's parts: `parts.MergedFindings`, whose
     `json_pieces()` the document writers splice in) and not empty."""

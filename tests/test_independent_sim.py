@@ -105,3 +105,32 @@ def test_jack_stacker_is_dealt_the_jack_far_more_often_than_chance(tmp_path):
     write(path, recs)
     code, doc = replay(path)
     assert doc["findings"] == [] and code == 0
+
+
+def test_honest_slips_are_revokes_that_pay_as_often_as_the_revoke_test_s_null_says(tmp_path):
+    """`--slip`: every member revokes now and then by accident, the card uniform over the cards he may not play.
+    Without it the generator's output is unchanged; with it the replay finds the revokes, spread over many members,
+    and the share of them that paid is the null's (the sum of each revoke's chance pi of paying)."""
+    from auditor.audit import replay_for_audit
+    from auditor.detectors.revoke_pattern import RevokePattern
+
+    sim = load_sim()
+    assert sim.season(300, 8, sim.Cheats(), "club", 60) == sim.season(300, 8, sim.Cheats(slip=0.0), "club", 60)
+    recs = sim.season(6000, 8, sim.Cheats(slip=0.02), "club", 60)
+    path = tmp_path / "slips.jsonl"
+    write(path, recs)
+    rep = replay_for_audit([str(path)])
+    revokes = [f for f in rep.findings if f.code == "revoke"]
+    assert len(revokes) > 300
+    rev = RevokePattern().count(rep.table).revokes
+    paid = expected = var = 0.0
+    members = 0
+    for a, b in rev.spans().values():
+        members += 1
+        for pi, (n, k) in rev.totals(a, b).items():
+            paid += k
+            expected += n * float(pi)
+            var += n * float(pi) * (1 - float(pi))
+    assert members >= 40
+    assert expected > 50
+    assert abs(paid - expected) / var**0.5 < 3.5, (paid, expected, var)

@@ -21,6 +21,10 @@ Cheats, each optional (``--jack-stacker``, ``--turnup-stacker``, ``--revoker``, 
   his cards of that suit can win it and one of his trumps can, he trumps although he could follow (an unclaimed
   revoke, so no penalty is applied and the scores are computed as played).
 
+Honest slips (``--slip RATE``, not a cheat): at every chance to revoke (following, holding a card he may not play),
+any member drops, with probability RATE, one of the cards he may not play, chosen uniformly, whatever it does for
+him (unclaimed, scored as played).
+
 Usage: python bench/indep/simulate.py --deals 15000 --seed 1 --out season.jsonl [--jack-stacker m17:0.25]
 """
 
@@ -128,6 +132,7 @@ class Cheats:
     jack_stacker: dict[str, float] = field(default_factory=dict)
     turnup_stacker: dict[str, float] = field(default_factory=dict)
     revoker: dict[str, float] = field(default_factory=dict)
+    slip: float = 0.0  # not a cheat: every member's chance of an accidental revoke at each chance (--slip)
 
 
 def choose_card(
@@ -142,12 +147,17 @@ def choose_card(
     trump: str,
     revoke_q: float,
     must_trump: bool = False,
+    slip: float = 0.0,
 ) -> str:
     """The honest policy (legal only): a random legal card now and then; otherwise lead an Ace of a plain suit or a
     low plain card, and when following win cheaply if a card can win (always when the trick holds a counting card or
     he plays last), else throw the cheapest card. ``revoke_q`` > 0 makes the one deliberate deviation (see module)."""
     lead = suit(trick[0]) if trick else None
     legal = legal_cards(hand, lead, game, trump, must_trump)
+    if slip > 0.0 and trick:
+        off = [c for c in hand if c not in legal]
+        if off and rng.random() < slip:  # an honest slip: any card he may not play, whatever it does for him
+            return off[int(rng.integers(len(off)))]
     if revoke_q > 0.0 and trick and lead != trump and game == "scotch_whist":
         best_i = trick_winner_index(trick, game, trump)
         opponent_winning = side_of[trick_seats[best_i]] != side_of[seat]
@@ -207,7 +217,8 @@ def play_tricks(
                 trick.extend(both)
                 seats.extend([seat] * len(both))
                 continue
-            card = choose_card(rng, held[seat], trick, seats, seat, side_of, n - k, game, trump, q, must_trump)
+            card = choose_card(rng, held[seat], trick, seats, seat, side_of, n - k, game, trump, q, must_trump,
+                               cheats.slip)
             held[seat].remove(card)
             trick.append(card)
             seats.append(seat)
@@ -738,9 +749,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jack-stacker", type=parse_cheat, action="append", default=[], metavar="NAME:Q")
     ap.add_argument("--turnup-stacker", type=parse_cheat, action="append", default=[], metavar="NAME:Q")
     ap.add_argument("--revoker", type=parse_cheat, action="append", default=[], metavar="NAME:Q")
+    ap.add_argument("--slip", type=float, default=0.0, metavar="RATE",
+                    help="every member's chance of an accidental revoke at each chance (default 0)")
     ap.add_argument("--out", required=True, help="the JSON Lines file to write")
     a = ap.parse_args(argv)
-    cheats = Cheats(dict(a.jack_stacker), dict(a.turnup_stacker), dict(a.revoker))
+    if not 0.0 <= a.slip <= 1.0:
+        ap.error(f"--slip must be in [0, 1], got {a.slip}")
+    cheats = Cheats(dict(a.jack_stacker), dict(a.turnup_stacker), dict(a.revoker), a.slip)
     club = set(members(a.members))
     for name in [*cheats.jack_stacker, *cheats.turnup_stacker, *cheats.revoker]:
         if name not in club:

@@ -10,6 +10,7 @@ import importlib.util
 import itertools
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -308,6 +309,41 @@ def test_study_smoke():
     d1 = doc["jack_stacker_q025"]["day_1"]
     assert d1["alarmed"] == 3 and 50 < d1["median_deals_to_alarm"] < 400
     assert doc["jack_stacker_q025"]["fixed_sample_90pct_power"]["n_at_stream_level"] > 100
+
+
+def _room_study():
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        spec = importlib.util.spec_from_file_location("study_monitor_room", ROOT / "bench" / "study_monitor_room.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    return mod
+
+
+@pytest.mark.parametrize("generator", ["indep", "project"])
+def test_room_study_smoke_every_monitored_stream_is_fed(generator, tmp_path):
+    """The whole-room study with play (bench/study_monitor_room.py), a few days of one room from either generator:
+    every monitored test gets streams, the revoke stream gets the honest slips, a room's line is written once
+    and the summary refuses a room counted twice."""
+    mod = _room_study()
+    out = tmp_path / "rooms.jsonl"
+    mod.main(["run", "--generator", generator, "--rooms", "1", "--days", "8", "--out", str(out)])
+    mod.main(["run", "--generator", generator, "--rooms", "1", "--days", "8", "--out", str(out)])  # already there
+    lines = out.read_text().splitlines()
+    assert len(lines) == 1
+    y = json.loads(lines[0])
+    assert y["deals"] == 800 and y["looks"] == 8
+    assert y["deals_by_game"]["scotch_whist"] > 200 and y["deals_by_game"]["all_fours"] > 100
+    for t in ("dealer_jack", "turnup_jack", "marked_ten"):
+        assert y[t]["streams"] >= 20, (t, y[t])
+    assert y["revoke_pattern"]["trials"] >= 3
+    doc = mod.summary([str(out)], None)
+    assert doc["room_years"] == 1 and doc["by_test"]["dealer_jack"]["streams"] == y["dealer_jack"]["streams"]
+    with pytest.raises(SystemExit, match="twice"):
+        mod.summary([str(out), str(out)], None)
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ Every season's generator is seeded from (seed, study, season): the printed numbe
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -256,7 +257,7 @@ def _groups_of(study: Study, r) -> tuple:
     if study.cheat_kind != "turnup":  # one configuration: every trial has the same exact null
         return ((float(p0), int(r.n)),)
     # All Fours: the first turn-ups are the trials the cheat acts on (about 1/13 each); runs are left alone
-    first = int(r.detail.get("deals", study.deals_each)) if isinstance(r.detail, dict) else study.deals_each
+    first = int(r.detail.get("deals", study.deals_each)) if isinstance(r.detail, Mapping) else study.deals_each
     return ((1 / 13, first),)
 
 

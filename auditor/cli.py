@@ -546,7 +546,8 @@ def _finish_audit(report, json_out: bool, out: str | None, show: bool, commit: s
     from .errors import UsageError
 
     t0 = clock()
-    doc = report.to_json(games=False)  # what the reports read; --json streams the games summary in
+    # what the reports read; --json streams the games summary in, and the tests a test at a time (issue 15)
+    doc = report.to_json(games=False, held=False)
     stage("document", t0)
     from .report.verdict import Coverage
 

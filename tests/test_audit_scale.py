@@ -120,3 +120,31 @@ def test_streamed_document_equals_the_plain_dump_of_the_whole(months, whole):
     doc = report.to_json()
     assert len(doc["tests"]) > 100 and doc["replay"]["findings"]
     assert dump_document(doc) == whole
+
+
+def test_tests_details_are_packed_and_read_back_as_they_were(months, whole):
+    """The tests' controls and details are held packed (issue 15: some 2 GB of Python objects at 10M deals), read
+    back on access; the document written from tests made one at a time (`held=False`) is the same bytes, and a
+    packed detail equals, pickles and reads like the dict it packs."""
+    import pickle
+
+    from auditor.replay.result import DocEntries
+    from auditor.stats.family import Packed, packed
+
+    report = audit(replay_for_audit([str(p) for p in months]))
+    kinds = {type(t.detail) for t in report.tests} | {type(t.controls) for t in report.tests}
+    assert Packed in kinds
+    with_timeline = next(t for t in report.tests if isinstance(t.detail, Packed) and "timeline" in t.detail)
+    plain = with_timeline.detail.decoded()
+    assert with_timeline.detail == plain and plain == with_timeline.detail
+    assert dict(with_timeline.detail) == plain and len(with_timeline.detail) == len(plain)
+    assert pickle.loads(pickle.dumps(with_timeline)) == with_timeline
+    held = [t.detail for t in report.tests if isinstance(t.detail, Packed)]
+    assert sum(len(d.blob) for d in held) < sum(len(json.dumps(d.decoded())) for d in held) / 2
+    lazy = report.to_json(games=False, held=False)
+    assert isinstance(lazy["tests"], DocEntries) and len(lazy["tests"]) == len(report.tests)
+    assert report.json_bytes(lazy) == whole
+    # what compact JSON cannot hold stays a dict; nothing is packed for nothing
+    assert not isinstance(packed({"n": 2**70}), Packed) and packed({"n": 2**70}) == {"n": 2**70}
+    assert packed({}) == {} and not isinstance(packed({}), Packed)
+    assert packed({"x": float("nan"), "y": (1, 2)}) == {"x": None, "y": [1, 2]}

@@ -27,7 +27,7 @@ import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field, replace
-from typing import IO, Any, Callable, ContextManager, Iterable, Iterator, Sequence
+from typing import IO, Any, Callable, ContextManager, Iterable, Iterator, Sequence, cast
 
 import orjson
 
@@ -637,7 +637,8 @@ def _finalize_one(i: int) -> tuple[int, list[TestResult]]:
     out = det.finalize(got if got is not None else det.merge([]), detector_rng(seed, det.name))
     # the JSON form of the details is made here, in the worker when there are workers, and packed (issue 15: held
     # as Python objects, the details of 76,180 tests took about 2 GB at 10M deals)
-    out = [replace(t, controls=packed(t.controls), detail=packed(t.detail)) for t in out]
+    # (a `Packed` stands in for the field's dict: read-only, which a finished test's controls and detail are)
+    out = [replace(t, controls=cast(dict, packed(t.controls)), detail=cast(dict, packed(t.detail))) for t in out]
     stage(f"  {det.name}", t0)
     return i, out
 

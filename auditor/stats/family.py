@@ -105,7 +105,7 @@ class Packed(Mapping[str, Any]):
 
     __hash__ = None  # type: ignore[assignment]  # a mapping, as a dict is
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (Packed, (self.blob,))
 
     def __repr__(self) -> str:

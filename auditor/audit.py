@@ -382,9 +382,10 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
     `close()` removes the working files (the games summary streams from them until then)."""
     dets = make_detectors(fdr=fdr)
     fp = fingerprint(dets)
-    saved = [load_saved(p, fp) for p in add_counts]
     wd = tempfile.mkdtemp(prefix="auditor-parts-", dir=workdir)
     try:
+        # marked_ten's saved decision rows memory-mapped from the working folder, not read into memory
+        saved = [load_saved(p, fp, spill_dir=os.path.join(wd, "spill")) for p in add_counts]
         parts = split_input([str(p) for p in paths], wd, part_deals, selection=selection, progress=progress)
         release_memory()
         t0 = clock()
@@ -438,9 +439,10 @@ def write_saved(path: str, counts: Counts, replay: Replay, fp: dict) -> None:
     save_counts(path, counts.by_test, meta, {"replay": orjson.dumps(head), "games": games})
 
 
-def load_saved(path: str, fp: dict) -> tuple[Replay, Counts]:
-    """Counts saved by `write_saved`, refused (one-line `CountsFileError`) when their fingerprint is not `fp`."""
-    by_test, meta, blobs = load_counts(path, expect_fingerprint=fp)
+def load_saved(path: str, fp: dict, spill_dir: str | None = None) -> tuple[Replay, Counts]:
+    """Counts saved by `write_saved`, refused (one-line `CountsFileError`) when their fingerprint is not `fp`
+    (`spill_dir`: as `load_counts`'s)."""
+    by_test, meta, blobs = load_counts(path, expect_fingerprint=fp, spill_dir=spill_dir)
     try:
         head = orjson.loads(blobs["replay"])
         replay = Replay(deals=int(head["deals"]), games=int(head["games"]),

@@ -28,7 +28,9 @@ one row per blob:
 | `i64` | int64, null | `int` (-2^63 <= x < 2^63), `bool` (0/1), `float` (its IEEE-754 bits as a signed int64) |
 | `data` | large_binary | `ndarray`: the elements in C order; `npscalar`: its bytes; `str`: UTF-8 (lone surrogates kept, `surrogatepass`); `bytes`, `blob`: the bytes; `bigint`: two's complement, little-endian; `more`: the next piece (pieces are at most `PIECE` bytes, so no value is near Arrow's or Parquet's limits); else empty |
 
-The root node is the `counts` dict. The file's key-value metadata: `auditor.format` = `auditor.counts`,
+The root node is the `counts` dict. Rows are written a row group at a time (at most `ROW_GROUP` rows, closed
+early when its data reaches `FLUSH_BYTES`) and read back a row group at a time, so neither side holds the whole
+file's rows (issue 15); a reader takes any grouping of the rows. The file's key-value metadata: `auditor.format` = `auditor.counts`,
 `auditor.layout` = `1`, `auditor.version` (the package that wrote it), `auditor.meta` (the caller's `meta`, JSON),
 `auditor.check` (CRC-32 of the four values above, so that a damaged footer is seen). Pages are written with
 checksums (zstd-compressed) and verified on reading.
@@ -49,6 +51,7 @@ import math
 import os
 import struct
 import sys
+import tempfile
 import zlib
 from fractions import Fraction
 from pathlib import Path
@@ -64,6 +67,7 @@ FORMAT = "auditor.counts"
 LAYOUT_VERSION = 1
 PIECE = 1 << 24  # 16 MiB: the largest value of one row; longer data continues on `more` rows
 ROW_GROUP = 1 << 16
+FLUSH_BYTES = 1 << 26  # 64 MiB: rows are written out when their data reaches this, even before a row group is full
 
 KINDS = ("dict", "list", "tuple", "set", "frozenset", "dataclass", "ndarray", "objarray", "npscalar", "int",
          "bigint", "float", "bool", "str", "bytes", "none", "fraction", "more", "blob")
@@ -132,9 +136,24 @@ def _lookup(module: Any, qualname: str) -> Any:
 
 class _Writer:
     """The columns of the file, filled node by node in pre-order. `kind` and `n` have a value on every row; the
-    other columns only on some (row -> value), null elsewhere."""
+    other columns only on some (row -> value, the row counted from the last flush), null elsewhere.
 
-    def __init__(self) -> None:
+    With a `sink`, the rows go to it as a table whenever they fill a row group (or hold `FLUSH_BYTES` of data):
+    saving holds one row group of rows, not a list entry per node of the whole tree (issue 15: the counts of a 1M-deal
+    audit are 4.8M rows, and holding them as lists took more memory than the counts themselves). A flush comes only
+    after a row is complete (its `field`, `name`, `shape`, data set), so no row is split from its values."""
+
+    def __init__(self, sink: Any = None) -> None:
+        self.sink = sink
+        self._reset()
+        self.classes: dict[type, str] = {}
+        self.enc: dict[type, Any] = {
+            str: self.str_, int: self.int_, float: self.float_, bool: self.bool_, type(None): self.none,
+            np.ndarray: self.ndarray, dict: self.dict_, list: self.seq, tuple: self.seq, set: self.seq,
+            frozenset: self.seq, bytes: self.bytes_, Fraction: self.fraction,
+        }
+
+    def _reset(self) -> None:
         self.kind: list[int] = []
         self.n: list[int] = []
         self.field: dict[int, str] = {}
@@ -142,12 +161,13 @@ class _Writer:
         self.shape: dict[int, list[int]] = {}
         self.i64: dict[int, int] = {}
         self.data: dict[int, Any] = {}  # bytes-like
-        self.classes: dict[type, str] = {}
-        self.enc: dict[type, Any] = {
-            str: self.str_, int: self.int_, float: self.float_, bool: self.bool_, type(None): self.none,
-            np.ndarray: self.ndarray, dict: self.dict_, list: self.seq, tuple: self.seq, set: self.seq,
-            frozenset: self.seq, bytes: self.bytes_, Fraction: self.fraction,
-        }
+        self.nbytes = 0  # of `data`
+
+    def flush(self, last: bool = False) -> None:
+        """The rows so far to the sink, when they fill a row group (or `last`)."""
+        if self.sink is not None and self.kind and (last or len(self.kind) >= ROW_GROUP or self.nbytes >= FLUSH_BYTES):
+            self.sink(self.table(None))
+            self._reset()
 
     def encode(self, x: Any) -> None:
         f = self.enc.get(type(x))
@@ -160,10 +180,12 @@ class _Writer:
             self.name[row] = name
         if shape is not None:
             self.shape[row] = shape
+        self.nbytes += len(data)
         if len(data) <= PIECE:
             self.kind.append(kind)
             self.n.append(0)
             self.data[row] = data
+            self.flush()
             return
         view = memoryview(data).cast("B")
         pieces = [view[i:i + PIECE] for i in range(0, len(view), PIECE)]
@@ -174,6 +196,7 @@ class _Writer:
                 self.kind.append(K_MORE)
                 self.n.append(0)
             self.data[row + j] = piece
+        self.flush()
 
     def str_(self, x: str) -> None:
         self.with_data(K_STR, x.encode("utf-8", "surrogatepass"))
@@ -183,6 +206,7 @@ class _Writer:
             self.i64[len(self.kind)] = x
             self.kind.append(K_INT)
             self.n.append(0)
+            self.flush()
         else:
             self.with_data(K_BIGINT, x.to_bytes((x.bit_length() + 8) // 8, "little", signed=True))
 
@@ -190,15 +214,18 @@ class _Writer:
         self.i64[len(self.kind)] = _INT64.unpack(_DOUBLE.pack(x))[0]
         self.kind.append(K_FLOAT)
         self.n.append(0)
+        self.flush()
 
     def bool_(self, x: bool) -> None:
         self.i64[len(self.kind)] = int(x)
         self.kind.append(K_BOOL)
         self.n.append(0)
+        self.flush()
 
     def none(self, x: None) -> None:
         self.kind.append(K_NONE)
         self.n.append(0)
+        self.flush()
 
     def bytes_(self, x: bytes) -> None:
         self.with_data(K_BYTES, x)
@@ -213,6 +240,7 @@ class _Writer:
             self.name[len(self.kind)] = "object"
             self.kind.append(K_OBJARRAY)
             self.n.append(x.size)
+            self.flush()
             for i, v in enumerate(x.flat):
                 try:
                     if type(v) not in _OBJ_ELEMENTS:
@@ -228,6 +256,7 @@ class _Writer:
     def dict_(self, x: dict[Any, Any]) -> None:
         self.kind.append(K_DICT)
         self.n.append(len(x))
+        self.flush()
         enc = self.enc
         for k, v in x.items():
             try:
@@ -240,6 +269,7 @@ class _Writer:
     def seq(self, x: list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any]) -> None:
         self.kind.append(_SEQ_KINDS[type(x)])
         self.n.append(len(x))
+        self.flush()
         enc = self.enc
         for i, v in enumerate(x):
             try:
@@ -251,6 +281,7 @@ class _Writer:
     def fraction(self, x: Fraction) -> None:
         self.kind.append(K_FRACTION)
         self.n.append(2)
+        self.flush()
         self.int_(x.numerator)
         self.int_(x.denominator)
 
@@ -272,6 +303,7 @@ class _Writer:
             self.name[len(self.kind)] = name
             self.kind.append(K_DATACLASS)
             self.n.append(len(fields))
+            self.flush()
             for f in fields:
                 self.field[len(self.kind)] = f.name
                 try:
@@ -287,7 +319,7 @@ class _Writer:
         self.field[len(self.kind)] = name
         self.with_data(K_BLOB, value)
 
-    def table(self, metadata: dict[str, str]) -> Any:
+    def table(self, metadata: dict[str, str] | None) -> Any:
         import pyarrow as pa
 
         rows = len(self.kind)
@@ -318,7 +350,8 @@ class _Writer:
             "i64": sparse(self.i64, pa.int64()),
             "data": data,
         }
-        return pa.table(cols).replace_schema_metadata(metadata)
+        out = pa.table(cols)
+        return out if metadata is None else out.replace_schema_metadata(metadata)
 
 
 _OBJ_ELEMENTS = (str, int, float, bool, type(None))
@@ -335,22 +368,15 @@ def save_counts(path: str | os.PathLike[str], counts: dict[str, Any], meta: dict
                 blobs: dict[str, bytes] | None = None) -> int:
     """Write `counts` (detector name -> counts tree), `meta` (JSON) and `blobs` (name -> bytes) to `path`, whole or
     not at all. Returns the file's size in bytes. A value that cannot be saved raises `CountsFileError` naming its
-    path in the tree (before anything is written)."""
+    path in the tree; then nothing is written (the rows stream to a temporary file, a row group at a time, which is
+    removed: an older file of the same name stays as it was)."""
     import pyarrow.parquet as pq
 
     if type(counts) is not dict or not all(type(k) is str for k in counts):
         raise CountsFileError("cannot save the counts: they must be a dict of detector name (str) -> counts")
-    rows = _Writer()
-    try:
-        rows.encode(counts)
-    except _Bad as e:
-        raise CountsFileError(f"cannot save the counts: {_fmt_path(e.path[::-1])}: {e.why}") from None
-    except RecursionError:
-        raise CountsFileError("cannot save the counts: the tree is nested too deeply") from None
     for name, value in (blobs or {}).items():
         if type(name) is not str or not isinstance(value, (bytes, bytearray, memoryview)):
             raise CountsFileError(f"cannot save the counts: blob {name!r}: blobs are str -> bytes")
-        rows.blob(name, bytes(value) if isinstance(value, bytearray) else value)
     try:
         meta_text = json.dumps(meta or {}, ensure_ascii=False, allow_nan=False, sort_keys=False)
     except (TypeError, ValueError) as e:
@@ -358,11 +384,32 @@ def save_counts(path: str | os.PathLike[str], counts: dict[str, Any], meta: dict
     md = {"auditor.format": FORMAT, "auditor.layout": str(LAYOUT_VERSION), "auditor.version": __version__,
           "auditor.meta": meta_text}
     md["auditor.check"] = _check_value(md)
-    table = rows.table(md)
     with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, row_group_size=ROW_GROUP, compression="zstd", compression_level=1,
-                       use_dictionary=["kind", "field", "name"], write_statistics=False,
-                       write_page_checksum=True, store_schema=True)
+        writer: Any = None
+
+        def sink(table: Any) -> None:
+            nonlocal writer
+            table = table.replace_schema_metadata(md)
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, table.schema, compression="zstd", compression_level=1,
+                                          use_dictionary=["kind", "field", "name"], write_statistics=False,
+                                          write_page_checksum=True, store_schema=True)
+            writer.write_table(table, row_group_size=table.num_rows)
+
+        rows = _Writer(sink)
+        try:
+            try:
+                rows.encode(counts)
+            except _Bad as e:
+                raise CountsFileError(f"cannot save the counts: {_fmt_path(e.path[::-1])}: {e.why}") from None
+            except RecursionError:
+                raise CountsFileError("cannot save the counts: the tree is nested too deeply") from None
+            for name, value in (blobs or {}).items():
+                rows.blob(name, bytes(value) if isinstance(value, bytearray) else value)
+            rows.flush(last=True)
+        finally:
+            if writer is not None:
+                writer.close()
     return os.path.getsize(path)
 
 
@@ -401,36 +448,32 @@ def _resolve_class(name: str) -> type:
 
 
 class _Reader:
-    def __init__(self, table: Any) -> None:
-        import pyarrow as pa
+    """The tree read back in pre-order, a row group at a time (issue 15): the rows of one group (and of a node that
+    began in the one before) are held as lists, never the whole file's. Row numbers are the file's; `base` is the
+    file row of the window's first. With `spill_dir`, the arrays of dataclasses that allow it (`SPILLABLE`) go to
+    .npy files there and are read back memory-mapped, so that counts which grow with deals (marked_ten's decision
+    rows) do not come into memory on loading."""
 
-        self.rows = table.num_rows
-        kind = table.column("kind").combine_chunks()
-        if pa.types.is_dictionary(kind.type):
-            names = kind.dictionary.to_pylist()
-            idx = kind.indices.to_numpy(zero_copy_only=False)
-            codes = np.array([KINDS.index(s) if s in KINDS else -1 for s in names], np.int64)
-            if len(idx) and (idx.min() < 0 or idx.max() >= len(codes)):
-                raise _Corrupt("a kind out of range")
-            self.kind = codes[idx].tolist()
-        else:
-            self.kind = [KINDS.index(s) if s in KINDS else -1 for s in kind.to_pylist()]
-        self.n = table.column("n").to_numpy().tolist()
-        self.field = table.column("field").to_pylist()
-        self.name = table.column("name").to_pylist()
-        self.shape = table.column("shape").to_pylist()
-        self.i64 = table.column("i64").to_pylist()
-        data = table.column("data").combine_chunks()
-        if data.type != pa.large_binary():
-            raise _Corrupt("the data column is not large_binary")
-        if data.null_count:
-            raise _Corrupt("a null in the data column")
-        bufs = data.buffers()
-        off = np.frombuffer(bufs[1], np.int64, count=len(data) + 1, offset=data.offset * 8)
-        self.start = off[:-1].tolist()
-        self.end = off[1:].tolist()
-        self.buf = memoryview(bufs[2]) if bufs[2] is not None else memoryview(b"")
+    def __init__(self, pf: Any, spill_dir: str | None = None) -> None:
+        self.pf = pf
+        self.rows = pf.metadata.num_rows
+        self.groups = pf.metadata.num_row_groups
+        self.group = 0  # the next row group to read
+        self.base = 0
+        self.kind: list[int] = []
+        self.n: list[int] = []
+        self.field: list[Any] = []
+        self.name: list[Any] = []
+        self.shape: list[Any] = []
+        self.i64: list[Any] = []
+        self.start: list[int] = []
+        self.end: list[int] = []
+        self.buf: memoryview = memoryview(b"")
         self.pos = 0
+        self.spill_dir = spill_dir
+        self.spill_to: str | None = None  # the folder of this file's spilled arrays, made on the first
+        self.spilled = 0
+        self.spilling = 0  # > 0 inside a dataclass of `SPILLABLE`
         self.dtypes: dict[str, np.dtype[Any]] = {}
         self.classes: dict[str, tuple[type, list[str]]] = {}
         by_kind = {K_DICT: self.dict_, K_LIST: self.list_, K_TUPLE: self.tuple_, K_SET: self.set_,
@@ -439,20 +482,75 @@ class _Reader:
                    K_FLOAT: self.float_, K_BOOL: self.bool_, K_STR: self.str_, K_BYTES: self.bytes_,
                    K_NONE: self.none, K_FRACTION: self.fraction}
         self.dispatch = [by_kind.get(k, self.misplaced) for k in range(len(KINDS))]
+        if self.rows:
+            self.need(0)
+
+    def need(self, last: int) -> None:
+        """Rows up to `last` (a file row) in the window; rows before `pos - 1` are let go."""
+        while last - self.base >= len(self.kind):
+            if self.group >= self.groups:
+                raise _Corrupt(f"row {last}: past the end of the file")
+            self._next_group(max(self.base, self.pos - 1))
+
+    def _next_group(self, keep: int) -> None:
+        import pyarrow as pa
+
+        table = self.pf.read_row_group(self.group)
+        self.group += 1
+        kind = table.column("kind").combine_chunks()
+        if pa.types.is_dictionary(kind.type):
+            names = kind.dictionary.to_pylist()
+            idx = kind.indices.to_numpy(zero_copy_only=False)
+            codes = np.array([KINDS.index(s) if s in KINDS else -1 for s in names], np.int64)
+            if len(idx) and (idx.min() < 0 or idx.max() >= len(codes)):
+                raise _Corrupt("a kind out of range")
+            kinds = codes[idx].tolist()
+        else:
+            kinds = [KINDS.index(s) if s in KINDS else -1 for s in kind.to_pylist()]
+        data = table.column("data").combine_chunks()
+        if data.type != pa.large_binary():
+            raise _Corrupt("the data column is not large_binary")
+        if data.null_count:
+            raise _Corrupt("a null in the data column")
+        bufs = data.buffers()
+        off = np.frombuffer(bufs[1], np.int64, count=len(data) + 1, offset=data.offset * 8)
+        buf = memoryview(bufs[2]) if bufs[2] is not None else memoryview(b"")
+        if len(off) and (off[0] < 0 or off[-1] > len(buf) or np.any(np.diff(off) < 0)):
+            raise _Corrupt("data offsets out of range")
+        k = keep - self.base  # the window's rows from `keep` on are carried over (a node that began before)
+        start, end = off[:-1], off[1:]
+        if k < len(self.kind):
+            lo, hi = self.start[k], self.end[-1]
+            carried = bytes(self.buf[lo:hi])
+            buf = memoryview(carried + bytes(buf))
+            start = np.concatenate([np.asarray(self.start[k:], np.int64) - lo, start + len(carried)])
+            end = np.concatenate([np.asarray(self.end[k:], np.int64) - lo, end + len(carried)])
+        self.kind = self.kind[k:] + kinds
+        self.n = self.n[k:] + table.column("n").to_numpy().tolist()
+        self.field = self.field[k:] + table.column("field").to_pylist()
+        self.name = self.name[k:] + table.column("name").to_pylist()
+        self.shape = self.shape[k:] + table.column("shape").to_pylist()
+        self.i64 = self.i64[k:] + table.column("i64").to_pylist()
+        self.start = start.tolist()
+        self.end = end.tolist()
+        self.buf = buf
+        self.base = keep
 
     def _data(self, i: int) -> memoryview | bytearray:
         """The data of node row i with its `more` rows (then a new, writable bytearray); moves past them."""
-        more = self.n[i]
+        more = self.n[i - self.base]
         if more < 0 or i + more >= self.rows:
             raise _Corrupt(f"row {i}: {more} continuation rows")
-        first = self.buf[self.start[i]:self.end[i]]
+        self.need(i + more)
+        b = self.base
+        first = self.buf[self.start[i - b]:self.end[i - b]]
         if not more:
             return first
         parts = [first]
         for j in range(i + 1, i + 1 + more):
-            if self.kind[j] != K_MORE:
+            if self.kind[j - b] != K_MORE:
                 raise _Corrupt(f"row {j}: a continuation row expected")
-            parts.append(self.buf[self.start[j]:self.end[j]])
+            parts.append(self.buf[self.start[j - b]:self.end[j - b]])
         self.pos += more
         return bytearray().join(parts)
 
@@ -460,20 +558,22 @@ class _Reader:
         i = self.pos
         if i >= self.rows:
             raise _Corrupt("the tree ends before its last node")
+        if i - self.base >= len(self.kind):
+            self.need(i)
         self.pos = i + 1
-        k = self.kind[i]
+        k = self.kind[i - self.base]
         if k < 0 or k >= len(self.dispatch):
             raise _Corrupt(f"row {i}: an unknown kind")
         return self.dispatch[k](i)
 
     def int_(self, i: int) -> int:
-        v = self.i64[i]
+        v = self.i64[i - self.base]
         if v is None:
             raise _Corrupt(f"row {i}: an int without its value")
         return v
 
     def float_(self, i: int) -> float:
-        return _DOUBLE.unpack(_INT64.pack(self.i64[i]))[0]
+        return _DOUBLE.unpack(_INT64.pack(self.i64[i - self.base]))[0]
 
     def str_(self, i: int) -> str:
         return bytes(self._data(i)).decode("utf-8", "surrogatepass")
@@ -500,17 +600,17 @@ class _Reader:
         return frozenset(self.list_(i))
 
     def bool_(self, i: int) -> bool:
-        if self.i64[i] not in (0, 1):
+        if self.i64[i - self.base] not in (0, 1):
             raise _Corrupt(f"row {i}: a bool that is neither 0 nor 1")
-        return bool(self.i64[i])
+        return bool(self.i64[i - self.base])
 
     def none(self, i: int) -> None:
         return None
 
     def npscalar(self, i: int) -> Any:
-        if self.name[i] == "U":
+        if self.name[i - self.base] == "U":
             return np.str_(bytes(self._data(i)).decode("utf-8", "surrogatepass"))
-        if self.name[i] == "S":
+        if self.name[i - self.base] == "S":
             return np.bytes_(bytes(self._data(i)))
         dt = self._dtype(i)
         raw = self._data(i)
@@ -538,24 +638,24 @@ class _Reader:
         return arr.reshape(shape)
 
     def fraction(self, i: int) -> Fraction:
-        if self.n[i] != 2:
-            raise _Corrupt(f"row {i}: a fraction of {self.n[i]} parts")
+        if self.n[i - self.base] != 2:
+            raise _Corrupt(f"row {i}: a fraction of {self.n[i - self.base]} parts")
         num, den = self.node(), self.node()
         if type(num) is not int or type(den) is not int or den <= 0:
             raise _Corrupt(f"row {i}: a fraction of {num!r}/{den!r}")
         return Fraction(num, den)
 
     def misplaced(self, i: int) -> Any:
-        raise _Corrupt(f"row {i}: a {KINDS[self.kind[i]]} row inside the tree")
+        raise _Corrupt(f"row {i}: a {KINDS[self.kind[i - self.base]]} row inside the tree")
 
     def _count(self, i: int) -> int:
-        n = self.n[i]
+        n = self.n[i - self.base]
         if n < 0 or n > self.rows:
             raise _Corrupt(f"row {i}: {n} children")
         return n
 
     def _dtype(self, i: int) -> np.dtype[Any]:
-        name = self.name[i]
+        name = self.name[i - self.base]
         dt = self.dtypes.get(name)
         if dt is not None:
             return dt
@@ -571,7 +671,7 @@ class _Reader:
         return dt
 
     def _shape(self, i: int) -> list[int]:
-        shape = self.shape[i]
+        shape = self.shape[i - self.base]
         if shape is None or (shape and min(shape) < 0):  # a null inside: TypeError, a damaged file
             raise _Corrupt(f"row {i}: no shape")
         return shape
@@ -586,12 +686,26 @@ class _Reader:
         if not len(raw):
             return np.zeros(shape, dt)
         arr = np.frombuffer(raw, dt, count=size).reshape(shape)
+        if self.spilling and self.spill_dir is not None:
+            return self._spill(arr)
         # the file's buffer is read-only (and a value may sit anywhere in it): a copy, unless the pieces were
         # joined into a new bytearray already (aligned by malloc, writable)
         return arr if isinstance(raw, bytearray) and arr.flags.aligned else arr.copy()
 
+    def _spill(self, arr: np.ndarray) -> np.ndarray:
+        """`arr` written to a .npy file of this load's folder in `spill_dir` and read back memory-mapped (read-only,
+        a plain ndarray whose base is the `np.memmap`: as `marked_ten` spills its parts)."""
+        if self.spill_to is None:
+            assert self.spill_dir is not None
+            os.makedirs(self.spill_dir, exist_ok=True)
+            self.spill_to = tempfile.mkdtemp(prefix="loaded-", dir=self.spill_dir)
+        self.spilled += 1
+        path = os.path.join(self.spill_to, f"{self.spilled:05d}.npy")
+        np.save(path, arr, allow_pickle=False)
+        return np.asarray(np.load(path, mmap_mode="r"))
+
     def _dataclass(self, i: int) -> Any:
-        name = self.name[i] or ""
+        name = self.name[i - self.base] or ""
         got_cls = self.classes.get(name)
         if got_cls is None:
             cls = _resolve_class(name)
@@ -600,12 +714,18 @@ class _Reader:
         n = self._count(i)
         got = []
         obj: Any = object.__new__(cls)
-        for _ in range(n):
-            fname = self.field[self.pos]
-            got.append(fname)
-            value = self.node()
-            if fname in names:
-                object.__setattr__(obj, fname, value)
+        spill = bool(getattr(cls, "COUNTFILE_MEMMAP", False))
+        self.spilling += spill
+        try:
+            for _ in range(n):
+                self.need(self.pos)
+                fname = self.field[self.pos - self.base]
+                got.append(fname)
+                value = self.node()
+                if fname in names:
+                    object.__setattr__(obj, fname, value)
+        finally:
+            self.spilling -= spill
         if got != names:
             raise _Stale(f"the fields of {cls.__module__}.{cls.__qualname__} differ from the file's: file "
                            f"{', '.join(map(str, got))}; this auditor {', '.join(names)}")
@@ -615,10 +735,11 @@ class _Reader:
         out = {}
         while self.pos < self.rows:
             i = self.pos
+            self.need(i)
             self.pos += 1
-            if self.kind[i] != K_BLOB or not isinstance(self.field[i], str):
+            if self.kind[i - self.base] != K_BLOB or not isinstance(self.field[i - self.base], str):
                 raise _Corrupt(f"row {i}: a blob expected after the tree")
-            out[self.field[i]] = bytes(self._data(i))
+            out[self.field[i - self.base]] = bytes(self._data(i))
         return out
 
 
@@ -670,9 +791,14 @@ def _one_line(e: BaseException) -> str:
 
 
 def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
-                allow_other_version: bool = False) -> tuple[dict[str, Any], dict[str, Any], dict[str, bytes]]:
+                allow_other_version: bool = False, spill_dir: str | None = None,
+                ) -> tuple[dict[str, Any], dict[str, Any], dict[str, bytes]]:
     """`(counts, meta, blobs)` as `save_counts` was given them. Raises `CountsFileError` (one line) for a file it
-    cannot use: see the module's docstring."""
+    cannot use: see the module's docstring. The file is read a row group at a time. `spill_dir`: the arrays of the
+    dataclasses that say they may be memory-mapped (a class attribute `COUNTFILE_MEMMAP = True`: read-only arrays,
+    such as marked_ten's decision rows, the one count that grows with deals) are written to .npy files in a new
+    folder there and read back memory-mapped, equal to what a load without it gives (the caller removes the
+    folder with `spill_dir`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -697,12 +823,12 @@ def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
             raise CountsFileError("counted with other settings: " + "; ".join(diffs[:3]) + more
                                   + ": count again", src)
     try:
-        table = pq.read_table(src, page_checksum_verification=True)
-        reader = _Reader(table)
-        if not reader.rows or reader.kind[0] != K_DICT:
-            raise _Corrupt("the tree does not start with a dict")
-        counts = reader.node()
-        blobs = reader.blobs()
+        with pq.ParquetFile(src, page_checksum_verification=True) as pf:
+            reader = _Reader(pf, spill_dir)
+            if not reader.rows or reader.kind[0] != K_DICT:
+                raise _Corrupt("the tree does not start with a dict")
+            counts = reader.node()
+            blobs = reader.blobs()
     except _Stale as e:
         raise CountsFileError(f"counts of another auditor: {e}: count again", src) from None
     except _Corrupt as e:

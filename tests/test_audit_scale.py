@@ -4,11 +4,13 @@ new logs give the audit of all the logs."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from auditor.audit import audit, audit_input, fingerprint, replay_for_audit
@@ -79,6 +81,33 @@ def test_saved_counts_plus_new_logs_equal_the_audit_of_all_logs(months, whole, t
     empty.write_text("")
     again = json.loads(_doc(audit_input([str(empty)], add_counts=[str(saved)])))
     assert again["tests"] == json.loads(alone)["tests"]
+
+
+def test_saved_marked_ten_parts_come_back_memory_mapped_and_equal(months, tmp_path):
+    """`--add-counts` reads marked_ten's saved decision rows (the count that grows with deals) as memory-mapped
+    files in the audit's working folder, not into memory (issue 15); they are the saved arrays exactly."""
+    from auditor.detectors.marked_ten import MarkedTenParts, StrColumn, _file_of
+
+    m1, _ = months
+    saved = tmp_path / "m1.counts"
+    _doc(audit_input([str(m1)], part_deals=500, save_counts=str(saved)))
+    plain, _, _ = load_counts(saved)
+    mapped, _, _ = load_counts(saved, spill_dir=str(tmp_path / "spill"))
+    mt, mt_plain = mapped["marked_ten"], plain["marked_ten"]
+    assert isinstance(mt, MarkedTenParts) and len(mt.parts) > 1
+    n_mapped = 0
+    for part, ref in zip(mt.parts, mt_plain.parts, strict=True):
+        for f in dataclasses.fields(part):
+            a, b = getattr(part, f.name), getattr(ref, f.name)
+            arrays = [(a.data, b.data), (a.off, b.off)] if isinstance(a, StrColumn) else [(a, b)]
+            for x, y in arrays:
+                if isinstance(x, np.ndarray) and x.size:
+                    assert _file_of(x) is not None and not x.flags.writeable
+                    assert x.dtype == y.dtype and np.array_equal(x, y)
+                    n_mapped += 1
+    assert n_mapped > 10
+    # the other detectors' counts are in memory as before
+    assert all(_file_of(t.p) is None for d in mapped["dealer_jack"].values() for t in d.values())
 
 
 def test_counts_of_other_settings_are_refused(months, tmp_path):

@@ -75,7 +75,7 @@ import shutil
 import tempfile
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, ClassVar, Iterable, Iterator, Sequence
 
 import numba
 import numpy as np
@@ -477,6 +477,10 @@ class MarkedTenParts:
     (loaded back in memory, which finalizes the same)."""
 
     parts: list[MarkedTenCounts] = field(default_factory=list)
+
+    # loaded from a counts file with a spill folder, every array inside is memory-mapped (`auditor.countfile`): the
+    # parts were spilled when they were saved, so they are read-only, and they grow with deals (issue 15)
+    COUNTFILE_MEMMAP: ClassVar[bool] = True
 
     @property
     def n_deals(self) -> int:

@@ -83,6 +83,28 @@ def test_saved_counts_plus_new_logs_equal_the_audit_of_all_logs(months, whole, t
     assert again["tests"] == json.loads(alone)["tests"]
 
 
+def test_parts_folded_in_place_are_the_merge_of_all_parts(months, tmp_path):
+    """The audit folds each part into the running total (`fold_counts`: `merge_into` where a detector has it, in
+    place); the counts are those of one merge of all the parts, every detector's, byte for byte as saved."""
+    from auditor.audit import fold_counts, merge_counts, run_parts
+    from auditor.parts import split_input
+
+    dets = make_detectors(fdr=0.05)
+    parts = split_input([str(p) for p in months], str(tmp_path / "wd"), 300)
+    got = [c for _, c in run_parts(parts, 0.05, 0)]
+    assert len(got) >= 4
+    assert {d.name for d in dets if hasattr(d, "merge_into")} >= {"dealer_jack", "dealer_cutter", "collusion"}
+    whole = merge_counts(got, dets)
+    total = merge_counts(got[:2], dets)
+    for c in got[2:]:
+        total = fold_counts(total, c, dets)
+    assert total.deals_audited == whole.deals_audited and total.tables == whole.tables
+    save_counts(tmp_path / "a.counts", whole.by_test)
+    save_counts(tmp_path / "b.counts", total.by_test)
+    assert (tmp_path / "a.counts").read_bytes() == (tmp_path / "b.counts").read_bytes()
+    parts.cleanup()
+
+
 def test_saved_marked_ten_parts_come_back_memory_mapped_and_equal(months, tmp_path):
     """`--add-counts` reads marked_ten's saved decision rows (the count that grows with deals) as memory-mapped
     files in the audit's working folder, not into memory (issue 15); they are the saved arrays exactly."""

@@ -54,6 +54,9 @@ class Detector(Protocol):
 
     def merge(self, parts: Sequence[Any]) -> Any: ...
 
+    # optional: `merge_into(total, part) -> total`, the counts of `merge([total, part])` built in `total` itself (which
+    # the caller gives up): the same result, at the cost of the part alone (the audit's fold of each part, issue 15)
+
     def finalize(self, counts: Any, rng: np.random.Generator) -> list[TestResult]: ...
 
 
@@ -355,6 +358,25 @@ def merge_summaries(parts: Sequence[Mapping[str, Mapping[str, TrialSummary]]]) -
     return {s: {k: TrialSummary.merge(v) for k, v in streams.items()} for s, streams in acc.items()}
 
 
+def merge_summaries_into(total: dict[str, dict[str, TrialSummary]],
+                         part: Mapping[str, Mapping[str, TrialSummary]]) -> dict[str, dict[str, TrialSummary]]:
+    """`merge_summaries([total, part])` for a `total` that came out of `merge_summaries`, into `total` (returned):
+    the same groups, timelines and key order, at a cost of the part's subjects, not the total's. The audit folds
+    each part into the running total so (issue 15: at 10M deals the total is ten clubs' and each part one or two
+    tables'). A summary of the part taken as it is goes through `TrialSummary.merge` as `merge_summaries` does
+    (an empty one becomes `TrialSummary()`)."""
+    merge = TrialSummary.merge
+    for subj, streams in part.items():
+        dst = total.get(subj)
+        if dst is None:
+            total[subj] = {name: merge([t]) for name, t in streams.items()}
+            continue
+        for name, t in streams.items():
+            old = dst.get(name)
+            dst[name] = merge([t]) if old is None else merge([old, t])
+    return total
+
+
 def split_trials(subject: np.ndarray, names: Sequence[str], key: np.ndarray, obs: np.ndarray,
                  p: np.ndarray) -> dict[str, Trials]:
     """Split parallel arrays of trials by subject index (-1: no subject) into {name: Trials}."""
@@ -517,6 +539,10 @@ class TrialsDetector:
 
     def merge(self, parts: Sequence[dict]) -> dict:
         return merge_summaries(parts)
+
+    def merge_into(self, total: dict, part: dict) -> dict:
+        """`merge([total, part])`, in place (see `Detector.merge_into`)."""
+        return merge_summaries_into(total, part)
 
     # what `finalize` reads (the shared finalize of the exact Jack tests: one tested stream per subject, controls
     # from other streams, a funnel)

@@ -394,6 +394,30 @@ class Collusion:
         out.bins = BinnedGroups.merge([p.bins for p in parts])
         return out
 
+    def merge_into(self, total: CollusionCounts, part: CollusionCounts) -> CollusionCounts:
+        """`merge([total, part])` for a `total` that came out of `merge`, built in `total` (returned): the same
+        integers and key order, the part's patterns held as the total's equal ones, at a cost of the part's pairs,
+        not the total's (the bins are merged as in `merge`)."""
+        canon = getattr(total, "_canon", None)
+        if canon is None:  # the total's patterns, each once (`merge` made them so)
+            canon = {pat: pat for pats in total.deals_of.values() for pat in pats}
+            total._canon = canon  # type: ignore[attr-defined]  # not a field: neither saved nor compared
+        total.deals += part.deals
+        for k, v in part.excluded_deals.items():
+            total.excluded_deals[k] = total.excluded_deals.get(k, 0) + v
+        for cell, (o, e) in part.field.items():
+            _add(total.field, cell, o, e)
+        for pair, cells in part.pairs.items():
+            dst = total.pairs.setdefault(pair, {})
+            for cell, (o, e) in cells.items():
+                _add(dst, cell, o, e)
+        for pair, pats in part.deals_of.items():
+            dst_p = total.deals_of.setdefault(pair, {})
+            for pat, (nd, ng) in pats.items():
+                _add(dst_p, canon.setdefault(pat, pat), nd, ng)
+        total.bins = BinnedGroups.merge([total.bins, part.bins])
+        return total
+
     def finalize(self, counts: CollusionCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
         out: list[TestResult] = []
         spans = counts.bins.spans() if self.details else {}

@@ -57,6 +57,7 @@ from .base import (
     control,
     funnel,
     merge_summaries,
+    merge_summaries_into,
     pb_result,
     subject_rng,
     summarise,
@@ -756,6 +757,10 @@ class DealerCutter:
 
     def merge(self, parts: Sequence[dict]) -> dict:
         return merge_summaries(parts)
+
+    def merge_into(self, total: dict, part: dict) -> dict:
+        """`merge([total, part])`, in place (see `Detector.merge_into`)."""
+        return merge_summaries_into(total, part)
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
         pairs = [(d, c) for d in sorted(counts) for c in sorted(counts[d]) if len(counts[d][c]) >= self.min_deals]

@@ -142,6 +142,23 @@ def _add(dct: dict[Any, list[int]], key: Any, opp: int, ev: int) -> None:
         v[1] += ev
 
 
+def _add_counts(out: CollusionCounts, p: CollusionCounts, canon: dict) -> None:
+    """Add the integers of `p` (all but its bins) to `out`, in `p`'s key order; each pattern held as `canon`'s."""
+    out.deals += p.deals
+    for k, v in p.excluded_deals.items():
+        out.excluded_deals[k] = out.excluded_deals.get(k, 0) + v
+    for cell, (o, e) in p.field.items():
+        _add(out.field, cell, o, e)
+    for pair, cells in p.pairs.items():
+        dst = out.pairs.setdefault(pair, {})
+        for cell, (o, e) in cells.items():
+            _add(dst, cell, o, e)
+    for pair, pats in p.deals_of.items():
+        dst_p = out.deals_of.setdefault(pair, {})
+        for pat, (nd, ng) in pats.items():
+            _add(dst_p, canon.setdefault(pat, pat), nd, ng)
+
+
 def count_results(results: Iterable[Any]) -> CollusionCounts:
     """The counts of these `DealResult`s, play by play with `play_facts.walk`: the executable spec of
     `Collusion.count` (tests only)."""
@@ -378,19 +395,7 @@ class Collusion:
         canon: dict[Pattern, Pattern] = {}  # equal patterns of different parts and pairs held as one object (memory:
         # issue 15; a pair's ~10 patterns were its own copies, most of its counts)
         for p in parts:
-            out.deals += p.deals
-            for k, v in p.excluded_deals.items():
-                out.excluded_deals[k] = out.excluded_deals.get(k, 0) + v
-            for cell, (o, e) in p.field.items():
-                _add(out.field, cell, o, e)
-            for pair, cells in p.pairs.items():
-                dst = out.pairs.setdefault(pair, {})
-                for cell, (o, e) in cells.items():
-                    _add(dst, cell, o, e)
-            for pair, pats in p.deals_of.items():
-                dst_p = out.deals_of.setdefault(pair, {})
-                for pat, (nd, ng) in pats.items():
-                    _add(dst_p, canon.setdefault(pat, pat), nd, ng)
+            _add_counts(out, p, canon)
         out.bins = BinnedGroups.merge([p.bins for p in parts])
         return out
 
@@ -402,19 +407,7 @@ class Collusion:
         if canon is None:  # the total's patterns, each once (`merge` made them so)
             canon = {pat: pat for pats in total.deals_of.values() for pat in pats}
             total._canon = canon  # type: ignore[attr-defined]  # not a field: neither saved nor compared
-        total.deals += part.deals
-        for k, v in part.excluded_deals.items():
-            total.excluded_deals[k] = total.excluded_deals.get(k, 0) + v
-        for cell, (o, e) in part.field.items():
-            _add(total.field, cell, o, e)
-        for pair, cells in part.pairs.items():
-            dst = total.pairs.setdefault(pair, {})
-            for cell, (o, e) in cells.items():
-                _add(dst, cell, o, e)
-        for pair, pats in part.deals_of.items():
-            dst_p = total.deals_of.setdefault(pair, {})
-            for pat, (nd, ng) in pats.items():
-                _add(dst_p, canon.setdefault(pat, pat), nd, ng)
+        _add_counts(total, part, canon)
         total.bins = BinnedGroups.merge([total.bins, part.bins])
         return total
 

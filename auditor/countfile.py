@@ -30,7 +30,9 @@ one row per blob:
 
 The root node is the `counts` dict. Rows are written a row group at a time (at most `ROW_GROUP` rows, closed
 early when its data reaches `FLUSH_BYTES`) and read back a row group at a time, so neither side holds the whole
-file's rows (issue 15); a reader takes any grouping of the rows. The file's key-value metadata: `auditor.format` = `auditor.counts`,
+file's rows (issue 15); a reader takes any grouping of the rows.
+
+The file's key-value metadata: `auditor.format` = `auditor.counts`,
 `auditor.layout` = `1`, `auditor.version` (the package that wrote it), `auditor.meta` (the caller's `meta`, JSON),
 `auditor.check` (CRC-32 of the four values above, so that a damaged footer is seen). Pages are written with
 checksums (zstd-compressed) and verified on reading.
@@ -450,9 +452,9 @@ def _resolve_class(name: str) -> type:
 class _Reader:
     """The tree read back in pre-order, a row group at a time (issue 15): the rows of one group (and of a node that
     began in the one before) are held as lists, never the whole file's. Row numbers are the file's; `base` is the
-    file row of the window's first. With `spill_dir`, the arrays of dataclasses that allow it (`SPILLABLE`) go to
-    .npy files there and are read back memory-mapped, so that counts which grow with deals (marked_ten's decision
-    rows) do not come into memory on loading."""
+    file row of the window's first. With `spill_dir`, the arrays of dataclasses that allow it (`COUNTFILE_MEMMAP`)
+    go to .npy files there and are read back memory-mapped, so that counts which grow with deals (marked_ten's
+    decision rows) do not come into memory on loading."""
 
     def __init__(self, pf: Any, spill_dir: str | None = None) -> None:
         self.pf = pf
@@ -473,7 +475,7 @@ class _Reader:
         self.spill_dir = spill_dir
         self.spill_to: str | None = None  # the folder of this file's spilled arrays, made on the first
         self.spilled = 0
-        self.spilling = 0  # > 0 inside a dataclass of `SPILLABLE`
+        self.spilling = 0  # > 0 inside a dataclass whose class says `COUNTFILE_MEMMAP = True`
         self.dtypes: dict[str, np.dtype[Any]] = {}
         self.classes: dict[str, tuple[type, list[str]]] = {}
         by_kind = {K_DICT: self.dict_, K_LIST: self.list_, K_TUPLE: self.tuple_, K_SET: self.set_,

@@ -9,7 +9,15 @@ from scipy.stats import binom
 from auditor.cards import CARD_STR
 from auditor.columns import natural_key, time_key
 from auditor.dealog import validate
-from auditor.detectors.collusion import Collusion, CollusionCounts, bins_of, count_deal, count_results, individual
+from auditor.detectors.collusion import (
+    Collusion,
+    CollusionCounts,
+    bins_of,
+    count_deal,
+    count_results,
+    individual,
+    patterns_of,
+)
 from auditor.detectors.play_facts import counting
 from auditor.replay.reference import replay_deal
 from auditor.stats.family import apply_families
@@ -193,12 +201,35 @@ def test_untimed_deals_are_one_point_per_table():
 
 
 def test_bins_hold_every_deal_once(random_tables):
-    """The timeline's bins of each pair add up to its deal patterns (the test's trials)."""
+    """The timeline's bins of each pair add up to its deal patterns (the test's trials) as the counts without details
+    keep them (`deals_of`); with details they are held in the bins alone."""
     c = count_results(random_tables)
+    flat = count_results(random_tables, details=False)
+    assert not c.deals_of and len(c.bins) and not len(flat.bins)
     spans = c.bins.spans()
-    assert set(spans) == set(c.deals_of)
-    for pair, pats in c.deals_of.items():
-        assert c.bins.totals(*spans[pair]) == pats
+    assert set(spans) == set(flat.deals_of) and len(spans) > 100
+    for pair, pats in flat.deals_of.items():
+        assert c.bins.totals(*spans[pair]) == pats == patterns_of(c, pair) == patterns_of(flat, pair)
+    assert patterns_of(c, ("nobody", "else")) == {} == patterns_of(flat, ("nobody", "else"))
+
+
+def test_the_tests_are_the_same_with_or_without_details(random_tables):
+    """Trials held in the bins (details) or summed (`deals_of`, no details): every test's numbers are the same."""
+    with_bins = Collusion(details=False).finalize(count_results(random_tables))
+    summed = Collusion(details=False).finalize(count_results(random_tables, details=False))
+    assert len(with_bins) > 100
+    assert [t.to_json() for t in with_bins] == [t.to_json() for t in summed]
+
+
+def test_counts_with_and_without_details_are_not_merged(random_tables):
+    det = Collusion()
+    with_bins, summed = count_results(random_tables[:200]), count_results(random_tables[200:], details=False)
+    for parts in ([with_bins, summed], [summed, with_bins]):
+        with pytest.raises(ValueError, match="with and without details"):
+            det.merge(parts)
+    with pytest.raises(ValueError, match="with and without details"):
+        det.merge_into(det.merge([with_bins, count_results(random_tables[200:400])]), summed)
+    assert len(det.merge([with_bins, CollusionCounts()]).bins)  # an empty part goes with either
 
 
 A = ("scotch_whist", 5, 1, 0, 0, 0, 1)  # one cell: following suit, plain led, not last, no sure winner, 1 counting

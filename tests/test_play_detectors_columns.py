@@ -128,6 +128,21 @@ def test_demo_season(demo):
     assert r.excluded_deals.get("incomplete", 0) > 0
 
 
+def test_demo_collusion_without_details(demo):
+    """Without details the trials are kept summed (`deals_of`), not binned: the column count is the spec's, whole and
+    merged by table, and its pairs' trials are the binned counts' summed over time."""
+    results, cols, want = demo
+    flat = collusion.count_results(results, details=False)
+    det = Collusion(details=False)
+    assert_same(det.count(cols), flat)
+    tables = by_table(results)
+    assert_same(det.merge([det.count(cols.take(np.asarray(tables[t]))) for t in sorted(tables, reverse=True)]), flat)
+    binned = want[Collusion]
+    assert not len(flat.bins) and not binned.deals_of and len(flat.deals_of) > 1000
+    spans = binned.bins.spans()
+    assert all(collusion.patterns_of(binned, p, spans) == pats for p, pats in flat.deals_of.items())
+
+
 def test_demo_whole_equals_merged_tables(demo):
     """The demo counted at once == merged per-table column counts (== the Python count of the whole, which
     test_demo_season equates with it; the Python per-table merge is checked on the smaller inputs below)."""

@@ -25,9 +25,10 @@ family (thousands of pairs in a large club). The per-chance test of before is ke
 Each deal's chances are counted as its *pattern* (the sorted cells of its chances with their multiplicities) per
 ordered pair, with how many of the pair's deals had that pattern and in how many of them the pair gave: a deal lives
 in exactly one part of any partition of the input, so the patterns add exactly across parts whatever the parts'
-order keys (`deals_of`). The timeline keeps the same per bin of time (`bins`, a `play_columns.BinnedGroups`:
-pair x bin x pattern, integers), so the counts are bounded in deals (issue 15): a deal's null is known only in
-`finalize` (it needs the field's leave-pair-out rates), where each bin's expectation is summed from its patterns.
+order keys. They are kept per bin of time (`bins`, a `play_columns.BinnedGroups`: pair x bin x pattern, integers),
+which also lays out the pair's timeline, so the counts are bounded in deals (issue 15): a deal's null is known only
+in `finalize` (it needs the field's leave-pair-out rates), where each bin's expectation is summed from its patterns
+and the test's trials are the bins summed over time. Without details they are kept summed (`deals_of`).
 
 Two nulls, one test (issue 14). Honest givers differ (a careless player gives more to everybody), which one field
 rate per situation does not allow for: on honest All Fours tables of three the field null alone rejected at 2.9% /
@@ -119,11 +120,16 @@ class CollusionCounts:
     """Counts that add across partitions, bounded in deals: per cell the field's (opportunities, events); per
     ordered pair and cell the pair's (opportunities, events).
 
-    `deals_of`, per ordered pair and deal pattern (the sorted (cell, chances) of one deal's chances of the pair),
-    [deals with that pattern, of them deals where the pair gave at least once]: the trials of the test.
+    The trials of the test, per ordered pair and deal pattern (the sorted (cell, chances) of one deal's chances of
+    the pair): [deals with that pattern, of them deals where the pair gave at least once]. They are held once:
 
-    `bins`: the same per bin of time (subject: the pair, group: the pattern, event: gave at least once), for the
-    pair's timeline (empty when the detector keeps no details)."""
+    - `bins`, per bin of time (subject: the pair, group: the pattern, event: gave at least once), which also lays
+      out the pair's timeline, when the detector keeps details;
+    - `deals_of` (pair -> pattern -> [deals, deals with a gift]) only when it keeps none (then `bins` is empty).
+
+    `patterns_of(counts, pair)` gives a pair's trials from whichever holds them. (Until issue 15's sixth session
+    both were kept: `deals_of` is the bins summed over time, and was a third of the counts at 1M deals. Counts
+    saved then hold both and load and merge as before.)"""
 
     field: dict[Cell, list[int]] = dc_field(default_factory=dict)
     pairs: dict[Pair, dict[Cell, list[int]]] = dc_field(default_factory=dict)
@@ -153,28 +159,43 @@ def _add_counts(out: CollusionCounts, p: CollusionCounts, canon: dict) -> None:
         dst = out.pairs.setdefault(pair, {})
         for cell, (o, e) in cells.items():
             _add(dst, cell, o, e)
+    if len(p.bins):  # its trials are in its bins (counts saved before issue 15's sixth session hold them twice)
+        return
     for pair, pats in p.deals_of.items():
         dst_p = out.deals_of.setdefault(pair, {})
         for pat, (nd, ng) in pats.items():
             _add(dst_p, canon.setdefault(pat, pat), nd, ng)
 
 
-def count_results(results: Iterable[Any]) -> CollusionCounts:
+def patterns_of(counts: CollusionCounts, pair: Pair, spans: dict | None = None) -> dict[Pattern, list[int]]:
+    """The pair's trials: {pattern: [deals, deals with a gift]}, from `counts.bins` when it holds any deals (summed
+    over the pair's bins; `spans`: `counts.bins.spans()`, given when the caller has it), else `counts.deals_of`."""
+    if len(counts.bins):
+        span = (spans if spans is not None else counts.bins.spans()).get(pair)
+        return counts.bins.totals(*span) if span is not None else {}
+    return counts.deals_of.get(pair, {})
+
+
+def count_results(results: Iterable[Any], details: bool = True) -> CollusionCounts:
     """The counts of these `DealResult`s, play by play with `play_facts.walk`: the executable spec of
-    `Collusion.count` (tests only)."""
+    `Collusion(details=details).count` (tests only)."""
     c = CollusionCounts()
     rows: list[tuple] = []
     for res in results:
         _count_deal(res, c, rows)
-    c.bins = bins_of(rows)
+    if details:  # the trials held once: binned by time (`CollusionCounts`)
+        c.bins = bins_of(rows)
+        c.deals_of = {}
     return c
 
 
-def count_deal(res: Any, c: CollusionCounts) -> None:
-    """Add one `DealResult`'s counts to `c`."""
+def count_deal(res: Any, c: CollusionCounts, details: bool = True) -> None:
+    """Add one `DealResult`'s counts to `c` (counted with the same `details`)."""
     rows: list[tuple] = []
     _count_deal(res, c, rows)
-    c.bins = BinnedGroups.merge([c.bins, bins_of(rows)])
+    if details:
+        c.bins = BinnedGroups.merge([c.bins, bins_of(rows)])
+        c.deals_of = {}
 
 
 def bins_of(rows: Sequence[tuple]) -> BinnedGroups:
@@ -360,11 +381,13 @@ class Collusion:
         rows = np.empty(cap, np.int64)
         m = _gifts(use, su.arrays(table), counting_table(), table.seat_player, n_players, keys, evs, rows)
         keys, evs, rows = keys[:m], evs[:m], rows[:m]
-        c.deals_of, deals = _patterns(keys, evs, rows, table.players, n_players)
-        if self.details:  # the timeline's bins: the pairs' deals by table and time
+        deals_of, deals = _patterns(keys, evs, rows, table.players, n_players, as_dict=not self.details)
+        if self.details:  # the trials binned by table and time (the timeline's bins), held there only
             pair_l, pat_l, row_a, gave_a = deals
             c.bins = BinnedGroups.of_keys(pair_l, pat_l, table.tables, table.table[row_a], table.time[row_a], gave_a,
                                           PAIR_BINS)
+        else:
+            c.deals_of = deals_of
         # group by (pair, cell)
         idx = np.argsort(keys, kind="stable")
         keys, evs = keys[idx], evs[idx]
@@ -391,6 +414,7 @@ class Collusion:
         return c
 
     def merge(self, parts: Sequence[CollusionCounts]) -> CollusionCounts:
+        _same_holding(parts)
         out = CollusionCounts()
         canon: dict[Pattern, Pattern] = {}  # equal patterns of different parts and pairs held as one object (memory:
         # issue 15; a pair's ~10 patterns were its own copies, most of its counts)
@@ -403,6 +427,7 @@ class Collusion:
         """`merge([total, part])` for a `total` that came out of `merge`, built in `total` (returned): the same
         integers and key order, the part's patterns held as the total's equal ones, at a cost of the part's pairs,
         not the total's (the bins are merged as in `merge`)."""
+        _same_holding([total, part])
         canon = getattr(total, "_canon", None)
         if canon is None:  # the total's patterns, each once (`merge` made them so)
             canon = {pat: pat for pats in total.deals_of.values() for pat in pats}
@@ -413,7 +438,7 @@ class Collusion:
 
     def finalize(self, counts: CollusionCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
         out: list[TestResult] = []
-        spans = counts.bins.spans() if self.details else {}
+        spans = counts.bins.spans() if len(counts.bins) else {}
         # the giver's totals per cell (for the within-giver control)
         giver: dict[str, dict[tuple, list[int]]] = {}
         for (a, _b), cells in counts.pairs.items():
@@ -437,7 +462,7 @@ class Collusion:
                 go, ge = giver[a][cell]
                 if go - o > 0:  # the giver to everyone else, shrunk towards the field where he met it rarely
                     own_of[cell] = (ge - e + OWN_PRIOR * p) / (go - o + OWN_PRIOR)
-            pats = counts.deals_of.get((a, b), {})
+            pats = patterns_of(counts, (a, b), spans)
             deal_groups: list[tuple[float, int]] = []
             own_groups: list[tuple[float, int]] = []
             own_ok = True
@@ -487,11 +512,11 @@ class Collusion:
             controls["binding"] = binding
             rev = counts.pairs.get((b, a))
             if rev:
+                rev_pats = patterns_of(counts, (b, a), spans).values()
                 controls["reverse_pair"] = {"opportunities": sum(o for o, _ in rev.values()),
                                             "gifts": sum(e for _, e in rev.values()),
-                                            "deals": sum(k for k, _ in counts.deals_of.get((b, a), {}).values()),
-                                            "deals_with_a_gift": sum(g for _, g in
-                                                                     counts.deals_of.get((b, a), {}).values())}
+                                            "deals": sum(k for k, _ in rev_pats),
+                                            "deals_with_a_gift": sum(g for _, g in rev_pats)}
             detail = {"deals": n_deals, "deals_with_a_gift": obs, "opportunities": n_opp, "gifts": gifts,
                       "cells": len(cells),
                       "timeline": pair_timeline(counts.bins, spans.get((a, b)), p_of)} if self.details else {}
@@ -504,6 +529,14 @@ class Collusion:
                        "other players; p = the larger of the two (intersection-union)", controls=controls,
                 detail=detail))
         return out
+
+
+def _same_holding(parts: Sequence[CollusionCounts]) -> None:
+    """Refuse to merge counts whose trials are held binned (with details) with counts that hold them as `deals_of`
+    alone (without): the merged bins would miss the others' trials."""
+    binned = [bool(len(p.bins)) for p in parts if len(p.bins) or p.deals_of]
+    if any(binned) and not all(binned):
+        raise ValueError("collusion counts made with and without details cannot be merged")
 
 
 def _gifts_in(pats: dict, rate: dict[tuple, float]) -> int:
@@ -526,14 +559,16 @@ def _cell(code: int) -> Cell:
             code & 3)
 
 
-def _patterns(keys: np.ndarray, evs: np.ndarray, rows: np.ndarray, players: Sequence[str], n_players: int
+def _patterns(keys: np.ndarray, evs: np.ndarray, rows: np.ndarray, players: Sequence[str], n_players: int,
+              as_dict: bool = True,
               ) -> tuple[dict[Pair, dict[Pattern, list[int]]], tuple[list[Pair], list[Pattern], np.ndarray, np.ndarray]]:
     """`CollusionCounts.deals_of` from the kernel's opportunities (key = pair << 11 | cell, event, row): the runs of
     equal (pair, row, cell) are one deal's chances of one pair in one cell; the runs of equal (pair, row) are its
     deals, each a pattern of (cell, chances) sorted by cell, with whether any of its chances was a gift. Within one
     deal the game and player count are fixed, and the remaining fields of a cell are its code's bits in the tuple's
     order, so ascending codes are ascending cells: the oracle's sorted tuples. Also the pairs' deals one by one
-    (for `CollusionCounts.bins`): (pair, pattern, row, gave) of each as four parallel sequences."""
+    (for `CollusionCounts.bins`): (pair, pattern, row, gave) of each as four parallel sequences. `as_dict`: false,
+    the dict is left empty."""
     out: dict[Pair, dict[Pattern, list[int]]] = {}
     m = len(keys)
     if m == 0:
@@ -561,7 +596,8 @@ def _patterns(keys: np.ndarray, evs: np.ndarray, rows: np.ndarray, players: Sequ
             if cur:
                 pat = tuple(cur)
                 pat = canon.setdefault(pat, pat)  # one object per distinct pattern, shared by every pair (memory)
-                _add(out.setdefault(pair, {}), pat, 1, gave)
+                if as_dict:
+                    _add(out.setdefault(pair, {}), pat, 1, gave)
                 d_pairs.append(pair)
                 d_pats.append(pat)
                 d_gave.append(gave)
@@ -576,7 +612,8 @@ def _patterns(keys: np.ndarray, evs: np.ndarray, rows: np.ndarray, players: Sequ
         gave |= e
     pat = tuple(cur)
     pat = canon.setdefault(pat, pat)
-    _add(out.setdefault(pair, {}), pat, 1, gave)
+    if as_dict:
+        _add(out.setdefault(pair, {}), pat, 1, gave)
     d_pairs.append(pair)
     d_pats.append(pat)
     d_gave.append(gave)

@@ -21,6 +21,7 @@ import hashlib
 import io
 import multiprocessing as mp
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -390,17 +391,32 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         release_memory()
         t0 = clock()
         replays: list[Replay] = []
-        folded = [merge_counts([c for _, c in saved], dets)] if saved else []
+        # the detectors' counts held out of memory until their tests run (`SpilledCounts`): with more than one part,
+        # unless the merged counts are to be saved (then they are merged here, as before)
+        out_of_core = [d for d in dets if spills(d)] if len(parts) > 1 and save_counts is None else []
+        spill_dir = os.path.join(wd, "counts")
+        if out_of_core:
+            os.makedirs(spill_dir, exist_ok=True)
+        in_memory = [d for d in dets if d not in out_of_core]
+        first = merge_counts([c for _, c in saved], dets) if saved else None
+        spilled = {d.name: SpilledCounts(d.name, (), first.by_test.pop(d.name) if first is not None else None,
+                                         len(saved) > 1) for d in out_of_core}
+        folded = [first] if first is not None else []
         merged = [len(saved) > 1]  # whether folded[0] came out of the detectors' merges (then it can take a part in)
 
-        def fold(_k: int, res: tuple[Replay, Counts]) -> None:  # in part order: the counts merged as they come
+        def fold(k: int, res: tuple[Replay, Counts]) -> None:  # in part order: the counts merged as they come
             replays.append(res[0])
+            part = res[1]
+            for d in out_of_core:  # written out, in part order
+                s = spilled[d.name]
+                path = spill_part(d, part.by_test.pop(d.name), os.path.join(spill_dir, f"{k}.{d.name}.pickle"))
+                spilled[d.name] = replace(s, paths=s.paths + (path,))
             if not folded:
-                folded[:] = [res[1]]
+                folded[:] = [part]
             elif merged[0]:
-                folded[:] = [fold_counts(folded[0], res[1], dets)]
+                folded[:] = [fold_counts(folded[0], part, in_memory)]
             else:
-                folded[:] = [merge_counts(folded + [res[1]], dets)]
+                folded[:] = [merge_counts(folded + [part], in_memory)]
                 merged[0] = True
 
         run_parts(parts, fdr, seed, workers=workers, dask=dask, progress=parts_progress, on_result=fold)
@@ -408,7 +424,8 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         t0 = clock()
         new_replay = merge_replays(replays)
         presets = merged_presets(r.stats.get("presets") for r in replays)
-        counts = folded[0] if folded else merge_counts([], dets)
+        counts = folded[0] if folded else merge_counts([], in_memory)
+        counts.by_test.update(spilled)
         replay = concat_replays([r for r, _ in saved] + [new_replay]) if saved else new_replay
         stage("merge", t0)
         if save_counts is not None:
@@ -602,14 +619,65 @@ def fold_counts(total: Counts, part: Counts, dets: Sequence[Detector]) -> Counts
     by_test = {}
     for d in dets:
         a, b = total.by_test.get(d.name), part.by_test.get(d.name)
-        into = getattr(d, "merge_into", None)
         if a is None or b is None:
             have = [x for x in (a, b) if x is not None]
             by_test[d.name] = have[0] if len(have) == 1 else d.merge(have)
         else:
-            by_test[d.name] = into(a, b) if into is not None else d.merge([a, b])
+            by_test[d.name] = fold_one(d, a, True, b)[0]
     return Counts(by_test, total.deals_audited + part.deals_audited,
                   total.deals_not_auditable + part.deals_not_auditable, sorted({*total.tables, *part.tables}))
+
+
+def fold_one(det: Detector, total: Any, merged: bool, part: Any) -> tuple[Any, bool]:
+    """One detector's step of the fold of `audit_input`, as `merge_counts` / `fold_counts` take it for the whole
+    counts: (the running total with `part` added, whether it came out of the detector's merges). The first part is
+    the total; the second is merged with it; later ones are folded in place where the detector can."""
+    if total is None:
+        return part, False
+    into = getattr(det, "merge_into", None)
+    if merged and into is not None:
+        return into(total, part), True
+    return det.merge([total, part]), True
+
+
+@dataclass(frozen=True)
+class SpilledCounts:
+    """A detector's counts held out of memory until its tests run (issue 15, memory): the parts' counts, one file per
+    part in part order, written by `audit_input` as they arrive, and `first`, the merge of the saved counts added
+    (`merged`: whether that came out of the detector's merge). `fold` reads them back one at a time and folds them
+    exactly as the whole counts would have been folded (`fold_one`), in the process that runs the detector's tests:
+    the audit's main process holds no detector's merged counts, and a finalize worker holds only its own
+    detector's. The files are working files of this audit (pickles, written and read by this process and its
+    forked workers, removed with the working folder), not the `--save-counts` layout."""
+
+    name: str
+    paths: tuple[str, ...]
+    first: Any = None
+    merged: bool = False
+
+    def fold(self, det: Detector) -> Any:
+        total, merged = self.first, self.merged
+        for path in self.paths:
+            with open(path, "rb") as f:
+                part = pickle.load(f)
+            total, merged = fold_one(det, total, merged, part)
+            del part
+        return total if total is not None else det.merge([])
+
+
+def spill_part(det: Detector, counts: Any, path: str) -> str:
+    """Write one part's counts of `det` for `SpilledCounts` (atomically: a whole file or none)."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(counts, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, path)
+    return path
+
+
+def spills(det: Detector) -> bool:
+    """Whether `audit_input` holds `det`'s counts out of memory (`SpilledCounts`): every detector but those that
+    spill their own rows as they count (marked_ten: `spill_dir`; what it holds in memory is small)."""
+    return not hasattr(det, "spill_dir")
 
 
 def finalize_counts(counts: Counts, fdr: float = 0.05, seed: int = DEFAULT_SEED,
@@ -661,7 +729,10 @@ def _finalize_one(i: int) -> tuple[int, list[TestResult]]:
     det = dets[i]
     t0 = clock()
     got = counts.by_test.get(det.name)
+    if isinstance(got, SpilledCounts):  # folded here, in the process that runs its tests
+        got = got.fold(det)
     out = det.finalize(got if got is not None else det.merge([]), detector_rng(seed, det.name))
+    del got
     # the JSON form of the details is made here, in the worker when there are workers, and packed (issue 15: held
     # as Python objects, the details of 76,180 tests took about 2 GB at 10M deals)
     # (a `Packed` stands in for the field's dict: read-only, which a finished test's controls and detail are)

@@ -105,6 +105,48 @@ def test_parts_folded_in_place_are_the_merge_of_all_parts(months, tmp_path):
     parts.cleanup()
 
 
+def test_counts_spilled_part_by_part_fold_to_the_counts_held_in_memory(months, tmp_path):
+    """`SpilledCounts`: a detector's parts written one file per part and folded back where its tests run are the
+    counts the in-memory fold makes, byte for byte as saved; marked_ten (which spills its own rows) stays in
+    memory."""
+    from auditor.audit import SpilledCounts, fold_counts, merge_counts, run_parts, spill_part, spills
+    from auditor.parts import split_input
+
+    dets = make_detectors(fdr=0.05)
+    assert [d.name for d in dets if not spills(d)] == ["marked_ten"]
+    parts = split_input([str(p) for p in months], str(tmp_path / "wd"), 300)
+    got = [c for _, c in run_parts(parts, 0.05, 0)]
+    total = merge_counts(got[:2], dets)
+    for c in got[2:]:
+        total = fold_counts(total, c, dets)
+    saved_first = merge_counts(got[:1], dets)  # as added counts: the first part's, not merged
+    for d in dets:
+        if not spills(d):
+            continue
+        paths = tuple(spill_part(d, c.by_test[d.name], str(tmp_path / f"{k}.{d.name}")) for k, c in enumerate(got))
+        for folded in (SpilledCounts(d.name, paths).fold(d),
+                       SpilledCounts(d.name, paths[1:], saved_first.by_test[d.name], False).fold(d)):
+            save_counts(tmp_path / "a.counts", {d.name: total.by_test[d.name]})
+            save_counts(tmp_path / "b.counts", {d.name: folded})
+            assert (tmp_path / "a.counts").read_bytes() == (tmp_path / "b.counts").read_bytes(), d.name
+    assert SpilledCounts("collusion", ()).fold(dets[[d.name for d in dets].index("collusion")]).deals == 0
+    parts.cleanup()
+
+
+def test_added_counts_with_parts_spilled_give_the_same_document(months, whole, tmp_path):
+    """Saved counts added to new logs in several parts (the detectors' counts spilled, `SpilledCounts.first` the
+    saved ones): the whole audit; and twice-added counts (merged before the parts) the document that merging
+    in memory gives (`--save-counts` keeps the merged counts in memory)."""
+    m1, m2 = months
+    saved = tmp_path / "m1.counts"
+    audit_input([str(m1)], save_counts=str(saved)).close()
+    assert _doc(audit_input([str(m2)], add_counts=[str(saved)], part_deals=500)) == whole
+    twice = [str(saved), str(saved)]
+    spilled = _doc(audit_input([str(m2)], add_counts=twice, part_deals=500))
+    in_memory = _doc(audit_input([str(m2)], add_counts=twice, part_deals=500, save_counts=str(tmp_path / "x")))
+    assert spilled == in_memory and spilled != whole
+
+
 def test_saved_marked_ten_parts_come_back_memory_mapped_and_equal(months, tmp_path):
     """`--add-counts` reads marked_ten's saved decision rows (the count that grows with deals) as memory-mapped
     files in the audit's working folder, not into memory (issue 15); they are the saved arrays exactly."""

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numba
 import numpy as np
@@ -353,6 +353,9 @@ SPEC = TestSpec(
 class Collusion:
     spec = SPEC
     name = NAME
+    # `merge` of any grouping of the parts in their order gives the same counts: integers, dicts filled in the
+    # parts' order, canonical bins (`audit.SpilledCounts.fold` merges several parts at once)
+    MERGE_ANY_GROUPING = True
 
     def __init__(self, fdr: float = 0.05, details: bool = True, min_opportunities: int = 1, **_: Any):
         self.fdr = fdr
@@ -437,7 +440,10 @@ class Collusion:
         return total
 
     def finalize(self, counts: CollusionCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
-        out: list[TestResult] = []
+        return list(self.results(counts, rng))
+
+    def results(self, counts: CollusionCounts, rng: np.random.Generator | None = None) -> Iterator[TestResult]:
+        """The tests of `finalize`, one at a time (see `Detector`)."""
         spans = counts.bins.spans() if len(counts.bins) else {}
         # the giver's totals per cell (for the within-giver control)
         giver: dict[str, dict[tuple, list[int]]] = {}
@@ -520,15 +526,14 @@ class Collusion:
             detail = {"deals": n_deals, "deals_with_a_gift": obs, "opportunities": n_opp, "gifts": gifts,
                       "cells": len(cells),
                       "timeline": pair_timeline(counts.bins, spans.get((a, b)), p_of)} if self.details else {}
-            out.append(TestResult(
+            yield TestResult(
                 test=NAME, subject=f"{a}+{b}", n=int(n_deals), observed=float(obs), expected=float(expct),
                 statistic=float(z), pvalue=float(pval),
                 method="exact poisson-binomial over the pair's deals with a chance, one-sided; event = gave at "
                        "least once in the deal; null = 1 - prod(1 - r) over the deal's chances, r = the field's "
                        "rate in the same situation (leave-pair-out) and, separately, the giver's own rate to the "
                        "other players; p = the larger of the two (intersection-union)", controls=controls,
-                detail=detail))
-        return out
+                detail=detail)
 
 
 def _same_holding(parts: Sequence[CollusionCounts]) -> None:

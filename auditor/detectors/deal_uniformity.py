@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import numba
 import numpy as np
@@ -764,9 +764,12 @@ class DealerCutter:
         return merge_summaries_into(total, part)
 
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
+        return list(self.results(counts, rng))
+
+    def results(self, counts: dict, rng: np.random.Generator | None = None) -> Iterator[TestResult]:
+        """The tests of `finalize`, one at a time (see `Detector`)."""
         pairs = [(d, c) for d in sorted(counts) for c in sorted(counts[d]) if len(counts[d][c]) >= self.min_deals]
         level = exact.per_test_level(self.fdr, len(pairs))
-        out = []
         totals: dict[str, TrialSummary] = {}
         for dealer, cutter in pairs:
             t = counts[dealer][cutter]
@@ -777,10 +780,9 @@ class DealerCutter:
                     totals[dealer] = TrialSummary.merge([_untimed(v) for v in counts[dealer].values()])
                 controls["with_other_cutters"] = control(_without(totals[dealer], t))
                 detail = {"funnel": funnel(t)}
-            out.append(pb_result(self.name, f"{dealer}+{cutter}", t, level, CUTTER_METHOD, controls, detail,
-                                 details=self.details, cheat="deals themselves the Jack of trumps when this player cuts",
-                                 points=PAIR_POINTS))
-        return out
+            yield pb_result(self.name, f"{dealer}+{cutter}", t, level, CUTTER_METHOD, controls, detail,
+                            details=self.details, cheat="deals themselves the Jack of trumps when this player cuts",
+                            points=PAIR_POINTS)
 
 
 def _untimed(t: TrialSummary) -> TrialSummary:

@@ -6,7 +6,8 @@ by the name still do) and is hidden from a plain `ls`. When the block ends norma
 (fsync) and renamed over `dest` (os.replace, atomic on POSIX); when it raises -- an error, Ctrl-C, SIGTERM (the
 CLI's handler removes the temporary files of the process before it exits) -- the temporary file is removed and an
 older file at `dest` is left as it was.
-Only SIGKILL or a power cut can leave a hidden `.auditor-tmp-*` file behind; never a half-written `dest`.
+Only SIGKILL or a power cut can leave a hidden `.auditor-tmp-*` file behind; never a half-written `dest`. The same
+handler removes the working folders a process registered (`track_folder`: the audit's `auditor-parts-*`).
 
 `check_writable(dest)` is the CLI's check before the work starts: the folder exists, `dest` is not a folder, a
 file can be created in the folder, an existing `dest` is writable.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 from contextlib import contextmanager
 from pathlib import Path
 from collections.abc import Iterator
@@ -27,12 +29,29 @@ TMP_PREFIX = ".auditor-tmp-"
 _ACTIVE: set[str] = set()  # temporary files of this process not yet renamed or removed
 
 
+_FOLDERS: set[str] = set()  # working folders of this process (`track_folder`), removed with the temporaries
+
+
+def track_folder(path: str) -> None:
+    """A working folder of this process (the audit's parts, spilled counts, games summaries: gigabytes at 10M
+    deals) that SIGTERM removes too; `untrack_folder` when the owner has removed it."""
+    _FOLDERS.add(path)
+
+
+def untrack_folder(path: str) -> None:
+    _FOLDERS.discard(path)
+
+
 def remove_temporaries() -> None:
-    """Remove every temporary file this process is writing (the CLI's SIGTERM handler calls it just before
-    `os._exit`: raising an exception at an arbitrary point, inside an extension module's import say, is not safe)."""
+    """Remove every temporary file this process is writing, and its working folders (the CLI's SIGTERM handler calls
+    it just before `os._exit`: raising an exception at an arbitrary point, inside an extension module's import say,
+    is not safe)."""
     for path in list(_ACTIVE):
         _remove(Path(path))
         _ACTIVE.discard(path)
+    for folder in list(_FOLDERS):
+        shutil.rmtree(folder, ignore_errors=True)
+        _FOLDERS.discard(folder)
 
 
 def temp_name(dest: str | os.PathLike[str]) -> Path:

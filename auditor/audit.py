@@ -36,6 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from .version import __version__
+from .atomic import track_folder, untrack_folder
 from .columns import AuditColumns, from_results
 from .dealog import Record, read_records
 from .detectors.base import Detector
@@ -384,6 +385,12 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
     dets = make_detectors(fdr=fdr)
     fp = fingerprint(dets)
     wd = tempfile.mkdtemp(prefix="auditor-parts-", dir=workdir)
+    track_folder(wd)  # removed on SIGTERM too (the CLI's handler)
+
+    def remove_wd() -> None:
+        shutil.rmtree(wd, ignore_errors=True)
+        untrack_folder(wd)
+
     try:
         # marked_ten's saved decision rows memory-mapped from the working folder, not read into memory
         saved = [load_saved(p, fp, spill_dir=os.path.join(wd, "spill")) for p in add_counts]
@@ -436,11 +443,11 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         del counts, folded[:]  # the merged counts (about 1 GB at 10M deals) are not needed by the document
         release_memory()
     except BaseException:
-        shutil.rmtree(wd, ignore_errors=True)
+        remove_wd()
         raise
     sel = selection.summary() if selection is not None and selection.active else None
     return AuditReport(replay, seed, fdr, tests, fams, dealing, selection=sel, audit=wide, presets=presets,
-                       cleanup=lambda: shutil.rmtree(wd, ignore_errors=True))
+                       cleanup=remove_wd)
 
 
 # ---------------------------------------------------------------- saved counts (--save-counts, --add-counts)

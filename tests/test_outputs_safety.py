@@ -370,6 +370,29 @@ def test_convert_killed_by_sigterm_leaves_nothing_behind(tmp_path):
     assert dst.read_bytes() == b"older" and _tmp_leftovers(tmp_path) == []
 
 
+def test_audit_killed_by_sigterm_removes_its_working_folder(tmp_path):
+    """The audit's working folder (`auditor-parts-*` in TMPDIR: the parts, spilled counts and games summaries,
+    gigabytes at 10M deals) goes with the process on SIGTERM, as its temporary outputs do."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = tmp_path / "doc.json"
+    proc = subprocess.Popen([PY, "-m", "auditor", "audit", str(DEMO), "--part-deals", "500", "--json", "--out",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
+    deadline = time.time() + 120
+
+    def spilled() -> bool:  # the working folder exists and a part's counts are in it
+        return any(p.name.endswith(".pickle") for d in tmp_path.glob("auditor-parts-*") for p in d.glob("*/*"))
+
+    while time.time() < deadline and not spilled() and proc.poll() is None:
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.skip("the audit finished before it could be interrupted")
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "auditor: terminated" in err and "Traceback" not in err
+    assert list(tmp_path.glob("auditor-parts-*")) == [] and not out.exists()
+
+
 def test_calibrate_json_is_written_whole(tmp_path, monkeypatch):
     import auditor.calibrate
 

@@ -416,7 +416,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
             part = res[1]
             for d in out_of_core:  # written out, in part order
                 s = spilled[d.name]
-                path = spill_part(d, part.by_test.pop(d.name), os.path.join(spill_dir, f"{k}.{d.name}.pickle"))
+                path = spill_part(part.by_test.pop(d.name), os.path.join(spill_dir, f"{k}.{d.name}.pickle"))
                 spilled[d.name] = replace(s, paths=s.paths + (path,))
             if not folded:
                 folded[:] = [part]
@@ -654,7 +654,7 @@ FOLD_BATCH = 8  # parts merged at once by `SpilledCounts.fold` where a detector'
 class SpilledCounts:
     """A detector's counts held out of memory until its tests run (issue 15, memory): the parts' counts, one file per
     part in part order, written by `audit_input` as they arrive, and `first`, the merge of the saved counts added
-    (`merged`: whether that came out of the detector's merge). `fold` reads them back one at a time and folds them
+    (`merged`: whether that came out of the detector's merge). `fold` reads them back in order and folds them
     exactly as the whole counts would have been folded (`fold_one`), in the process that runs the detector's tests:
     the audit's main process holds no detector's merged counts, and a finalize worker holds only its own
     detector's. The files are working files of this audit (pickles, written and read by this process and its
@@ -685,8 +685,8 @@ class SpilledCounts:
         return total if total is not None else det.merge([])
 
 
-def spill_part(det: Detector, counts: Any, path: str) -> str:
-    """Write one part's counts of `det` for `SpilledCounts` (atomically: a whole file or none)."""
+def spill_part(counts: Any, path: str) -> str:
+    """Write one part's counts of a detector for `SpilledCounts` (atomically: a whole file or none)."""
     tmp = f"{path}.tmp"
     with open(tmp, "wb") as f:
         pickle.dump(counts, f, protocol=pickle.HIGHEST_PROTOCOL)

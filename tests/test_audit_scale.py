@@ -123,7 +123,7 @@ def test_counts_spilled_part_by_part_fold_to_the_counts_held_in_memory(months, t
     for d in dets:
         if not spills(d):
             continue
-        paths = tuple(spill_part(d, c.by_test[d.name], str(tmp_path / f"{k}.{d.name}")) for k, c in enumerate(got))
+        paths = tuple(spill_part(c.by_test[d.name], str(tmp_path / f"{k}.{d.name}")) for k, c in enumerate(got))
         for folded in (SpilledCounts(d.name, paths).fold(d),
                        SpilledCounts(d.name, paths[1:], saved_first.by_test[d.name], False).fold(d)):
             save_counts(tmp_path / "a.counts", {d.name: total.by_test[d.name]})

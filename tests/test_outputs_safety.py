@@ -358,16 +358,21 @@ def test_convert_killed_by_sigterm_leaves_nothing_behind(tmp_path):
     dst.write_bytes(b"older")
     proc = subprocess.Popen([PY, "-m", "auditor", "convert", str(src), str(dst)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    deadline = time.time() + 60
-    while time.time() < deadline and not _tmp_leftovers(tmp_path) and proc.poll() is None:
-        time.sleep(0.01)
+    _terminate_when(proc, lambda: bool(_tmp_leftovers(tmp_path)), "conversion", 60, 0.01)
+    assert dst.read_bytes() == b"older" and _tmp_leftovers(tmp_path) == []
+
+
+def _terminate_when(proc: subprocess.Popen, ready, what: str, wait: float, poll: float) -> None:
+    """SIGTERM to `proc` once `ready()` (skip the test if it ended first): it exits 143, says so, no traceback."""
+    deadline = time.time() + wait
+    while time.time() < deadline and not ready() and proc.poll() is None:
+        time.sleep(poll)
     if proc.poll() is not None:
-        pytest.skip("the conversion finished before it could be interrupted")
+        pytest.skip(f"the {what} finished before it could be interrupted")
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
     assert "auditor: terminated" in err and "Traceback" not in err
-    assert dst.read_bytes() == b"older" and _tmp_leftovers(tmp_path) == []
 
 
 def test_audit_killed_by_sigterm_removes_its_working_folder(tmp_path):
@@ -377,19 +382,11 @@ def test_audit_killed_by_sigterm_removes_its_working_folder(tmp_path):
     out = tmp_path / "doc.json"
     proc = subprocess.Popen([PY, "-m", "auditor", "audit", str(DEMO), "--part-deals", "500", "--json", "--out",
                              str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env)
-    deadline = time.time() + 120
 
     def spilled() -> bool:  # the working folder exists and a part's counts are in it
         return any(p.name.endswith(".pickle") for d in tmp_path.glob("auditor-parts-*") for p in d.glob("*/*"))
 
-    while time.time() < deadline and not spilled() and proc.poll() is None:
-        time.sleep(0.05)
-    if proc.poll() is not None:
-        pytest.skip("the audit finished before it could be interrupted")
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 143, err
-    assert "auditor: terminated" in err and "Traceback" not in err
+    _terminate_when(proc, spilled, "audit", 120, 0.05)
     assert list(tmp_path.glob("auditor-parts-*")) == [] and not out.exists()
 
 

@@ -17,6 +17,7 @@ from auditor.detectors.collusion import (
     count_results,
     individual,
     patterns_of,
+    trial_sums,
 )
 from auditor.detectors.play_facts import counting
 from auditor.replay.reference import replay_deal
@@ -210,7 +211,10 @@ def test_bins_hold_every_deal_once(random_tables):
     assert set(spans) == set(flat.deals_of) and len(spans) > 100
     for pair, pats in flat.deals_of.items():
         assert c.bins.totals(*spans[pair]) == pats == patterns_of(c, pair) == patterns_of(flat, pair)
+        sums = (sum(nd for nd, _ in pats.values()), sum(ng for _, ng in pats.values()))
+        assert trial_sums(c, pair, spans) == sums == trial_sums(flat, pair, {})
     assert patterns_of(c, ("nobody", "else")) == {} == patterns_of(flat, ("nobody", "else"))
+    assert trial_sums(c, ("nobody", "else"), spans) == (0, 0) == trial_sums(flat, ("nobody", "else"), {})
 
 
 def test_the_tests_are_the_same_with_or_without_details(random_tables):

@@ -176,6 +176,19 @@ def patterns_of(counts: CollusionCounts, pair: Pair, spans: dict | None = None) 
     return counts.deals_of.get(pair, {})
 
 
+def trial_sums(counts: CollusionCounts, pair: Pair, spans: dict) -> tuple[int, int]:
+    """(deals, deals with a gift) of the pair: the sums of `patterns_of`'s values, without laying out its patterns
+    (`spans`: `counts.bins.spans()`)."""
+    if len(counts.bins):
+        span = spans.get(pair)
+        if span is None:
+            return 0, 0
+        a, b = span
+        return int(counts.bins.n[a:b].sum()), int(counts.bins.k[a:b].sum())
+    pats = counts.deals_of.get(pair, {}).values()
+    return sum(nd for nd, _ in pats), sum(ng for _, ng in pats)
+
+
 def count_results(results: Iterable[Any], details: bool = True) -> CollusionCounts:
     """The counts of these `DealResult`s, play by play with `play_facts.walk`: the executable spec of
     `Collusion(details=details).count` (tests only)."""
@@ -518,11 +531,10 @@ class Collusion:
             controls["binding"] = binding
             rev = counts.pairs.get((b, a))
             if rev:
-                rev_pats = patterns_of(counts, (b, a), spans).values()
+                rev_deals, rev_gave = trial_sums(counts, (b, a), spans)
                 controls["reverse_pair"] = {"opportunities": sum(o for o, _ in rev.values()),
                                             "gifts": sum(e for _, e in rev.values()),
-                                            "deals": sum(k for k, _ in rev_pats),
-                                            "deals_with_a_gift": sum(g for _, g in rev_pats)}
+                                            "deals": rev_deals, "deals_with_a_gift": rev_gave}
             detail = {"deals": n_deals, "deals_with_a_gift": obs, "opportunities": n_opp, "gifts": gifts,
                       "cells": len(cells),
                       "timeline": pair_timeline(counts.bins, spans.get((a, b)), p_of)} if self.details else {}

@@ -75,7 +75,9 @@ from .select import Selection, selected_chunks
 DEFAULT_BUCKETS = 256
 SPILL_ROWS = 65536  # rows gathered before they are sorted by bucket and written (bounds the split's memory)
 SPILL_COMPRESSION: str | None = None  # of the spill files' buffers ("lz4": some 60% of the size, more CPU)
-GAMES_BLOCK = 65536  # games per block when games entries are written or merged
+GAMES_BLOCK = 65536  # games per block when games entries are merged from in-memory lists
+ENTRY_BATCH = 2048  # entries per block of a part's entries file: the document's writer holds one block of each part
+# (issue 15: blocks of 65,536 entries, some 15 MB each, made 0.7 GB over the 56 parts of a 10M audit)
 
 _PRIVATE = ("_fi", "_line", "_src", "_bad")
 
@@ -789,8 +791,8 @@ def _write_entries(path: str, entries: Arrow, fi: np.ndarray, line: np.ndarray) 
         return
     sch = pa.schema([("entry", pa.large_binary()), ("fi", pa.int64()), ("line", pa.int64())])
     with pa.OSFile(path, "wb") as f, pa.ipc.new_stream(f, sch) as w:
-        for a in range(0, n, GAMES_BLOCK):
-            e = min(n, a + GAMES_BLOCK)
+        for a in range(0, n, ENTRY_BATCH):
+            e = min(n, a + ENTRY_BATCH)
             w.write_batch(pa.record_batch([entries.slice(a, e - a), pa.array(np.asarray(fi[a:e], np.int64)),
                                            pa.array(np.asarray(line[a:e], np.int64))], schema=sch))
 
@@ -809,23 +811,15 @@ def _finding_entries(findings: Sequence[Finding]) -> Arrow:
 class _MergedEntries(Sequence[Any]):
     """Entries of every part in the direct run's order (by (file index, line), then part), streamed from the parts'
     files: `json_pieces()` yields the document's entries a block at a time (bounded memory); `json_buffer()` joins
-    them."""
+    them.
+
+    The merge is a k-way merge of the parts' streams, each already in (file index, line) order: it holds one block
+    of each part (ENTRY_BATCH entries as written) and no key of the whole input (issue 15: the 10M audit held every
+    game's key and a 65,536-entry block of each of its 56 parts, some 0.7 GB, while it wrote the document)."""
 
     def __init__(self, games: Sequence[_EntryFile]) -> None:
         self.games = games
         self.n = sum(len(g) for g in games)
-        fis, lines, src = [], [], []
-        for j, g in enumerate(games):
-            fi, line = g.keys()
-            fis.append(fi)
-            lines.append(line)
-            src.append(np.full(len(fi), j, np.int32))
-        if self.n:
-            fi_all, line_all, src_all = np.concatenate(fis), np.concatenate(lines), np.concatenate(src)
-            o = np.lexsort((src_all, line_all, fi_all))
-            self.src = src_all[o]  # which part gives the game at each place (each part's games are in order)
-        else:
-            self.src = np.zeros(0, np.int32)
 
     def __len__(self) -> int:
         return self.n
@@ -833,17 +827,32 @@ class _MergedEntries(Sequence[Any]):
     def _blocks(self) -> Iterator[Arrow]:
         import pyarrow as pa
 
-        streams = [_Cursor(g.blocks()) for g in self.games]
-        for a in range(0, self.n, GAMES_BLOCK):
-            s = self.src[a:a + GAMES_BLOCK]
-            counts = np.bincount(s, minlength=len(streams))
-            pieces = [streams[j].take(int(c)) for j, c in enumerate(counts.tolist()) if c]
-            allv = pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
-            # allv holds part 0's entries, then part 1's...; place them
-            perm = np.argsort(s, kind="stable")
-            inv = np.empty(len(s), np.int64)
-            inv[perm] = np.arange(len(s))
-            yield allv.take(pa.array(inv)) if (inv != np.arange(len(s))).any() else allv
+        curs = [_KeyCursor(g.blocks(), j) for j, g in enumerate(self.games) if len(g)]
+        while True:
+            for c in curs:
+                c.fill()
+            live = [c for c in curs if c.left()]
+            if not live:
+                return
+            ends = [c.keys[-1] for c in live if not c.done]
+            bound = min(ends) if ends else None  # every entry below it is here, in the cursors' buffers
+            cut = [c.below(bound) for c in live]
+            if not any(cut):  # a part whose whole buffer is at the bound: read on until it passes it
+                for c in live:
+                    if not c.done and c.keys[-1] == bound:
+                        c.extend()
+                continue
+            keys, src, vals = [], [], []
+            for c, k in zip(live, cut, strict=True):
+                if k:
+                    e, ky = c.take(k)
+                    vals.append(e)
+                    keys.append(ky)
+                    src.append(np.full(k, c.part, np.int32))
+            allk, alls = np.concatenate(keys), np.concatenate(src)
+            o = np.lexsort((alls, allk))  # by (file index, line), then part; a part's own order kept (stable)
+            allv = pa.concat_arrays(vals) if len(vals) > 1 else vals[0]
+            yield allv.take(pa.array(o)) if (o != np.arange(len(o))).any() else allv
 
     def json_pieces(self) -> Iterator[bytes]:
         yield from _pieces(self._blocks())
@@ -873,27 +882,56 @@ class MergedFindings(_MergedEntries):
     from the parts' files: `Replay.write_json` and the audit document splice `json_pieces()` in (issue 15)."""
 
 
-class _Cursor:
-    """Entries of a part's blocks taken n at a time."""
+class _KeyCursor:
+    """The unread entries of one part's blocks and their sort keys (file index << 40 | line), read a block at a
+    time (`fill`, `extend`) and taken from the front (`take`)."""
 
-    def __init__(self, blocks: Iterator[Arrow]) -> None:
+    def __init__(self, blocks: Iterator[Arrow], part: int) -> None:
         self.blocks = blocks
-        self.cur: Arrow = None
-        self.pos = 0
+        self.part = part
+        self.done = False  # no block left to read (the buffer may still hold entries)
+        self.entries: Arrow = None
+        self.keys = np.zeros(0, np.int64)
 
-    def take(self, n: int) -> Arrow:
-        import pyarrow as pa
+    def left(self) -> int:
+        return len(self.keys)
 
-        out = []
-        while n > 0:
-            if self.cur is None or self.pos >= len(self.cur):
-                self.cur = next(self.blocks).column("entry")
-                self.pos = 0
-            k = min(n, len(self.cur) - self.pos)
-            out.append(self.cur.slice(self.pos, k))
-            self.pos += k
-            n -= k
-        return pa.concat_arrays(out) if len(out) > 1 else out[0]
+    def _read(self) -> bool:
+        b = next(self.blocks, None)
+        if b is None:
+            self.done = True
+            return False
+        fi = b.column("fi").to_numpy().astype(np.int64)
+        line = b.column("line").to_numpy().astype(np.int64)
+        if len(line) and (line.min() < 0 or line.max() >= 1 << 40 or fi.min() < 0 or fi.max() >= 1 << 22):
+            raise ValueError("entry keys out of range")  # our own working files: cannot happen
+        ent, key = b.column("entry"), (fi << 40) | line
+        if self.entries is None or not len(self.keys):
+            self.entries, self.keys = ent, key
+        else:
+            import pyarrow as pa
+
+            self.entries = pa.concat_arrays([self.entries, ent])
+            self.keys = np.concatenate([self.keys, key])
+        return True
+
+    def fill(self) -> None:
+        """Read blocks until the buffer holds an entry or the part has none left."""
+        while not len(self.keys) and not self.done:
+            self._read()
+
+    def extend(self) -> None:
+        """Read one more block into the buffer."""
+        self._read()
+
+    def below(self, bound: int | None) -> int:
+        """How many buffered entries sort before `bound` (all of them when None)."""
+        return len(self.keys) if bound is None else int(np.searchsorted(self.keys, bound, "left"))
+
+    def take(self, k: int) -> tuple[Arrow, np.ndarray]:
+        e, ky = self.entries.slice(0, k), self.keys[:k]
+        self.entries, self.keys = self.entries.slice(k), self.keys[k:]
+        return e, ky
 
 
 def summed_stats(replays: Sequence[Replay]) -> dict[str, Any]:

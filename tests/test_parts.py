@@ -151,7 +151,7 @@ def test_merged_replay_writes_its_games_piece_by_piece(inputs: list[str], tmp_pa
 
     from auditor import parts as P
 
-    monkeypatch.setattr(P, "GAMES_BLOCK", 3)
+    monkeypatch.setattr(P, "ENTRY_BATCH", 3)
     direct = replay_paths(inputs)
     parts = split_input(inputs, str(tmp_path / "w"), 25, buckets=64)
     merged = merge_replays([replay_part(parts, k, table=False) for k in range(len(parts))])
@@ -179,8 +179,38 @@ def test_merged_replay_writes_its_games_piece_by_piece(inputs: list[str], tmp_pa
     out = Out()
     merged.write_json(out)
     assert out.getvalue() == direct.to_json_bytes()
-    assert len(sizes) > 2 + len(merged.games_summary) // 3 - 1  # head, one write per block of 3 games, tail
+    # head, then one write per merged block (at most a block of 3 from each part), tail
+    assert len(sizes) > 2 + len(merged.games_summary) // (3 * len(parts))
     parts.cleanup()
+
+
+def test_merged_entries_are_a_k_way_merge_of_the_parts(tmp_path, monkeypatch) -> None:
+    """`_MergedEntries` holds a block of each part, not the keys of all: its entries are those of the sort by (file
+    index, line, part), each part's own order kept, whatever the blocks; equal keys that run over a block's end and
+    over several parts included (a line with several findings)."""
+    import pyarrow as pa
+
+    from auditor import parts as P
+
+    rng = np.random.default_rng(5)
+    for batch in (1, 2, 3, 7, 1000):
+        monkeypatch.setattr(P, "ENTRY_BATCH", batch)
+        files, rows = [], []
+        for j in range(4):
+            n = int(rng.integers(0, 40))
+            fi = np.sort(rng.integers(0, 2, n))
+            line = np.zeros(n, np.int64)
+            for f in (0, 1):  # lines in order within a file, with repeats
+                m = fi == f
+                line[m] = np.sort(rng.integers(0, 12, int(m.sum())))
+            ents = [b",\n    " + f"[{j},{i}]".encode() for i in range(n)]
+            path = str(tmp_path / f"e{batch}-{j}.arrow")
+            P._write_entries(path, pa.array(ents, pa.large_binary()), fi, line)
+            files.append(P.PartFindings(path, n))
+            rows += [(int(fi[i]), int(line[i]), j, i, ents[i]) for i in range(n)]
+        want = [r[4] for r in sorted(rows, key=lambda r: r[:4])]
+        got = b"".join(P._MergedEntries(files).json_pieces())
+        assert got == (b"".join(want)[2:] if want else b""), batch
 
 
 def _hive_dataset(tmp_path) -> list[str]:

@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 
 from .audit import audit_paths
+from .pools import closing_pool
 from .calibrate_play import REVOKER_Q, lr_yardstick
 from .dealog import record_from_obj
 from .replay.reference import DealResult, replay_deal
@@ -392,7 +393,7 @@ def calibrate_audit(seed: int = 0, honest: int = 200, deals: int = 10_000, power
     if workers > 1 and len(tasks) > 1:
         import multiprocessing as mp
 
-        with mp.get_context("fork").Pool(workers) as pool:
+        with closing_pool(mp.get_context("fork"), workers) as pool:
             for k, (args, res) in enumerate(pool.imap_unordered(_task, tasks), 1):
                 got[args] = res
                 _sink(sink, args, res)

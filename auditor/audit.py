@@ -407,8 +407,16 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
             os.makedirs(spill_dir, exist_ok=True)
         in_memory = [d for d in dets if d not in out_of_core]
         first = merge_counts([c for _, c in saved], dets) if saved else None
-        spilled = {d.name: SpilledCounts(d.name, (), first.by_test.pop(d.name) if first is not None else None,
-                                         len(saved) > 1) for d in out_of_core}
+        spilled = {}
+        for d in out_of_core:
+            got = first.by_test.pop(d.name) if first is not None else None
+            if shards(d) > 1:  # the saved counts spilled in groups too
+                stem = spill_shards(d, got, os.path.join(spill_dir, f"first.{d.name}"), shards(d)) \
+                    if got is not None else None
+                spilled[d.name] = SpilledCounts(d.name, (), None, len(saved) > 1, shards(d), stem)
+            else:
+                spilled[d.name] = SpilledCounts(d.name, (), got, len(saved) > 1)
+            del got
         folded = [first] if first is not None else []
         merged = [len(saved) > 1]  # whether folded[0] came out of the detectors' merges (then it can take a part in)
 
@@ -417,8 +425,11 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
             part = res[1]
             for d in out_of_core:  # written out, in part order
                 s = spilled[d.name]
-                path = spill_part(part.by_test.pop(d.name), os.path.join(spill_dir, f"{k}.{d.name}.pickle"))
+                c = part.by_test.pop(d.name)
+                path = (spill_shards(d, c, os.path.join(spill_dir, f"{k}.{d.name}"), s.shards) if s.shards > 1
+                        else spill_part(c, os.path.join(spill_dir, f"{k}.{d.name}.pickle")))
                 spilled[d.name] = replace(s, paths=s.paths + (path,))
+                del c
             if not folded:
                 folded[:] = [part]
             elif merged[0]:
@@ -660,31 +671,54 @@ class SpilledCounts:
     exactly as the whole counts would have been folded (`fold_one`), in the process that runs the detector's tests:
     the audit's main process holds no detector's merged counts, and a finalize worker holds only its own
     detector's. The files are working files of this audit (pickles, written and read by this process and its
-    forked workers, removed with the working folder), not the `--save-counts` layout."""
+    forked workers, removed with the working folder), not the `--save-counts` layout.
+
+    A detector that can (`SHARDS`, see `Detector`) is spilled in groups of subjects (`shards`): each part's path is
+    then a stem, with one file per group (`{stem}.{j}`) and one of its context (`{stem}.ctx`); the saved counts are
+    spilled so too (`first_stem`, `first` is None). `fold_shard(det, j)` folds one group as `fold` folds the whole,
+    and `context(det)` merges the contexts: the worker holds one group's counts at a time."""
 
     name: str
     paths: tuple[str, ...]
     first: Any = None
     merged: bool = False
+    shards: int = 1
+    first_stem: str | None = None
 
     def fold(self, det: Detector) -> Any:
-        """The fold of the parts, as in memory. A detector whose merge is exact in any grouping (`MERGE_ANY_GROUPING`:
-        integers and canonical forms only, keys in the order the parts give them) takes up to FOLD_BATCH parts per
-        merge: its total is rebuilt FOLD_BATCH times less often (collusion's bins are merged whole, some seconds at
-        10M deals), and the counts are the same."""
-        total, merged = self.first, self.merged
-        batch = FOLD_BATCH if getattr(det, "MERGE_ANY_GROUPING", False) else 1
-        for i in range(0, len(self.paths), batch):
-            got = []
-            for path in self.paths[i:i + batch]:
-                with open(path, "rb") as f:
-                    got.append(pickle.load(f))
-            if len(got) == 1:
-                total, merged = fold_one(det, total, merged, got[0])
-            else:
-                total, merged = det.merge(([total] if total is not None else []) + got), True
-            del got
-        return total if total is not None else det.merge([])
+        """The fold of the parts, as in memory."""
+        return _fold_files(det, self.first, self.merged, self.paths)
+
+    def fold_shard(self, det: Detector, j: int) -> Any:
+        """The fold of group j of the parts, as `fold` folds the whole."""
+        first = _read_pickle(f"{self.first_stem}.{j}") if self.first_stem is not None else None
+        return _fold_files(det, first, self.merged, tuple(f"{p}.{j}" for p in self.paths))
+
+    def context(self, det: Detector) -> Any:
+        """The merged `shard_context` of the saved counts and every part, in part order."""
+        stems = ((self.first_stem,) if self.first_stem is not None else ()) + self.paths
+        return det.merge_context([_read_pickle(f"{p}.ctx") for p in stems])  # type: ignore[attr-defined]
+
+
+def _read_pickle(path: str) -> Any:
+    with open(path, "rb") as f:
+        return pickle.load(f)
+
+
+def _fold_files(det: Detector, total: Any, merged: bool, paths: Sequence[str]) -> Any:
+    """`first` and the counts in `paths` folded in order as `fold_one` folds them in memory. A detector whose merge
+    is exact in any grouping (`MERGE_ANY_GROUPING`: integers and canonical forms only, keys in the order the parts
+    give them) takes up to FOLD_BATCH parts per merge: its total is rebuilt FOLD_BATCH times less often
+    (collusion's bins are merged whole, some seconds at 10M deals), and the counts are the same."""
+    batch = FOLD_BATCH if getattr(det, "MERGE_ANY_GROUPING", False) else 1
+    for i in range(0, len(paths), batch):
+        got = [_read_pickle(path) for path in paths[i:i + batch]]
+        if len(got) == 1:
+            total, merged = fold_one(det, total, merged, got[0])
+        else:
+            total, merged = det.merge(([total] if total is not None else []) + got), True
+        del got
+    return total if total is not None else det.merge([])
 
 
 def spill_part(counts: Any, path: str) -> str:
@@ -694,6 +728,19 @@ def spill_part(counts: Any, path: str) -> str:
         pickle.dump(counts, f, protocol=pickle.HIGHEST_PROTOCOL)
     os.replace(tmp, path)
     return path
+
+
+def spill_shards(det: Detector, counts: Any, stem: str, n: int) -> str:
+    """Write one part's counts of a detector in `n` groups of subjects, and their context (`SpilledCounts`)."""
+    spill_part(det.shard_context(counts), f"{stem}.ctx")  # type: ignore[attr-defined]
+    for j, c in enumerate(det.shard(counts, n)):  # type: ignore[attr-defined]
+        spill_part(c, f"{stem}.{j}")
+    return stem
+
+
+def shards(det: Detector) -> int:
+    """How many groups of subjects `audit_input` spills a detector's counts in (1: whole)."""
+    return int(getattr(det, "SHARDS", 1))
 
 
 def spills(det: Detector) -> bool:
@@ -751,13 +798,18 @@ def _finalize_one(i: int) -> tuple[int, list[TestResult]]:
     det = dets[i]
     t0 = clock()
     got = counts.by_test.get(det.name)
-    if isinstance(got, SpilledCounts):  # folded here, in the process that runs its tests
-        got = got.fold(det)
-    counts_d = got if got is not None else det.merge([])
-    del got
     rng = detector_rng(seed, det.name)
-    each = getattr(det, "results", None)  # the tests one at a time, where the detector gives them so
-    tests = each(counts_d, rng) if each is not None else det.finalize(counts_d, rng)
+    tests: Iterable[TestResult]
+    if isinstance(got, SpilledCounts) and got.shards > 1:  # folded and tested a group of subjects at a time
+        tests = _sharded_results(det, got, rng)
+        counts_d = None
+    else:
+        if isinstance(got, SpilledCounts):  # folded here, in the process that runs its tests
+            got = got.fold(det)
+        counts_d = got if got is not None else det.merge([])
+        each = getattr(det, "results", None)  # the tests one at a time, where the detector gives them so
+        tests = each(counts_d, rng) if each is not None else det.finalize(counts_d, rng)
+    del got
     # the JSON form of the details is made here, in the worker when there are workers, and packed as each test
     # comes (issue 15: held as Python objects, the details of 76,180 tests took about 2 GB at 10M deals; a
     # detector's own list of them, collusion's 35,000 pairs, was held whole before it was packed)
@@ -766,6 +818,17 @@ def _finalize_one(i: int) -> tuple[int, list[TestResult]]:
     del counts_d, tests
     stage(f"  {det.name}", t0)
     return i, out
+
+
+def _sharded_results(det: Detector, spilled: SpilledCounts, rng: np.random.Generator) -> Iterator[TestResult]:
+    """The tests of a detector spilled in groups of subjects: each group folded and tested with the whole input's
+    context, one group in memory at a time (the document orders the tests by test and subject, so the order of the
+    groups does not show)."""
+    context = spilled.context(det)
+    for j in range(spilled.shards):
+        group = spilled.fold_shard(det, j)
+        yield from det.results(group, rng, context=context)  # type: ignore[attr-defined]
+        del group
 
 
 def cost(det: Detector) -> int:

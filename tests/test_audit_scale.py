@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 
 from auditor.audit import audit, audit_input, fingerprint, replay_for_audit
@@ -241,3 +242,46 @@ def test_tests_details_are_packed_and_read_back_as_they_were(months, whole):
     assert not isinstance(packed({"n": 2**70}), Packed) and packed({"n": 2**70}) == {"n": 2**70}
     assert packed({}) == {} and not isinstance(packed({}), Packed)
     assert packed({"x": float("nan"), "y": (1, 2)}) == {"x": None, "y": [1, 2]}
+
+
+def test_detectors_tested_in_groups_of_subjects_give_the_tests_of_the_whole(months, tmp_path):
+    """A detector spilled in groups of subjects (`SHARDS`: collusion by giver, dealer_cutter by dealer) and tested
+    one group at a time with the whole input's context gives the tests its `results` gives over the whole counts,
+    byte for byte as JSON, in any number of groups and with saved counts first (issue 15: the finalize worker holds
+    one group's counts)."""
+    from auditor.audit import SpilledCounts, _sharded_results, detector_rng, merge_counts, run_parts, shards, \
+        spill_shards
+    from auditor.parts import split_input
+
+    dets = make_detectors(fdr=0.05)
+    assert {d.name for d in dets if shards(d) > 1} == {"collusion", "dealer_cutter"}
+    parts = split_input([str(p) for p in months], str(tmp_path / "wd"), 300)
+    got = [c for _, c in run_parts(parts, 0.05, 0)]
+    assert len(got) >= 4
+    total = merge_counts(got, dets)
+    saved_first = merge_counts(got[:1], dets)
+
+    def as_json(tests) -> list[bytes]:  # noqa: ANN001
+        return sorted(orjson.dumps(t.to_json(), option=orjson.OPT_SORT_KEYS) for t in tests)
+
+    cutter = next(d for d in dets if d.name == "dealer_cutter")
+    sizes = sorted(len(t) for cs in total.by_test["dealer_cutter"].values() for t in cs.values())
+    cutter.min_deals = sizes[len(sizes) // 2]  # the season is short: half the pairs tested (the family's size is
+    # the whole input's number of pairs over min_deals, from the context)
+    for d in dets:
+        if shards(d) < 2:
+            continue
+        want = as_json(d.results(total.by_test[d.name], detector_rng(0, d.name)))
+        assert len(want) > 10, d.name
+        for n in (2, 5):
+            stems = tuple(spill_shards(d, c.by_test[d.name], str(tmp_path / f"{k}.{d.name}.{n}"), n)
+                          for k, c in enumerate(got))
+            first = spill_shards(d, saved_first.by_test[d.name], str(tmp_path / f"first.{d.name}.{n}"), n)
+            for sp in (SpilledCounts(d.name, stems, shards=n),
+                       SpilledCounts(d.name, stems[1:], None, False, n, first)):
+                per_group = [list(d.results(sp.fold_shard(d, j), detector_rng(0, d.name), context=sp.context(d)))
+                             for j in range(n)]
+                assert sum(1 for g in per_group if g) >= 2, (d.name, n)  # the subjects are spread over groups
+                assert as_json(t for g in per_group for t in g) == want, (d.name, n)
+                assert as_json(_sharded_results(d, sp, detector_rng(0, d.name))) == want
+    parts.cleanup()

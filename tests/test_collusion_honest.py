@@ -6,6 +6,8 @@ allows. Slow tier: 40 seasons (bench/study_collusion_honest.py is the same study
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from scipy.stats import binom
 
@@ -56,7 +58,7 @@ def test_demo_flags_the_colluders_and_no_honest_pair():
 
 
 @pytest.mark.slow
-def test_honest_all_fours_tables_of_three_hold_the_level():
+def test_honest_all_fours_tables_of_three_hold_the_level(monkeypatch):
     """Honest All Fours tables of three (bench/study_collusion_honest.py --all-fours): the givers differ (slips of
     1-4% by skill), which one field rate per situation does not allow for; against the field alone the test
     rejected at 2.9% / 7.7% at alpha 0.01 / 0.05 (seed 14, 40 seasons). The giver's own rate as a second null
@@ -65,6 +67,7 @@ def test_honest_all_fours_tables_of_three_hold_the_level():
 
     spec = importlib.util.spec_from_file_location("study", "bench/study_collusion_honest.py")
     study = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "study", study)  # its workers' function is pickled by module name
     spec.loader.exec_module(study)
     doc = study.study_af(40, SEED, 2)
     n = doc["pair_tests"]

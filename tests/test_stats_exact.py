@@ -127,3 +127,28 @@ def test_sum_tail_matches_the_exact_convolution_on_long_sums():
         assert abs(got - want) <= 1e-9 * max(want, 1e-300), (x, got, want)
     # a small sum stays on the exact path, bit for bit
     assert sum_tail([(a, 10)], 20) == (sum_dist([(a, 10)]).sf(20), sum_dist([(a, 10)]).mean())
+
+
+def test_prefixes_give_the_bits_of_poisson_binomial():
+    """`PBPrefixes`: a set of trials that starts like the base (a dealer's trials less one pair's) from the kept
+    convolutions: the same pmf, bit for bit, as `poisson_binomial` of the set; sets that leave the base at the first
+    group, at the last, or never, and longer than the base."""
+    from auditor.stats.exact import PBPrefixes, group_probs, poisson_binomial
+
+    rng = np.random.default_rng(11)
+    for _ in range(20):
+        p = np.round(rng.uniform(0.05, 0.6, int(rng.integers(50, 400))), 2)
+        base = group_probs(p)
+        pre = PBPrefixes(base)
+        for _ in range(6):
+            g = list(base)
+            i = int(rng.integers(0, len(g)))
+            pv, n = g[i]
+            g[i] = (pv, n - int(rng.integers(0, n + 1)))
+            g = [x for x in g if x[1] > 0]
+            if rng.random() < 0.2:
+                g.append((0.99, 3))
+            d, want = pre.dist(tuple(g)), poisson_binomial(tuple(g))
+            assert d.lo == want.lo and d.pmf.tobytes() == want.pmf.tobytes()
+        d, want = pre.dist(base), poisson_binomial(base)
+        assert d.lo == want.lo and d.pmf.tobytes() == want.pmf.tobytes()

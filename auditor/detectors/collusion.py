@@ -98,6 +98,7 @@ from .play_columns import (
     walk_buffers,
     walk_deal,
 )
+from .base import shard_of
 from .play_facts import counting, deal_exclusion, walk
 from .spec import TestSpec
 
@@ -452,11 +453,58 @@ class Collusion:
         total.bins = BinnedGroups.merge([total.bins, part.bins])
         return total
 
+    SHARDS = 16  # the audit folds and tests the pairs in this many groups, by giver (`shard`)
+
+    def shard(self, counts: CollusionCounts, n: int) -> list[CollusionCounts]:
+        """The counts of the pairs of each group of givers (`shard_of` the giver; see `Detector`): a group holds
+        its givers' pairs, their trials and bins, and the whole field (the leave-pair-out rates need it; it is per
+        situation, small). A giver's tests need his pairs alone (the within-giver control sums them) and, of the
+        others, the reverse pair's sums (`shard_context`)."""
+        group = {pair: shard_of(pair[0], n) for pair in {*counts.pairs, *counts.deals_of, *counts.bins.subjects}}
+        out = [CollusionCounts(field=counts.field, excluded_deals=counts.excluded_deals, deals=counts.deals)
+               for _ in range(n)]
+        for pair, cells in counts.pairs.items():
+            out[group[pair]].pairs[pair] = cells
+        for pair, pats in counts.deals_of.items():
+            out[group[pair]].deals_of[pair] = pats
+        if len(counts.bins):
+            of = np.array([group[pair] for pair in counts.bins.subjects], np.int64)
+            for j in range(n):
+                out[j].bins = counts.bins.subset(of == j)
+        else:
+            for c in out:
+                c.bins = BinnedGroups(max_bins=counts.bins.max_bins)
+        return out
+
+    def shard_context(self, counts: CollusionCounts) -> dict[Pair, list[int]]:
+        """Per pair: [opportunities, gifts, deals, deals with a gift] (what the reverse-pair control shows)."""
+        spans = counts.bins.spans() if len(counts.bins) else {}
+        out: dict[Pair, list[int]] = {}
+        for pair in counts.pairs:
+            r = _reverse(counts, pair, spans, None)
+            if r is not None:
+                out[pair] = r
+        return out
+
+    def merge_context(self, contexts: Sequence[dict[Pair, list[int]]]) -> dict[Pair, list[int]]:
+        out: dict[Pair, list[int]] = {}
+        for c in contexts:
+            for pair, v in c.items():
+                w = out.get(pair)
+                if w is None:
+                    out[pair] = list(v)
+                else:
+                    for i, x in enumerate(v):
+                        w[i] += x
+        return out
+
     def finalize(self, counts: CollusionCounts, rng: np.random.Generator | None = None) -> list[TestResult]:
         return list(self.results(counts, rng))
 
-    def results(self, counts: CollusionCounts, rng: np.random.Generator | None = None) -> Iterator[TestResult]:
-        """The tests of `finalize`, one at a time (see `Detector`)."""
+    def results(self, counts: CollusionCounts, rng: np.random.Generator | None = None,
+                context: dict[Pair, list[int]] | None = None) -> Iterator[TestResult]:
+        """The tests of `finalize`, one at a time (see `Detector`); `context`: the whole input's `shard_context`
+        when `counts` are one group's (`shard`)."""
         spans = counts.bins.spans() if len(counts.bins) else {}
         # the giver's totals per cell (for the within-giver control)
         giver: dict[str, dict[tuple, list[int]]] = {}
@@ -529,12 +577,10 @@ class Collusion:
                     binding = "giver"
                     pval, expct, z = p_own, sum(p * k for p, k in og), exact.z_score(obs_own, od)
             controls["binding"] = binding
-            rev = counts.pairs.get((b, a))
-            if rev:
-                rev_deals, rev_gave = trial_sums(counts, (b, a), spans)
-                controls["reverse_pair"] = {"opportunities": sum(o for o, _ in rev.values()),
-                                            "gifts": sum(e for _, e in rev.values()),
-                                            "deals": rev_deals, "deals_with_a_gift": rev_gave}
+            rev = _reverse(counts, (b, a), spans, context)
+            if rev is not None:
+                controls["reverse_pair"] = {"opportunities": rev[0], "gifts": rev[1], "deals": rev[2],
+                                            "deals_with_a_gift": rev[3]}
             detail = {"deals": n_deals, "deals_with_a_gift": obs, "opportunities": n_opp, "gifts": gifts,
                       "cells": len(cells),
                       "timeline": pair_timeline(counts.bins, spans.get((a, b)), p_of)} if self.details else {}
@@ -546,6 +592,18 @@ class Collusion:
                        "rate in the same situation (leave-pair-out) and, separately, the giver's own rate to the "
                        "other players; p = the larger of the two (intersection-union)", controls=controls,
                 detail=detail)
+
+
+def _reverse(counts: CollusionCounts, pair: Pair, spans: dict, context: dict[Pair, list[int]] | None,
+             ) -> list[int] | None:
+    """The pair's [opportunities, gifts, deals, deals with a gift], from the whole input's `context` when given,
+    else from `counts`; None when it had no chance."""
+    if context is not None:
+        return context.get(pair)
+    cells = counts.pairs.get(pair)
+    if not cells:
+        return None
+    return [sum(o for o, _ in cells.values()), sum(e for _, e in cells.values()), *trial_sums(counts, pair, spans)]
 
 
 def _same_holding(parts: Sequence[CollusionCounts]) -> None:

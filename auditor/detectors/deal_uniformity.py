@@ -59,6 +59,7 @@ from .base import (
     merge_summaries,
     merge_summaries_into,
     pb_result,
+    shard_of,
     subject_rng,
     summarise,
 )
@@ -763,22 +764,49 @@ class DealerCutter:
         """`merge([total, part])`, in place (see `Detector.merge_into`)."""
         return merge_summaries_into(total, part)
 
+    SHARDS = 16  # the audit folds and tests the pairs in this many groups, by dealer (`shard`)
+
+    def shard(self, counts: dict, n: int) -> list[dict]:
+        """The pairs of each group of dealers (`shard_of` the dealer; see `Detector`): a pair's control sums the
+        dealer's other pairs, all in his group; the family's size is in `shard_context`."""
+        out: list[dict] = [{} for _ in range(n)]
+        for dealer, cutters in counts.items():
+            out[shard_of(dealer, n)][dealer] = cutters
+        return out
+
+    def shard_context(self, counts: dict) -> dict[tuple[str, str], int]:
+        """Per (dealer, cutter): the number of trials (the tests are of the pairs with at least `min_deals`)."""
+        return {(d, c): len(t) for d, cutters in counts.items() for c, t in cutters.items()}
+
+    def merge_context(self, contexts: Sequence[dict[tuple[str, str], int]]) -> dict[tuple[str, str], int]:
+        out: dict[tuple[str, str], int] = {}
+        for c in contexts:
+            for pair, k in c.items():
+                out[pair] = out.get(pair, 0) + k
+        return out
+
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
         return list(self.results(counts, rng))
 
-    def results(self, counts: dict, rng: np.random.Generator | None = None) -> Iterator[TestResult]:
-        """The tests of `finalize`, one at a time (see `Detector`)."""
+    def results(self, counts: dict, rng: np.random.Generator | None = None,
+                context: dict[tuple[str, str], int] | None = None) -> Iterator[TestResult]:
+        """The tests of `finalize`, one at a time (see `Detector`); `context`: the whole input's `shard_context`
+        when `counts` are one group's (`shard`)."""
         pairs = [(d, c) for d in sorted(counts) for c in sorted(counts[d]) if len(counts[d][c]) >= self.min_deals]
-        level = exact.per_test_level(self.fdr, len(pairs))
-        totals: dict[str, TrialSummary] = {}
+        tested = pairs if context is None else [p for p, k in context.items() if k >= self.min_deals]
+        level = exact.per_test_level(self.fdr, len(tested))
+        totals: dict[str, tuple[TrialSummary, exact.PBPrefixes]] = {}
         for dealer, cutter in pairs:
             t = counts[dealer][cutter]
             controls: dict[str, Any] = {}
             detail: dict[str, Any] = {}
             if self.details:
                 if dealer not in totals:
-                    totals[dealer] = TrialSummary.merge([_untimed(v) for v in counts[dealer].values()])
-                controls["with_other_cutters"] = control(_without(totals[dealer], t))
+                    totals.clear()  # the pairs come dealer by dealer: one dealer's convolutions held at a time
+                    whole = TrialSummary.merge([_untimed(v) for v in counts[dealer].values()])
+                    totals[dealer] = (whole, exact.PBPrefixes(whole.groups()))
+                whole, prefixes = totals[dealer]
+                controls["with_other_cutters"] = control(_without(whole, t), prefixes)
                 detail = {"funnel": funnel(t)}
             yield pb_result(self.name, f"{dealer}+{cutter}", t, level, CUTTER_METHOD, controls, detail,
                             details=self.details, cheat="deals themselves the Jack of trumps when this player cuts",

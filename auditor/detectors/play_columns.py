@@ -518,6 +518,17 @@ class BinnedGroups:
         return _settle(list(ids[0]), cat(subj), level, list(ids[1]), cat(grp), list(ids[2]), cat(tb), cat(tbin),
                        cat([p.n for p in parts]), cat([p.k for p in parts]), max_bins)
 
+    def subset(self, keep: np.ndarray) -> "BinnedGroups":
+        """The trials of the subjects `keep` marks (a bool per subject), in canonical form: the structure `of` gives
+        for those subjects' trials alone (each subject's bins are its own), so subsets of the parts merge to the
+        subset of the merge."""
+        rows = np.asarray(keep, bool)[self.subj]
+        if not rows.any():
+            return BinnedGroups(max_bins=self.max_bins)
+        return _settle(list(self.subjects), self.subj[rows].astype(np.int64), self.level.copy(), list(self.groups),
+                       self.grp[rows].astype(np.int64), list(self.tables), self.tb[rows].astype(np.int64),
+                       self.tbin[rows], self.n[rows], self.k[rows], self.max_bins)
+
     def spans(self) -> dict:
         """{subject: (first row, end row)}: each subject's rows."""
         if not len(self):

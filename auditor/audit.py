@@ -45,7 +45,7 @@ from .facts import DealingFacts, facts_from_columns
 from .countfile import CountsFileError, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
-from .pools import closing_pool
+from .pools import closing_pool, use_system_memory_pool
 from .replay.chain import GameSummary
 from .replay.result import DocEntries, Replay, dump_document, entry_bytes, entry_pieces, write_spliced
 from .replay.run import replay_paths, replay_records
@@ -274,6 +274,7 @@ def release_memory() -> None:
 def _part_task(args: tuple) -> tuple[Replay, Counts]:
     """One part of the input: replayed, counted by every detector, its table dropped (what a worker returns)."""
     parts, k, fdr, seed, workers = args
+    use_system_memory_pool()  # in a worker process too (fork server, Dask)
     dets = make_detectors(fdr=fdr)
     if not parts.single and parts.workdir is not None:
         # marked_ten's decision rows are the one count that grows with deals: spilled to memory-mapped files beside
@@ -383,6 +384,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
     earlier audits (`save_counts`), merged before this input's (their logs come first, in the order given);
     `save_counts`: write the merged counts (and the replay's findings and games) for a later audit. The report's
     `close()` removes the working files (the games summary streams from them until then)."""
+    use_system_memory_pool()  # Arrow's freed pages given back between parts (auditor.pools)
     dets = make_detectors(fdr=fdr)
     fp = fingerprint(dets)
     wd = tempfile.mkdtemp(prefix="auditor-parts-", dir=workdir)

@@ -1168,6 +1168,9 @@ def main() -> None:  # console script entry point
 
     global _MAIN_PID
     _MAIN_PID = os.getpid()
+    # Arrow's buffers from the C allocator for every command and the processes it starts, unless the user chose a
+    # pool (auditor.pools.use_system_memory_pool says why); read by pyarrow when it first allocates, so set before
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
     except (ValueError, OSError):  # not the main thread

@@ -23,7 +23,8 @@ def _ctx():
     return mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
 
 
-def test_a_finished_pool_is_closed_not_terminated(monkeypatch) -> None:
+def _count_terminates(monkeypatch) -> list[str]:  # noqa: ANN001
+    """`Pool.terminate` calls recorded (and still made)."""
     called: list[str] = []
     real = multiprocessing.pool.Pool.terminate
 
@@ -32,6 +33,11 @@ def test_a_finished_pool_is_closed_not_terminated(monkeypatch) -> None:
         real(self)
 
     monkeypatch.setattr(multiprocessing.pool.Pool, "terminate", terminate)
+    return called
+
+
+def test_a_finished_pool_is_closed_not_terminated(monkeypatch) -> None:
+    called = _count_terminates(monkeypatch)
     with closing_pool(_ctx(), 2, maxtasksperchild=1) as pool:
         got = sorted(pool.imap_unordered(_square, range(6)))
         workers = list(pool._pool)
@@ -42,14 +48,7 @@ def test_a_finished_pool_is_closed_not_terminated(monkeypatch) -> None:
 
 
 def test_an_error_terminates_the_pool(monkeypatch) -> None:
-    called: list[str] = []
-    real = multiprocessing.pool.Pool.terminate
-
-    def terminate(self) -> None:  # noqa: ANN001
-        called.append("terminate")
-        real(self)
-
-    monkeypatch.setattr(multiprocessing.pool.Pool, "terminate", terminate)
+    called = _count_terminates(monkeypatch)
     with pytest.raises(ValueError, match="bad"):
         with closing_pool(_ctx(), 2) as pool:
             list(pool.imap_unordered(_fail, range(3)))

@@ -45,7 +45,7 @@ from .facts import DealingFacts, facts_from_columns
 from .countfile import CountsFileError, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
-from .pools import closing_pool, use_system_memory_pool
+from .pools import call_in_fresh_process, closing_pool, fresh_context, use_system_memory_pool
 from .replay.chain import GameSummary
 from .replay.result import DocEntries, Replay, dump_document, entry_bytes, entry_pieces, write_spliced
 from .replay.run import replay_paths, replay_records
@@ -293,12 +293,28 @@ def _part_task(args: tuple) -> tuple[Replay, Counts]:
     return rep, counts
 
 
+ISOLATE_MIN_DEALS = 100_000  # parts this large (on average) are replayed each in a fresh process (`isolated`)
+
+
+def isolated(parts: Parts, isolate: bool | None = None) -> bool:
+    """Whether `run_parts`, on one machine without `workers`, replays each part in a fresh process: `isolate` if
+    given; by default when there are two parts or more of `ISOLATE_MIN_DEALS` deals on average (a process costs
+    about a second to start and load the compiled kernels: nothing next to a part of 250,000 deals, much next to
+    the small parts of a test)."""
+    if parts.single or len(parts) < 2 or parts.workdir is None:
+        return False
+    if isolate is not None:
+        return isolate
+    return parts.records >= ISOLATE_MIN_DEALS * len(parts)
+
+
 def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, dask: str | None = None,
               progress: Callable[[int, int], None] | None = None,
-              on_result: Callable[[int, tuple[Replay, Counts]], None] | None = None) -> list[tuple[Replay, Counts]]:
-    """Every part replayed and counted: one after the other in this process (the detectors of a part then share
-    the cores), in `workers` local processes, or on a Dask cluster (`dask`: a scheduler address, or `local:N` for a
-    LocalCluster of N worker processes). The results come back in part order, whoever computed them: as a list, or
+              on_result: Callable[[int, tuple[Replay, Counts]], None] | None = None,
+              isolate: bool | None = None) -> list[tuple[Replay, Counts]]:
+    """Every part replayed and counted: one after the other (each in a fresh process when `isolated`, else in
+    this one; the detectors of a part share the cores), in `workers` local processes, or on a Dask cluster (`dask`:
+    a scheduler address, or `local:N` for a LocalCluster of N worker processes). The results come back in part order, whoever computed them: as a list, or
     (`on_result`) handed over one by one in part order as soon as each is next, so that the caller can fold them
     and hold no more than the parts that arrived early (then the list is empty). A single part (an input smaller
     than a part: the original paths) is always replayed here, where its paths are."""
@@ -322,14 +338,24 @@ def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, d
     if dask and not parts.single:
         _dask_parts(parts, fdr, seed, dask, say, arrive)
     elif workers is not None and workers > 1 and n > 1:
-        # not "fork": the reader's and numba's threads may hold locks at the fork (a hang was seen); a fork server
-        # starts clean and forks each worker from there
-        methods = mp.get_all_start_methods()
-        ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
-        with closing_pool(ctx, min(workers, n)) as pool:
+        # each worker from a fork server (`pools.fresh_context`): not a fork of this process, whose reader's and
+        # numba's threads may hold locks at the fork (a hang was seen)
+        # (a fresh worker for each part, maxtasksperchild=1, so that none carries the heap of the parts before it)
+        with closing_pool(fresh_context(), min(workers, n), maxtasksperchild=1) as pool:
             for k, res in enumerate(pool.imap(_part_task, [(parts, k, fdr, seed, 1) for k in range(n)])):
                 arrive(k, res)
                 say(k + 1, n)
+    elif isolated(parts, isolate):
+        # each part in a fresh process (its detectors still share the cores in forks of it): the heap a part
+        # leaves behind goes with its process (issue 15: run here, one part after the other, the audit's process
+        # grew by some 250 MB over the 56 parts of a 10M-deal audit, Python's arenas pinned by a few objects each)
+        ctx = fresh_context()
+        assert parts.workdir is not None
+        for k in range(n):
+            arrive(k, call_in_fresh_process(ctx, _part_task, (parts, k, fdr, seed, None),
+                                            os.path.join(parts.workdir, f"result-{k:04d}.pickle"),
+                                            name=f"part {k + 1} of {n}"))
+            say(k + 1, n)
     else:
         for k in range(n):
             arrive(k, _part_task((parts, k, fdr, seed, None)))
@@ -377,12 +403,14 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
                 selection: Selection | None = None, part_deals: int = PART_DEALS, workers: int | None = None,
                 dask: str | None = None, add_counts: Sequence[str] = (), save_counts: str | None = None,
                 workdir: str | None = None, progress: Callable[[int], None] | None = None,
-                parts_progress: Callable[[int, int], None] | None = None) -> AuditReport:
+                parts_progress: Callable[[int, int], None] | None = None,
+                isolate: bool | None = None) -> AuditReport:
     """The audit of files at any size (issue 15): the input split into parts of whole tables (`auditor.parts`),
     each part replayed and counted on its own (here, in `workers` processes, or on Dask), the counts merged exactly
     and finalized once, so the document is the same whichever way it was computed. `add_counts`: counts saved by
     earlier audits (`save_counts`), merged before this input's (their logs come first, in the order given);
-    `save_counts`: write the merged counts (and the replay's findings and games) for a later audit. The report's
+    `save_counts`: write the merged counts (and the replay's findings and games) for a later audit; `isolate`: each
+    part in a fresh process or not (default: `isolated` decides, by the parts' size). The report's
     `close()` removes the working files (the games summary streams from them until then)."""
     use_system_memory_pool()  # Arrow's freed pages given back between parts (auditor.pools)
     dets = make_detectors(fdr=fdr)
@@ -440,7 +468,8 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
                 folded[:] = [merge_counts(folded + [part], in_memory)]
                 merged[0] = True
 
-        run_parts(parts, fdr, seed, workers=workers, dask=dask, progress=parts_progress, on_result=fold)
+        run_parts(parts, fdr, seed, workers=workers, dask=dask, progress=parts_progress, on_result=fold,
+                  isolate=isolate)
         stage(f"parts: {len(parts)} replayed and counted", t0)
         t0 = clock()
         new_replay = merge_replays(replays)

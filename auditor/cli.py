@@ -1156,7 +1156,9 @@ def _on_sigterm(signum, frame):
 
     if os.getpid() == _MAIN_PID:
         from .atomic import remove_temporaries
+        from .pools import stop_children
 
+        stop_children()  # a part's process (auditor.pools.call_in_fresh_process) does not outlive the audit
         remove_temporaries()
         _err("auditor: terminated (no partial output left behind)")
     os._exit(128 + signum)

@@ -48,3 +48,97 @@ def use_system_memory_pool() -> None:
 
     if pa.default_memory_pool().backend_name != "system":
         pa.set_memory_pool(pa.system_memory_pool())
+
+
+# ---------------------------------------------------------------- a fresh process for one task (issue 15)
+
+_CHILDREN: set[int] = set()  # processes started by `call_in_fresh_process` and not yet joined
+
+
+def fresh_context(preload: tuple[str, ...] = ("auditor.warm",)) -> Any:
+    """The start method for processes that must begin clean: a fork server (started once, from a fresh interpreter
+    that imports `preload`; each process is then forked from it, in milliseconds, without the caller's heap, threads
+    or locks), or spawn where there is none. Not "fork" of the caller: the reader's and numba's threads may hold
+    locks at the fork (a hang was seen), and a fork starts with the caller's whole resident set."""
+    import multiprocessing as mp
+
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(list(preload))  # no effect once the server runs (then it has them already)
+        return ctx
+    return mp.get_context("spawn")
+
+
+def _child_main(fn: Any, args: Any, path: str) -> None:
+    """In the fresh process: `fn(args)`, its result or its exception pickled to `path` (the parent reads it after
+    the process ended: no pipe to fill, whatever the result's size)."""
+    import pickle
+
+    try:
+        out: tuple[str, Any] = ("ok", fn(args))
+    except BaseException as e:  # noqa: BLE001 - handed to the parent, raised there
+        out = ("error", e)
+    try:
+        blob = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:  # noqa: BLE001 - an exception that does not pickle: its text
+        blob = pickle.dumps(("error", RuntimeError(f"{type(out[1]).__name__}: {out[1]}" if out[0] == "error"
+                                                   else f"the result does not pickle: {e}")))
+    with open(path, "wb") as f:
+        f.write(blob)
+
+
+def call_in_fresh_process(ctx: Any, fn: Any, args: Any, path: str, name: str = "auditor-task") -> Any:
+    """`fn(args)` computed in a new process of `ctx` (`fresh_context`) and returned here; its exception raised here.
+    The process's whole heap is given back when it ends: what Python's small-object arenas and the C allocator
+    keep after a task (a few long-lived objects pin an arena each) does not pile up in a long-running process.
+    `path`: where the result passes (removed once read). The process is not a daemon, so it may start processes
+    of its own; SIGTERM to this process stops it too (`stop_children`)."""
+    import os
+    import pickle
+
+    from .errors import AuditorError
+
+    p = ctx.Process(target=_child_main, args=(fn, args, path), name=name)
+    p.start()
+    _CHILDREN.add(p.pid)
+    try:
+        p.join()
+    except BaseException:  # Ctrl-C here: the child (which had its own) is stopped, not left running
+        p.terminate()
+        p.join()
+        raise
+    finally:
+        _CHILDREN.discard(p.pid)
+    code = p.exitcode
+    try:
+        if code != 0:
+            why = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+            hint = " (killed: out of memory?)" if code == -9 else ""
+            raise AuditorError(f"{name}: its process ended with {why}{hint}")
+        try:
+            with open(path, "rb") as f:
+                status, got = pickle.load(f)
+        except (OSError, EOFError, pickle.UnpicklingError) as e:
+            raise AuditorError(f"{name}: its result cannot be read back: {e}") from None
+    finally:
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+    if status == "error":
+        raise got
+    return got
+
+
+def stop_children() -> None:
+    """SIGTERM to every process `call_in_fresh_process` is waiting for (the CLI's SIGTERM handler, before it
+    exits: a part's process would otherwise run on, orphaned, into a removed working folder)."""
+    import os
+    import signal
+
+    for pid in list(_CHILDREN):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            pass
+        _CHILDREN.discard(pid)

@@ -61,6 +61,8 @@ def test_parts_here_and_in_workers_give_the_document_of_the_whole(months, whole)
     paths = [str(p) for p in months]
     assert _doc(audit_input(paths)) == whole  # one part: today's path
     assert _doc(audit_input(paths, part_deals=500)) == whole  # several parts, one after the other
+    # each part in a fresh process (the default for parts of 100,000 deals and more: `isolated`)
+    assert _doc(audit_input(paths, part_deals=500, isolate=True)) == whole
     assert _doc(audit_input(paths, part_deals=500, workers=2)) == whole
 
 

@@ -89,3 +89,110 @@ def test_the_cli_sets_the_pool_for_every_command(monkeypatch) -> None:
     monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "mimalloc")
     cli.main()
     assert seen == ["system", "mimalloc"]
+
+
+# ---------------------------------------------------------------- call_in_fresh_process (issue 15)
+
+
+def _pid_and_square(x: int) -> tuple[int, int]:
+    import os
+
+    return os.getpid(), x * x
+
+
+def _input_error(x: int) -> int:
+    from auditor.errors import InputError
+
+    raise InputError(f"bad deal {x}", source="log.jsonl:7")
+
+
+def _die(x: int) -> int:
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+    return x
+
+
+def _sleep(x: float) -> float:
+    import time
+
+    time.sleep(x)
+    return x
+
+
+def test_a_fresh_process_returns_the_result_and_is_gone(tmp_path) -> None:
+    import os
+
+    from auditor.pools import call_in_fresh_process, fresh_context
+
+    ctx = fresh_context()
+    path = str(tmp_path / "r.pickle")
+    pid, got = call_in_fresh_process(ctx, _pid_and_square, 12, path)
+    assert got == 144
+    assert pid != os.getpid()
+    assert not os.path.exists(path)  # the result's file is removed once read
+    pid2, _ = call_in_fresh_process(ctx, _pid_and_square, 1, path)
+    assert pid2 != pid  # a new process for each call: nothing of the first one's heap carries over
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_fresh_process_raises_its_error_here_as_it_was(tmp_path) -> None:
+    from auditor.errors import InputError
+    from auditor.pools import call_in_fresh_process, fresh_context
+
+    with pytest.raises(InputError) as e:
+        call_in_fresh_process(fresh_context(), _input_error, 3, str(tmp_path / "r.pickle"))
+    assert str(e.value) == "log.jsonl:7: bad deal 3"
+    assert e.value.source == "log.jsonl:7"
+
+
+def test_a_killed_fresh_process_is_a_one_line_error(tmp_path) -> None:
+    from auditor.errors import AuditorError
+    from auditor.pools import call_in_fresh_process, fresh_context
+
+    with pytest.raises(AuditorError, match=r"^part 2 of 5: its process ended with signal 9 \(killed: out of memory\?\)$"):
+        call_in_fresh_process(fresh_context(), _die, 0, str(tmp_path / "r.pickle"), name="part 2 of 5")
+
+
+def test_sigterm_handling_stops_the_fresh_process(tmp_path) -> None:
+    """What the CLI's SIGTERM handler does first (`stop_children`): the part's process is stopped, not left to run
+    on into a removed working folder; the wait for it ends with the signal."""
+    import threading
+    import time
+
+    from auditor import pools
+    from auditor.errors import AuditorError
+
+    def stop_soon() -> None:
+        for _ in range(200):
+            if pools._CHILDREN:
+                break
+            time.sleep(0.05)
+        time.sleep(0.2)
+        pools.stop_children()
+
+    t = threading.Thread(target=stop_soon)
+    t.start()
+    t0 = time.monotonic()
+    with pytest.raises(AuditorError, match="signal 15"):
+        pools.call_in_fresh_process(pools.fresh_context(), _sleep, 60.0, str(tmp_path / "r.pickle"))
+    t.join()
+    assert time.monotonic() - t0 < 30
+    assert not pools._CHILDREN
+
+
+def test_parts_are_isolated_when_they_are_large() -> None:
+    from auditor.audit import ISOLATE_MIN_DEALS, isolated
+    from auditor.parts import Parts
+
+    def parts(n: int, records: int, single: bool = False) -> Parts:
+        return Parts(paths=["x"], workdir="/tmp", part_deals=1, buckets=n, parts=[[i] for i in range(n)],
+                     records=records, single=single)
+
+    assert isolated(parts(3, 3 * ISOLATE_MIN_DEALS))
+    assert not isolated(parts(3, 3 * ISOLATE_MIN_DEALS - 1))  # small parts: a process each costs more than it saves
+    assert not isolated(parts(1, 10 * ISOLATE_MIN_DEALS))  # one part: nothing piles up
+    assert not isolated(parts(3, 3 * ISOLATE_MIN_DEALS, single=True))
+    assert isolated(parts(3, 10), isolate=True) and not isolated(parts(3, 10 ** 9), isolate=False)

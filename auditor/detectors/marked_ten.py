@@ -75,7 +75,7 @@ import shutil
 import tempfile
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Iterator, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 import numba
 import numpy as np
@@ -2358,6 +2358,43 @@ class _Store:
             out[k] = raw[a:a + n].view(dt).reshape(shape)
         return out
 
+    def read_rows(self, handles: dict[str, Any], a0: int, a1: int, fd_of: Callable[[str], int]) -> dict[str, np.ndarray]:
+        """Rows a0:a1 of every array of a set (`put_all`, with the arrays `put_one` added), as new arrays in the
+        order of `get_all`: read from the files with `preadv` (`fd_of(path)`: an open descriptor), not mapped. A
+        map makes every page it touched resident in the process until it is dropped, the pages around each slice
+        too (the kernel maps a 64 KB window per fault); a player's slices of 56 parts' files so touched some 600 MB
+        of a 10M audit's `marked_ten` worker (issue 15)."""
+        blob = handles.get("")
+        if not isinstance(blob, _Blob):
+            return {k: self._rows(h, 0, a0, a1, fd_of) for k, h in handles.items()}
+        out = {k: self._rows(blob.handle, at, a0, a1, fd_of, dt, shape) for k, (at, dt, shape) in blob.layout.items()}
+        for k, h in blob.extra.items():
+            out[k] = self._rows(h, 0, a0, a1, fd_of)
+        return out
+
+    @staticmethod
+    def _rows(h: Any, at: int, a0: int, a1: int, fd_of: Callable[[str], int], dt: str | None = None,
+              shape: tuple | None = None) -> np.ndarray:
+        """Rows a0:a1 of one array: of `h` itself (in memory), or of the array of `dt` and `shape` that starts `at`
+        bytes into `h`'s file (`dt` and `shape` default to the file's own: an array `put` alone)."""
+        if isinstance(h, np.ndarray):
+            if dt is None:
+                return np.array(h[a0:a1])
+            assert shape is not None
+            n_all = int(np.prod(shape)) * np.dtype(dt).itemsize
+            return np.array(h[at:at + n_all].view(dt).reshape(shape)[a0:a1])
+        path, fdt, fshape = h
+        dt, shape = (fdt, fshape) if dt is None else (dt, shape)
+        assert shape is not None
+        out = np.empty((a1 - a0,) + tuple(shape[1:]), np.dtype(dt))
+        if out.nbytes:
+            row = int(np.prod(shape[1:])) * np.dtype(dt).itemsize
+            buf = memoryview(out.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
+            got = os.preadv(fd_of(path), [buf], at + a0 * row)
+            if got != out.nbytes:
+                raise OSError(f"{path}: short read ({got} of {out.nbytes} bytes at {at + a0 * row})")
+        return out
+
     def put_one(self, handles: dict[str, Any], key: str, a: np.ndarray) -> None:
         """Add an array to a set `put_all` made (a file of its own)."""
         blob = handles.get("")
@@ -2408,16 +2445,19 @@ class _Scored:
 
 
 READ_BUDGET = 1 << 26  # bytes read from memory-mapped files before their maps are dropped (and re-opened)
+MAX_OPEN_FILES = 256  # a reader's open descriptors (the parts' scored files), all closed when there are more
 
 
 class _Reader:
-    """Memory-mapped part arrays opened on demand and dropped after READ_BUDGET bytes were read from them, so the
-    pages a sweep over the players touches do not pile up in the process."""
+    """The players' slices of the parts' scored arrays, read from their files as they are needed (`rows`); and
+    the parts' game and source names, memory-mapped on demand and dropped after READ_BUDGET bytes were read from
+    them, so the pages a sweep over the players touches do not pile up in the process. `close` when done."""
 
     def __init__(self, run: "_Run"):
         self.run = run
         self.cache: dict[Any, Any] = {}
         self.used = 0
+        self.fds: dict[str, int] = {}
 
     def charge(self, nbytes: int) -> None:
         self.used += nbytes
@@ -2425,13 +2465,24 @@ class _Reader:
             self.cache.clear()
             self.used = 0
 
-    def scored(self, k: int, t: str, which: str) -> dict[str, np.ndarray]:
-        key = (k, t, which)
-        got = self.cache.get(key)
-        if got is None:
-            sc = self.run.scored[k][t]
-            got = self.cache[key] = self.run.store.get_all(sc.dec if which == "dec" else sc.rows)
-        return got
+    def rows(self, k: int, t: str, which: str, a0: int, a1: int) -> dict[str, np.ndarray]:
+        """Rows a0:a1 of part k's scored decisions (`which` "dec") or candidate rows ("rows") of target t, read
+        into new arrays (`_Store.read_rows`: not mapped, so nothing stays resident after the caller drops them)."""
+        sc = self.run.scored[k][t]
+        return self.run.store.read_rows(sc.dec if which == "dec" else sc.rows, a0, a1, self._fd)
+
+    def _fd(self, path: str) -> int:
+        fd = self.fds.get(path)
+        if fd is None:
+            if len(self.fds) >= MAX_OPEN_FILES:
+                self.close()
+            fd = self.fds[path] = os.open(path, os.O_RDONLY)
+        return fd
+
+    def close(self) -> None:
+        for fd in self.fds.values():
+            os.close(fd)
+        self.fds.clear()
 
     def string(self, k: int, name: str, i: int) -> str:
         """String i of part k's `name` list (`games`, `source`), read from a fresh map of its column."""
@@ -2654,10 +2705,9 @@ class _Run:
                 continue
             a0, a1 = int(sc.bounds[pl]), int(sc.bounds[pl + 1])
             r0, r1 = int(sc.rbounds[pl]), int(sc.rbounds[pl + 1])
-            D = {n: np.array(v[a0:a1]) for n, v in reader.scored(k, t, "dec").items()}
-            R = {n: np.array(v[r0:r1]) for n, v in reader.scored(k, t, "rows").items()}
+            D = reader.rows(k, t, "dec", a0, a1)
+            R = reader.rows(k, t, "rows", r0, r1)
             D["part"] = np.full(a1 - a0, k, np.int64)
-            reader.charge(sum(v.nbytes for v in D.values()) + sum(v.nbytes for v in R.values()))
             segs.append((D, R))
         if not segs:
             return None
@@ -2759,6 +2809,12 @@ class _Run:
     def results(self, min_deals: int, details: bool) -> list[TestResult]:
         """Sweep 2: `results_from_scores`, player by player."""
         reader = _Reader(self)
+        try:
+            return self._results(reader, min_deals, details)
+        finally:
+            reader.close()
+
+    def _results(self, reader: _Reader, min_deals: int, details: bool) -> list[TestResult]:
         self.field_variances(reader)
         if "ten" not in self.targets:
             return []

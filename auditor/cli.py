@@ -1182,6 +1182,10 @@ def main() -> None:  # console script entry point
     except KeyboardInterrupt:
         _err("auditor: interrupted")
         sys.exit(130)
+    finally:
+        from .pools import stop_fork_server
+
+        stop_fork_server()  # the parts' processes counted in this process's usage (auditor.pools)
 
 
 if __name__ == "__main__":

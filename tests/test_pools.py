@@ -196,3 +196,56 @@ def test_parts_are_isolated_when_they_are_large() -> None:
     assert not isolated(parts(1, 10 * ISOLATE_MIN_DEALS))  # one part: nothing piles up
     assert not isolated(parts(3, 3 * ISOLATE_MIN_DEALS, single=True))
     assert isolated(parts(3, 10), isolate=True) and not isolated(parts(3, 10 ** 9), isolate=False)
+
+
+def _burn(seconds: float) -> float:
+    """CPU work in the process for `seconds` of its own CPU time; returns the process's CPU time (user + system)."""
+    import resource
+    import time
+
+    t = time.process_time()
+    x = 0
+    while time.process_time() - t < seconds:
+        x += 1
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def test_stopping_the_fork_server_counts_its_processes_in_ours(tmp_path) -> None:
+    """`stop_fork_server` (the CLI, when a command ends): the fork server is waited for, so the CPU time (and peak
+    memory) of the processes it forked, the parts, add up to this process's children's usage, which is what
+    `/usr/bin/time` and the bench report; left to itself the server exits unwaited and they are lost."""
+    import multiprocessing.forkserver as fs
+    import resource
+
+    from auditor import pools
+
+    def children() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
+    used = pools.call_in_fresh_process(pools.fresh_context(), _burn, 0.5, str(tmp_path / "r.pickle"))
+    before = children()
+    pools.stop_fork_server()
+    assert children() - before >= used - 0.05
+    assert fs._forkserver._forkserver_pid is None  # type: ignore[attr-defined]
+    pools.stop_fork_server()  # no server: nothing to do
+
+
+def test_the_cli_stops_the_fork_server_when_a_command_ends(monkeypatch) -> None:
+    import signal
+
+    from auditor import cli, pools
+
+    seen: list[str] = []
+    monkeypatch.setattr(signal, "signal", lambda *a: None)
+    monkeypatch.setattr(pools, "stop_fork_server", lambda: seen.append("stop"))
+
+    def fails() -> None:
+        seen.append("app")
+        raise SystemExit(2)
+
+    monkeypatch.setattr(cli, "app", fails)
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert seen == ["app", "stop"]  # after the command, even one that exits with an error

@@ -2,7 +2,7 @@
 (issue 15, item 6: 10M audited in at most 4 minutes, peak memory at most 1.5 GB and at most 10% above 1M's).
 
     python bench/bench_scale.py                        # 1M and 10M (logs made once by make_scale_logs.py)
-    python bench/bench_scale.py --skip-10m             # 1M only (today's code needs ~20 GB for the 10M audit)
+    python bench/bench_scale.py --skip-10m             # 1M only (the 10M audit takes about half an hour on 2 cores)
     python bench/bench_scale.py --deals-scale 0.02     # 20,000 and 200,000 deals: a quick check of the bench
     python bench/bench_scale.py --only replay,audit --json bench/out/scale.json
     python bench/bench_scale.py --log LOG ...          # time these logs instead (each its own size)

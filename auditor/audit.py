@@ -482,7 +482,9 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
             write_saved(save_counts, counts, replay, fp)
         release_memory()  # before the finalize workers fork: each starts from this process's resident set
         t0 = clock()
-        tests, fams, dealing, wide = finalize_counts(counts, fdr=fdr, seed=seed, dets=dets)
+        # the detectors' tests in fresh processes when there were parts: a fork of this process would carry the
+        # fold of every part (its resident set grows with the number of parts)
+        tests, fams, dealing, wide = finalize_counts(counts, fdr=fdr, seed=seed, dets=dets, fresh=len(parts) > 1)
         stage("detectors' tests over the merged counts", t0)
         del counts, folded[:]  # the merged counts (about 1 GB at 10M deals) are not needed by the document
         release_memory()
@@ -781,15 +783,18 @@ def spills(det: Detector) -> bool:
 
 
 def finalize_counts(counts: Counts, fdr: float = 0.05, seed: int = DEFAULT_SEED,
-                    dets: Sequence[Detector] | None = None, workers: int | None = None,
+                    dets: Sequence[Detector] | None = None, workers: int | None = None, fresh: bool = False,
                     ) -> tuple[list[TestResult], list[Family], dict[str, int], AuditWide]:
     """Every detector's tests from its merged counts, then the audit-wide flags: (tests, families, dealing summary,
     audit-wide summary). Each detector's generator is seeded from (seed, its name) for its finalize alone, so the
-    result is the same however the counts were made."""
+    result is the same however the counts were made. `fresh`: when the detectors run in worker processes, each is
+    a fresh process from the fork server that receives its detector's counts (`_finalize_fresh`), not a fork of
+    this process."""
     dets = list(dets) if dets is not None else make_detectors(fdr=fdr)
     t0 = clock()
     tests: list[TestResult] = []
-    for got in _each(counts, None, dets, seed, _finalize_one, workers, size=counts.deals_audited):
+    for got in _each(counts, None, dets, seed, _finalize_one, workers, size=counts.deals_audited,
+                     fresh=_finalize_task if fresh else None):
         tests += got
     stage("detectors' tests", t0)
     t0 = clock()
@@ -851,6 +856,18 @@ def _finalize_one(i: int) -> tuple[int, list[TestResult]]:
     return i, out
 
 
+def _finalize_task(args: tuple) -> tuple[int, list[TestResult]]:
+    """`_finalize_one(i)` in a fresh process (`finalize_counts(fresh=True)`): `args` carries the detectors, the
+    seed and the counts of detector i alone (the spilled ones are paths to the working folder's files)."""
+    global _SHARED
+    i, dets, counts, seed = args
+    _SHARED = (counts, None, dets, seed)
+    try:
+        return _finalize_one(i)
+    finally:
+        _SHARED = None
+
+
 def _sharded_results(det: Detector, spilled: SpilledCounts, rng: np.random.Generator) -> Iterator[TestResult]:
     """The tests of a detector spilled in groups of subjects: each group folded and tested with the whole input's
     context, one group in memory at a time (the document orders the tests by test and subject, so the order of the
@@ -869,16 +886,28 @@ def cost(det: Detector) -> int:
 
 
 def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: int, one: Callable[[int], tuple],
-          workers: int | None = None, size: int | None = None) -> list:
+          workers: int | None = None, size: int | None = None,
+          fresh: Callable[[tuple], tuple] | None = None) -> list:
     """`one(i)` for every detector, in the detectors' order. On a large input with two or more cores they run in
     forked worker processes that read `shared` copy-on-write, the costliest first (each detector owns its random
-    generator, so the results are the same whichever process runs it); otherwise one after the other."""
+    generator, so the results are the same whichever process runs it); otherwise one after the other. `fresh`
+    (with `shared` a `Counts`): the workers are fresh processes from the fork server instead, and `fresh((i, dets,
+    the counts of detector i alone, seed))` is what each runs: a fork starts with this process's whole resident
+    set, which at 10M deals holds the fold of 56 parts (issue 15: 420 MB against 260 MB at 1M, which every
+    finalize worker carried)."""
     global _SHARED
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     n = size if size is not None else len(shared)
+    parallel = workers > 1 and len(dets) > 1 and n >= PARALLEL_MIN_DEALS
+    if parallel and fresh is not None:
+        order = sorted(range(len(dets)), key=lambda i: -cost(dets[i]))
+        tasks = ((i, dets, _only(shared, dets[i].name), seed) for i in order)
+        with closing_pool(fresh_context(), workers, maxtasksperchild=1) as pool:
+            got = dict(pool.imap_unordered(fresh, tasks))
+        return [got[i] for i in range(len(dets))]
     _SHARED = (shared, facts, dets, seed)
     try:
-        if workers > 1 and len(dets) > 1 and n >= PARALLEL_MIN_DEALS and "fork" in mp.get_all_start_methods():
+        if parallel and "fork" in mp.get_all_start_methods():
             ctx = mp.get_context("fork")
             order = sorted(range(len(dets)), key=lambda i: -cost(dets[i]))
             # a fresh fork for each detector (maxtasksperchild=1): a worker does not carry the heap the detector
@@ -890,6 +919,12 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
         return [one(i)[1] for i in range(len(dets))]
     finally:
         _SHARED = None
+
+
+def _only(counts: Counts, name: str) -> Counts:
+    """`counts` with the counts of the detector `name` alone (what a fresh finalize worker is sent)."""
+    mine = {name: counts.by_test[name]} if name in counts.by_test else {}
+    return Counts(mine, counts.deals_audited, counts.deals_not_auditable, counts.tables)
 
 
 # ---------------------------------------------------------------- the reproducibility block (issue 16)

@@ -66,6 +66,20 @@ def test_parts_here_and_in_workers_give_the_document_of_the_whole(months, whole)
     assert _doc(audit_input(paths, part_deals=500, workers=2)) == whole
 
 
+def test_tests_in_fresh_processes_give_the_same_bytes(months, whole, monkeypatch):
+    """With parts, the detectors' tests run in fresh processes from the fork server, each sent its detector's
+    counts (`finalize_counts(fresh=True)`), when the input is large enough for worker processes: forced here."""
+    import auditor.audit as A
+
+    monkeypatch.setattr(A, "PARALLEL_MIN_DEALS", 0)
+    sent: list[str] = []
+    real = A._only
+    monkeypatch.setattr(A, "_only", lambda counts, name: sent.append(name) or real(counts, name))
+    paths = [str(p) for p in months]
+    assert _doc(audit_input(paths, part_deals=500)) == whole
+    assert sorted(sent) == sorted(d.name for d in A.make_detectors())  # every detector's tests went out
+
+
 def test_dask_local_cluster_gives_the_same_bytes(months, whole):
     pytest.importorskip("distributed")
     paths = [str(p) for p in months]

@@ -298,9 +298,9 @@ ISOLATE_MIN_DEALS = 100_000  # parts this large (on average) are replayed each i
 
 def isolated(parts: Parts, isolate: bool | None = None) -> bool:
     """Whether `run_parts`, on one machine without `workers`, replays each part in a fresh process: `isolate` if
-    given; by default when there are two parts or more of `ISOLATE_MIN_DEALS` deals on average (a process costs
-    about a second to start and load the compiled kernels: nothing next to a part of 250,000 deals, much next to
-    the small parts of a test)."""
+    given; by default when there are two parts or more of `ISOLATE_MIN_DEALS` deals on average. The fork server
+    costs about 2 s once (it imports the audit's modules, `auditor/warm.py`) and each process some 20 ms more:
+    nothing next to parts of 250,000 deals, much next to the small parts of a test, whose process does not grow."""
     if parts.single or len(parts) < 2 or parts.workdir is None:
         return False
     if isolate is not None:
@@ -313,9 +313,9 @@ def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, d
               on_result: Callable[[int, tuple[Replay, Counts]], None] | None = None,
               isolate: bool | None = None) -> list[tuple[Replay, Counts]]:
     """Every part replayed and counted: one after the other (each in a fresh process when `isolated`, else in
-    this one; the detectors of a part share the cores), in `workers` local processes, or on a Dask cluster (`dask`:
-    a scheduler address, or `local:N` for a LocalCluster of N worker processes). The results come back in part order, whoever computed them: as a list, or
-    (`on_result`) handed over one by one in part order as soon as each is next, so that the caller can fold them
+    this one; the detectors of a part share the cores), in `workers` local processes, or on a Dask cluster
+    (`dask`: a scheduler address, or `local:N` for a LocalCluster of N worker processes). The results come back in
+    part order, whoever computed them: as a list, or (`on_result`) handed over one by one in part order as soon as each is next, so that the caller can fold them
     and hold no more than the parts that arrived early (then the list is empty). A single part (an input smaller
     than a part: the original paths) is always replayed here, where its paths are."""
     n = len(parts)
@@ -788,7 +788,7 @@ def finalize_counts(counts: Counts, fdr: float = 0.05, seed: int = DEFAULT_SEED,
     """Every detector's tests from its merged counts, then the audit-wide flags: (tests, families, dealing summary,
     audit-wide summary). Each detector's generator is seeded from (seed, its name) for its finalize alone, so the
     result is the same however the counts were made. `fresh`: when the detectors run in worker processes, each is
-    a fresh process from the fork server that receives its detector's counts (`_finalize_fresh`), not a fork of
+    a fresh process from the fork server that receives its detector's counts (`_finalize_task`), not a fork of
     this process."""
     dets = list(dets) if dets is not None else make_detectors(fdr=fdr)
     t0 = clock()

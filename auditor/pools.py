@@ -6,7 +6,12 @@ signal: a worker that has just sent its last result and is entering the blocking
 signal after its last check and before it blocks, and then waits for ever while the pool joins it. A 1M-deal audit
 was seen hung so (issue 15). `closing_pool` ends a pool that finished its work with `close()` and `join()`: the
 workers are told to stop through the task queue and exit on their own, no signal sent. On an error (or Ctrl-C) it
-still terminates the pool."""
+still terminates the pool.
+
+The second half (issue 15): processes that begin clean. `fresh_context` is a fork server that imported the audit's
+modules once (`auditor/warm.py`); `call_in_fresh_process` runs one task (a part of a large audit) in a new process
+of it, whose heap goes back to the system when the task ends; `stop_children` (SIGTERM) and `stop_fork_server`
+(when a CLI command ends) leave no process behind."""
 
 from __future__ import annotations
 
@@ -149,7 +154,7 @@ def stop_fork_server() -> None:
     itself the server exits after this process, unwaited: the processes it forked (the parts) are then missing
     from this process's resource usage as its parent sees it (`/usr/bin/time`, the bench: their CPU time and peak
     memory). Waited for, their usage adds up through it to this process's children. Uses multiprocessing's own
-    stop (`ForkServer._stop`, private, present since Python 3.4); nothing when it is missing."""
+    stop (`ForkServer._stop`, private); nothing when it is missing."""
     import sys
 
     fs = sys.modules.get("multiprocessing.forkserver")

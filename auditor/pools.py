@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .errors import AuditorError
+
 
 @contextmanager
 def closing_pool(ctx: Any, processes: int, **kw: Any) -> Iterator[Any]:
@@ -100,8 +102,6 @@ def call_in_fresh_process(ctx: Any, fn: Any, args: Any, path: str, name: str = "
     of its own; SIGTERM to this process stops it too (`stop_children`)."""
     import os
     import pickle
-
-    from .errors import AuditorError
 
     p = ctx.Process(target=_child_main, args=(fn, args, path), name=name)
     p.start()

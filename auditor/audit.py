@@ -480,7 +480,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         stage("merge", t0)
         if save_counts is not None:
             write_saved(save_counts, counts, replay, fp)
-        release_memory()  # before the finalize workers fork: each starts from this process's resident set
+        release_memory()  # before the finalize workers start (forks, without parts, start from this process)
         t0 = clock()
         # the detectors' tests in fresh processes when there were parts: a fork of this process would carry the
         # fold of every part (its resident set grows with the number of parts)
@@ -899,8 +899,8 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     n = size if size is not None else len(shared)
     parallel = workers > 1 and len(dets) > 1 and n >= PARALLEL_MIN_DEALS
+    order = sorted(range(len(dets)), key=lambda i: -cost(dets[i]))  # the costliest first
     if parallel and fresh is not None:
-        order = sorted(range(len(dets)), key=lambda i: -cost(dets[i]))
         tasks = ((i, dets, _only(shared, dets[i].name), seed) for i in order)
         with closing_pool(fresh_context(), workers, maxtasksperchild=1) as pool:
             got = dict(pool.imap_unordered(fresh, tasks))
@@ -909,7 +909,6 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
     try:
         if parallel and "fork" in mp.get_all_start_methods():
             ctx = mp.get_context("fork")
-            order = sorted(range(len(dets)), key=lambda i: -cost(dets[i]))
             # a fresh fork for each detector (maxtasksperchild=1): a worker does not carry the heap the detector
             # before it left behind (issue 15: at 10M deals collusion's tests started in a worker already at
             # 0.97 GB from marked_ten's, against 0.75 GB for a fresh fork of the audit's process)

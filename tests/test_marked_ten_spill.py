@@ -210,7 +210,9 @@ def test_the_store_reads_rows_without_mapping_its_files(tmp_path, folder):
     fds: dict[str, int] = {}
 
     def fd_of(path: str) -> int:
-        return fds.setdefault(path, os.open(path, os.O_RDONLY))
+        if path not in fds:  # (not setdefault: that would open the file again on every call)
+            fds[path] = os.open(path, os.O_RDONLY)
+        return fds[path]
 
     try:
         got = {(a0, a1): st.read_rows(handles, a0, a1, fd_of) for a0, a1 in [(0, 0), (0, n), (17, 42), (n - 1, n)]}

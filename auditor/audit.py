@@ -45,7 +45,7 @@ from .facts import DealingFacts, facts_from_columns
 from .countfile import CountsFileError, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
-from .pools import call_in_fresh_process, closing_pool, fresh_context, use_system_memory_pool
+from .pools import call_in_fresh_process, closing_pool, fresh_context, stop_children, use_system_memory_pool
 from .replay.chain import GameSummary
 from .replay.result import DocEntries, Replay, dump_document, entry_bytes, entry_pieces, write_spliced
 from .replay.run import replay_paths, replay_records
@@ -350,17 +350,65 @@ def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, d
         # leaves behind goes with its process (issue 15: run here, one part after the other, the audit's process
         # grew by some 250 MB over the 56 parts of a 10M-deal audit, Python's arenas pinned by a few objects each)
         ctx = fresh_context()
-        assert parts.workdir is not None
-        for k in range(n):
-            arrive(k, call_in_fresh_process(ctx, _part_task, (parts, k, fdr, seed, None),
-                                            os.path.join(parts.workdir, f"result-{k:04d}.pickle"),
-                                            name=f"part {k + 1} of {n}"))
-            say(k + 1, n)
+        wd = parts.workdir
+        assert wd is not None
+
+        def one(k: int) -> tuple[Replay, Counts]:
+            return call_in_fresh_process(ctx, _part_task, (parts, k, fdr, seed, None),
+                                         os.path.join(wd, f"result-{k:04d}.pickle"), name=f"part {k + 1} of {n}")
+
+        _at_once(one, n, parts_at_once(n), arrive, say, lambda: nxt)
     else:
         for k in range(n):
             arrive(k, _part_task((parts, k, fdr, seed, None)))
             say(k + 1, n)
     return got
+
+
+PARTS_AT_ONCE = 2  # isolated parts run two at a time: on 2 cores one part's replay overlaps the other's (issue 15)
+
+
+def parts_at_once(n: int) -> int:
+    """How many of `n` isolated parts run at once by default: one per core, at most `PARTS_AT_ONCE` (as many as the
+    finalize's processes; each part holds its own table, so on a big machine memory, not cores, bounds this:
+    `--workers N` asks for more)."""
+    return max(1, min(n, PARTS_AT_ONCE, os.cpu_count() or 1))
+
+
+def _at_once(one: Callable[[int], tuple[Replay, Counts]], n: int, width: int,
+             arrive: Callable[[int, tuple[Replay, Counts]], None], say: Callable[[int, int], None],
+             folded: Callable[[], int]) -> None:
+    """`one(k)` for k in 0..n-1, `width` at a time (each call waits for its own fresh process, in a thread of this
+    process), every result handed to `arrive` as it comes. A part starts only while fewer than `2 * width` parts
+    from the first one not yet folded (`folded()`) have started, so the results that come early and wait for a
+    slow part stay few. On an error or an interrupt the parts' processes still running are stopped, then it is
+    raised."""
+    if width <= 1:
+        for k in range(n):
+            arrive(k, one(k))
+            say(k + 1, n)
+        return
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    pending: dict[Any, int] = {}
+    started = done = 0
+    ex = ThreadPoolExecutor(width, thread_name_prefix="auditor-part")
+    try:
+        while done < n:
+            while started < n and len(pending) < width and started < folded() + 2 * width:
+                pending[ex.submit(one, started)] = started
+                started += 1
+            finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for f in sorted(finished, key=pending.__getitem__):
+                k = pending.pop(f)
+                arrive(k, f.result())
+                done += 1
+                say(done, n)
+    except BaseException:
+        stop_children()  # the other parts' processes: their threads then return (with errors nobody reads)
+        ex.shutdown(wait=True, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
 
 
 def _dask_parts(parts: Parts, fdr: float, seed: int, address: str, say: Callable[[int, int], None],

@@ -249,3 +249,107 @@ def test_the_cli_stops_the_fork_server_when_a_command_ends(monkeypatch) -> None:
     with pytest.raises(SystemExit):
         cli.main()
     assert seen == ["app", "stop"]  # after the command, even one that exits with an error
+
+
+# ---------------------------------------------------------------- parts two at a time (issue 15, a ninth session)
+
+
+def test_isolated_parts_run_two_at_a_time_and_arrive_in_order(monkeypatch) -> None:
+    """`run_parts` with isolated parts (`_at_once`): two parts run at once; the results are handed over in part
+    order whatever order they end in; no part starts more than 4 parts ahead of the first one not yet folded."""
+    import threading
+    import time
+
+    from auditor import audit as A
+    from auditor.parts import Parts
+
+    n = 9
+    lock = threading.Lock()
+    running = [0]
+    most = [0]
+    started: list[int] = []
+    folded: list[int] = []
+
+    def fake(_ctx, fn, args, path, name=""):  # noqa: ANN001, ANN202 - call_in_fresh_process's signature
+        k = args[1]
+        assert fn is A._part_task and name == f"part {k + 1} of {n}" and path.endswith(f"result-{k:04d}.pickle")
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            started.append(k)
+            assert k < len(folded) + 4  # the window: early results stay few
+        time.sleep(0.3 if k % 3 == 0 else 0.02)  # parts 0, 3, 6 are slow: the later ones end first
+        with lock:
+            running[0] -= 1
+        return ("replay", k)
+
+    monkeypatch.setattr(A, "call_in_fresh_process", fake)
+    monkeypatch.setattr(A, "fresh_context", lambda: None)
+    monkeypatch.setattr(A.os, "cpu_count", lambda: 2)
+    parts = Parts(paths=["x"], workdir="/tmp/w", part_deals=1, buckets=n, parts=[[i] for i in range(n)],
+                  records=n * A.ISOLATE_MIN_DEALS)
+    said: list[tuple[int, int]] = []
+    A.run_parts(parts, 0.05, 1, progress=lambda d, m: said.append((d, m)),
+                on_result=lambda k, res: folded.append(k) if res == ("replay", k) else None)
+    assert folded == list(range(n))
+    assert most[0] == 2
+    assert sorted(started) == list(range(n))
+    assert said[-1] == (n, n) and len(said) == n
+
+
+def test_a_failing_part_stops_the_others_and_is_raised(monkeypatch) -> None:
+    import time
+
+    from auditor import audit as A
+
+    stopped: list[bool] = []
+    monkeypatch.setattr(A, "stop_children", lambda: stopped.append(True))
+    started: list[int] = []
+
+    def one(k: int) -> tuple:
+        started.append(k)
+        if k == 1:
+            raise ValueError("part 2 of 6: bad")
+        time.sleep(0.2)
+        return (k, k)
+
+    arrived: list[int] = []
+    with pytest.raises(ValueError, match="part 2 of 6: bad"):
+        A._at_once(one, 6, 2, lambda k, _r: arrived.append(k), lambda _d, _n: None, lambda: len(arrived))
+    assert stopped == [True]
+    assert 5 not in started  # nothing more started after the error
+    assert arrived == []  # part 0 (still running, then cancelled or ended) was not folded after part 1 failed
+
+
+def test_parts_at_once_is_one_per_core_at_most_two(monkeypatch) -> None:
+    from auditor import audit as A
+
+    monkeypatch.setattr(A.os, "cpu_count", lambda: 8)
+    assert [A.parts_at_once(n) for n in (1, 2, 5)] == [1, 2, 2]
+    monkeypatch.setattr(A.os, "cpu_count", lambda: 1)
+    assert A.parts_at_once(5) == 1
+
+
+def test_parts_are_about_equal_and_none_above_the_size() -> None:
+    """`parts._grouped`: as many parts as the size asks for, of about equal size (a 300,000-deal input in two
+    parts of about 150,000, not 250,000 + 50,000), in bucket order, every bucket once, none above `part_deals`
+    unless one bucket is."""
+    import random
+
+    from auditor.parts import _grouped
+
+    rng = random.Random(7)
+    per = {b: rng.randint(800, 1500) for b in range(256)}
+    total = sum(per.values())
+    for size in (total, total - 1, total // 2, total // 3 + 1, 20_000, 5_000):
+        got = _grouped(per, size)
+        assert [b for g in got for b in g] == sorted(per)  # bucket order, each once
+        sums = [sum(per[b] for b in g) for g in got]
+        want = -(-total // size)
+        assert len(got) >= want and max(sums) <= size
+        if size >= 50 * max(per.values()):  # buckets small next to a part: the count asked for, about equal
+            assert len(got) <= want + 1
+            assert max(sums) - min(sums) <= 3 * max(per.values())
+    assert _grouped(per, 1) == [[b] for b in sorted(per)]  # one bucket per part when the size is smaller
+    assert _grouped({0: 0, 5: 4000, 9: 1}, 1000) == [[0], [5], [9]]  # a bucket above the size is a part of its own
+    assert _grouped({0: 3}, 10) == [[0]]

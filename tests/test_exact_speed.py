@@ -43,3 +43,78 @@ def test_with_skips_only_the_point_mass_at_zero():
     # the convolution it skips would have returned the same numbers
     same = exact._convolve(a, exact.Dist(0, np.ones(1)))
     assert same.lo == a.lo and np.array_equal(same.pmf, a.pmf)
+
+
+# ---------------------------------------------------------------- the narrow forms (issue 15, a ninth session)
+
+
+def _rel(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(a), abs(b), 1e-300)
+
+
+def test_narrow_tails_equal_the_full_ones_to_their_last_bits():
+    """`pb_sf_narrow`: the terms below NARROW_BELOW dropped, a tail of at least NARROW_MIN_SF keeps its relative
+    accuracy (within a few units of 1e-16 of the full convolution's below 0.5; near 1, within the full sum's own
+    rounding), and a smaller one is the full one itself."""
+    rng = np.random.default_rng(11)
+    worst = 0.0
+    fell_back = 0
+    for _ in range(60):
+        g = int(rng.integers(1, 5))
+        groups = exact._merge_groups((round(float(p), 4), int(k)) for p, k in
+                                     zip(rng.uniform(0.01, 0.6, g), rng.integers(1, 6000, g), strict=True))
+        full = exact._pb_grouped(groups)
+        narrow = exact._pb_narrow(groups)
+        assert narrow.lo >= full.lo and narrow.hi <= full.hi and len(narrow.pmf) <= len(full.pmf)
+        for x in np.linspace(full.lo, full.hi + 1, 40):
+            want = full.sf(x)
+            got = exact.pb_sf_narrow(groups, x)
+            if want < exact.NARROW_MIN_SF:
+                assert got == want  # computed in full
+                fell_back += 1
+            elif want < 0.5:
+                worst = max(worst, _rel(got, want))
+            else:  # near 1 the full sum of thousands of terms carries its own rounding (some 1e-12)
+                assert _rel(got, want) < 1e-10
+    assert worst < 1e-13
+    assert fell_back > 100  # the far tails were exercised
+
+
+def test_power_from_the_narrow_forms_equals_the_full_power():
+    rng = np.random.default_rng(12)
+    for _ in range(25):
+        groups = exact._merge_groups((round(float(p), 3), int(k)) for p, k in
+                                     zip(rng.uniform(0.05, 0.4, 3), rng.integers(200, 4000, 3), strict=True))
+        fixed = ((0.11, int(rng.integers(1, 3000))),)
+        for q in (0.001, 0.01, 0.05, 0.2):
+            for alpha in (0.05, 1e-5):
+                assert _rel(exact.power(groups, alpha, q, fixed=fixed), _power_spec(groups, alpha, q, fixed)) < 1e-10
+    # below NARROW_MIN_SF the threshold comes from the full distribution
+    g = ((0.3, 500),)
+    assert exact.power(g, 1e-25, 0.2) == _power_spec(g, 1e-25, 0.2)
+
+
+def test_narrow_prefixes_are_the_narrow_distributions():
+    base = ((0.05, 900), (0.2, 1400), (0.31, 700))
+    pre = exact.PBPrefixes(base, narrow=True)
+    for groups in (base, ((0.05, 900), (0.2, 1300), (0.31, 700)), ((0.05, 850), (0.31, 700)), ((0.2, 10),)):
+        a, b = pre.dist(groups), exact._pb_narrow(groups)
+        assert a.lo == b.lo and np.array_equal(a.pmf, b.pmf)
+
+
+def test_rounded_is_pythons_round_to_the_last_bit():
+    from auditor.detectors.base import rounded
+
+    rng = np.random.default_rng(13)
+    values = np.concatenate([
+        rng.uniform(-1e3, 1e3, 20000), rng.uniform(0, 1, 20000),
+        np.round(rng.uniform(0, 10, 20000), 4) + 0.00005,  # near ties at 4 digits
+        rng.integers(0, 10 ** 6, 20000) / 2.0 ** rng.integers(0, 20, 20000),  # exact binary ties
+        np.exp(rng.uniform(-700, 700, 5000)),
+        [0.0, -0.0, np.nan, np.inf, -np.inf, 1e300, 2.5e-5, 0.03125, -0.03125, 1.00005, 5e-324, -1e-9]])
+    for digits in (0, 1, 4, 5, 6):
+        got = rounded(values, digits)
+        want = [round(float(v), digits) for v in values]
+        assert len(got) == len(want)
+        for v, a, b in zip(values, got, want, strict=True):
+            assert (a == b and np.copysign(1, a) == np.copysign(1, b)) or (a != a and b != b), (v, digits, a, b)

@@ -804,7 +804,7 @@ class DealerCutter:
                 if dealer not in totals:
                     totals.clear()  # the pairs come dealer by dealer: one dealer's convolutions held at a time
                     whole = TrialSummary.merge([_untimed(v) for v in counts[dealer].values()])
-                    totals[dealer] = (whole, exact.PBPrefixes(whole.groups()))
+                    totals[dealer] = (whole, exact.PBPrefixes(whole.groups(), narrow=True))
                 whole, prefixes = totals[dealer]
                 controls["with_other_cutters"] = control(_without(whole, t), prefixes)
                 detail = {"funnel": funnel(t)}

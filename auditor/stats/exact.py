@@ -81,9 +81,9 @@ class Dist:
         return int(self.lo + ok[0])
 
 
-def _convolve(a: Dist, b: Dist) -> Dist:
+def _convolve(a: Dist, b: Dist, floor: float = 1e-300) -> Dist:
     out = np.convolve(a.pmf, b.pmf)
-    nz = np.nonzero(out > 1e-300)[0]
+    nz = np.nonzero(out > floor)[0]
     if len(nz) == 0:  # pragma: no cover - cannot happen for proper distributions
         return Dist(a.lo + b.lo, out)
     return Dist(a.lo + b.lo + int(nz[0]), out[nz[0]:nz[-1] + 1])
@@ -135,6 +135,51 @@ Groups = tuple[tuple[float, int], ...]
 """Trials as (probability, count) pairs, sorted (`group_probs`)."""
 
 
+# ---------------------------------------------------------------- narrow distributions (issue 15, speed)
+#
+# A p-value or a power that is not tiny does not need the far tails: the narrow form of a distribution drops the
+# terms below NARROW_BELOW (the binomials' and every convolution's), which loses at most about 1e-37 of mass (a
+# binomial's pmf falls geometrically beyond its trim point), so a tail of at least NARROW_MIN_SF keeps its
+# relative accuracy (some 1e-16: the terms dropped are below the last bit of what they are added to) and is
+# computed again in full below that. The sums are of the same non-negative terms in another grouping, so a value
+# may differ from the full one in its last bits (near 1, by the full sum's own rounding, up to some 1e-12: it
+# adds thousands of terms whose total is 1 to that accuracy, where the narrow form may say 1.0), never in the six
+# significant digits a document shows (but for a value that close to a rounding boundary). Used by the controls and the power searches, where the full
+# distributions of thousands of trials made most of the detectors' time: dealer_cutter's control of each
+# (dealer, cutter) pair convolved the dealer's whole record, +-40 sd wide, three times.
+
+NARROW_BELOW = 1e-40
+NARROW_MIN_SF = 1e-20
+
+
+def _trimmed(d: Dist, floor: float) -> Dist:
+    nz = np.nonzero(d.pmf > floor)[0]
+    if len(nz) == 0 or (nz[0] == 0 and nz[-1] == len(d.pmf) - 1):
+        return d
+    return Dist(d.lo + int(nz[0]), d.pmf[nz[0]:nz[-1] + 1])
+
+
+@lru_cache(maxsize=16384)
+def _binomial_narrow(n: int, p: float) -> Dist:
+    return _trimmed(_binomial(n, p), NARROW_BELOW)
+
+
+@lru_cache(maxsize=4096)
+def _pb_narrow(groups: Groups) -> Dist:
+    """`_pb_grouped`'s narrow form."""
+    d = Dist(0, np.ones(1))
+    for p, k in groups:
+        d = _convolve(d, _binomial_narrow(k, p), NARROW_BELOW)
+    return d
+
+
+def pb_sf_narrow(groups: Groups, observed: float, narrow: "Dist | None" = None) -> float:
+    """P(S >= observed) for the trials `groups`, from the narrow distribution (`narrow`, when the caller has it)
+    when that tail is at least NARROW_MIN_SF, else from the full one (`pb_sf`)."""
+    v = (narrow if narrow is not None else _pb_narrow(tuple(groups))).sf(observed)
+    return v if v >= NARROW_MIN_SF else _pb_grouped(tuple(groups)).sf(observed)
+
+
 class PBPrefixes:
     """`poisson_binomial` of many trial sets that share a start with one `base` set (a dealer's pairs' "others":
     his whole trials less one pair's): the convolution of the base's groups is kept after each group, and a set
@@ -142,22 +187,24 @@ class PBPrefixes:
     dealer's thousands of trials again for each of his pairs). The same arithmetic in the same order as
     `_pb_grouped`, so the same bits."""
 
-    def __init__(self, base: Groups) -> None:
+    def __init__(self, base: Groups, narrow: bool = False) -> None:
         self.base = tuple(base)
         self.done: list[Dist] = [Dist(0, np.ones(1))]  # done[i]: the base's first i groups
+        self.narrow = narrow  # the narrow forms (`pb_sf_narrow`)
 
     def dist(self, groups: Groups) -> Dist:
         groups = tuple(groups)
         m = 0
         while m < len(groups) and m < len(self.base) and groups[m] == self.base[m]:
             m += 1
+        binom, floor = (_binomial_narrow, NARROW_BELOW) if self.narrow else (_binomial, 1e-300)
         while len(self.done) <= m:
             i = len(self.done) - 1
             p, k = self.base[i]
-            self.done.append(_convolve(self.done[i], _binomial(k, p)))
+            self.done.append(_convolve(self.done[i], binom(k, p), floor))
         d = self.done[m]
         for p, k in groups[m:]:
-            d = _convolve(d, _binomial(k, p))
+            d = _convolve(d, binom(k, p), floor)
         return d
 
 
@@ -273,24 +320,29 @@ def power(groups: tuple[tuple[float, int], ...], alpha: float, q: float,
           fixed: tuple[tuple[float, int], ...] = ()) -> float:
     """Power of the one-sided exact test at level alpha against a cheat of strength q: the trials of `groups`
     become alt(p, q); those of `fixed` (trials the cheat cannot touch) keep their null probability."""
-    base = _pb_grouped(fixed)
+    full = alpha < NARROW_MIN_SF  # the narrow forms hold every tail of at least NARROW_MIN_SF to its last bits
+    pb, floor = (_pb_grouped, 1e-300) if full else (_pb_narrow, NARROW_BELOW)
+    base = pb(fixed)
     c = _critical(groups, alpha, fixed)
     alt_groups = _merge_groups((alt(p, q), k) for p, k in groups)
-    return _with(_pb_grouped(alt_groups), base).sf(c)
+    return _with(pb(alt_groups), base, floor).sf(c)
 
 
 @lru_cache(maxsize=4096)
 def _critical(groups: tuple[tuple[float, int], ...], alpha: float, fixed: tuple[tuple[float, int], ...]) -> int:
-    """The null's rejection threshold of `power` (the same for every q of a power search)."""
-    return _with(_pb_grouped(groups), _pb_grouped(fixed)).critical(alpha)
+    """The null's rejection threshold of `power` (the same for every q of a power search): from the narrow forms
+    unless `alpha` is below NARROW_MIN_SF."""
+    if alpha < NARROW_MIN_SF:
+        return _with(_pb_grouped(groups), _pb_grouped(fixed)).critical(alpha)
+    return _with(_pb_narrow(groups), _pb_narrow(fixed), NARROW_BELOW).critical(alpha)
 
 
-def _with(a: Dist, base: Dist) -> Dist:
+def _with(a: Dist, base: Dist, floor: float = 1e-300) -> Dist:
     """a + base (`_convolve`), skipping the convolution with the point mass at 0 (no fixed trials), which would
     return `a` itself: a `_pb_grouped` pmf is already trimmed, and x * 1.0 == x."""
     if base.lo == 0 and len(base.pmf) == 1 and base.pmf[0] == 1.0:
         return a
-    return _convolve(a, base)
+    return _convolve(a, base, floor)
 
 
 def _merge_groups(groups: Iterable[tuple[float, int]]) -> tuple[tuple[float, int], ...]:

@@ -45,7 +45,8 @@ from .facts import DealingFacts, facts_from_columns
 from .countfile import CountsFileError, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
-from .pools import call_in_fresh_process, closing_pool, fresh_context, stop_children, use_system_memory_pool
+from .pools import (call_in_fresh_process, closing_pool, fresh_context, start_fork_server, stop_children,
+                    use_system_memory_pool)
 from .replay.chain import GameSummary
 from .replay.result import DocEntries, Replay, dump_document, entry_bytes, entry_pieces, write_spliced
 from .replay.run import replay_paths, replay_records
@@ -473,7 +474,11 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
     try:
         # marked_ten's saved decision rows memory-mapped from the working folder, not read into memory
         saved = [load_saved(p, fp, spill_dir=os.path.join(wd, "spill")) for p in add_counts]
-        parts = split_input([str(p) for p in paths], wd, part_deals, selection=selection, progress=progress)
+        # the fork server's imports while the input is split, when the parts will be run in its processes
+        early = (lambda n: start_fork_server() if n >= 2 * ISOLATE_MIN_DEALS and isolate is not False else None) \
+            if not dask else None
+        parts = split_input([str(p) for p in paths], wd, part_deals, selection=selection, progress=progress,
+                            sized=early)
         release_memory()
         t0 = clock()
         replays: list[Replay] = []

@@ -363,8 +363,10 @@ def _split_source(paths: list[str], reg: Registry, selection: Selection | None) 
 
 
 def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: Selection | None = None,
-                progress: Callable[[int], None] | None = None, buckets: int = DEFAULT_BUCKETS) -> Parts:
-    """Split the input into parts of whole tables of about `part_deals` deals (module docstring)."""
+                progress: Callable[[int], None] | None = None, buckets: int = DEFAULT_BUCKETS,
+                sized: Callable[[int], None] | None = None) -> Parts:
+    """Split the input into parts of whole tables of about `part_deals` deals (module docstring). `sized(n)`: told
+    the number of records before the pass when it is known then (Parquet metadata, lines of plain JSON Lines)."""
     paths = [str(p) for p in paths]
     active = selection is not None and selection.active
     parts = Parts(paths=paths, workdir=str(workdir), part_deals=int(part_deals), buckets=int(buckets), parts=[],
@@ -377,6 +379,8 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
         if known is not None and known <= part_deals:
             parts.single = True
             return parts
+        if known is not None and sized is not None:
+            sized(known)
     os.makedirs(workdir, exist_ok=True)
     parts.cleanup()
     reg = Registry()

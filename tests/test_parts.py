@@ -131,6 +131,29 @@ def test_small_gzip_input_read_once_then_one_part(inputs: list[str], tmp_path) -
     assert not os.listdir(tmp_path / "w")
 
 
+def test_split_tells_the_size_before_the_pass_when_it_is_known(inputs: list[str], tmp_path) -> None:
+    """`sized` (the audit starts its fork server then, while the input is split): called once with the count of
+    Parquet metadata and plain lines before the pass; not for a small input (one part), nor when a gzip file
+    cannot be counted."""
+    plain = [p for p in inputs if not p.endswith(".gz")]
+    want = sum(len(open(p, "rb").read().splitlines()) for p in plain if p.endswith(".jsonl"))
+    want += sum(pq_rows(p) for p in plain if p.endswith(".parquet"))
+    told: list[int] = []
+    split_input(plain, str(tmp_path / "a"), 25, sized=told.append)
+    assert told == [want]
+    told.clear()
+    split_input(plain, str(tmp_path / "b"), 10 ** 6, sized=told.append)
+    assert told == []
+    split_input(inputs, str(tmp_path / "c"), 25, sized=told.append)  # one of them gzip: unknown before the pass
+    assert told == []
+
+
+def pq_rows(path: str) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).metadata.num_rows
+
+
 def test_selection_parts(inputs: list[str], tmp_path) -> None:
     sel = Selection(games=("all_fours",))
     direct_sel = Selection(games=("all_fours",))

@@ -846,8 +846,9 @@ def finalize_counts(counts: Counts, fdr: float = 0.05, seed: int = DEFAULT_SEED,
     dets = list(dets) if dets is not None else make_detectors(fdr=fdr)
     t0 = clock()
     tests: list[TestResult] = []
+    costs = [finalize_cost(d, counts) for d in dets]
     for got in _each(counts, None, dets, seed, _finalize_one, workers, size=counts.deals_audited,
-                     fresh=_finalize_task if fresh else None):
+                     fresh=_finalize_task if fresh else None, costs=costs):
         tests += got
     stage("detectors' tests", t0)
     t0 = clock()
@@ -938,9 +939,23 @@ def cost(det: Detector) -> int:
     return int(spec.cost) if spec is not None else 0
 
 
+def finalize_cost(det: Detector, counts: Counts) -> float:
+    """The scheduler's estimate of a detector's tests over `counts`: its spec's `cost`, plus what the detector
+    says its data add (`extra_cost`, where it has one: deal_uniformity's Monte Carlo depends on how close to
+    significant its dealers are, not on the input's size; its counts, per dealer, are folded here for that when
+    they were spilled, and dropped). Only the order of the tests depends on it, never their results."""
+    extra = getattr(det, "extra_cost", None)
+    got = counts.by_test.get(det.name)
+    if extra is None or got is None or (isinstance(got, SpilledCounts) and got.shards > 1):
+        return float(cost(det))
+    if isinstance(got, SpilledCounts):
+        got = got.fold(det)
+    return float(cost(det)) + float(extra(got))
+
+
 def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: int, one: Callable[[int], tuple],
           workers: int | None = None, size: int | None = None,
-          fresh: Callable[[tuple], tuple] | None = None) -> list:
+          fresh: Callable[[tuple], tuple] | None = None, costs: Sequence[float] | None = None) -> list:
     """`one(i)` for every detector, in the detectors' order. On a large input with two or more cores they run in
     forked worker processes that read `shared` copy-on-write, the costliest first (each detector owns its random
     generator, so the results are the same whichever process runs it); otherwise one after the other. `fresh`
@@ -952,7 +967,8 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     n = size if size is not None else len(shared)
     parallel = workers > 1 and len(dets) > 1 and n >= PARALLEL_MIN_DEALS
-    order = sorted(range(len(dets)), key=lambda i: -cost(dets[i]))  # the costliest first
+    # the costliest first (`costs`, else the specs')
+    order = sorted(range(len(dets)), key=lambda i: -(costs[i] if costs is not None else cost(dets[i])))
     if parallel and fresh is not None:
         tasks = ((i, dets, _only(shared, dets[i].name), seed) for i in order)
         with closing_pool(fresh_context(), workers, maxtasksperchild=1) as pool:

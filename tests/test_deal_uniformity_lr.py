@@ -107,3 +107,31 @@ def _split(by_cfg: dict, t: np.ndarray) -> np.ndarray:
     out = np.zeros((len(by_cfg), du.N_CLASSES, 6), np.int64)
     out[0] = t
     return out
+
+
+def test_the_scheduler_sees_the_monte_carlo_a_near_significant_dealer_will_need():
+    """`extra_cost` (issue 15, a ninth session): the tests' scheduler starts deal_uniformity first when a dealer
+    is near significance (about MC_H / p simulated seasons), not when every dealer is plainly fair or settled by
+    the closed form; `audit.finalize_cost` adds it to the spec's cost, and only the order depends on it."""
+    from auditor.audit import Counts, cost, finalize_cost
+
+    by_cfg = _by_cfg()
+    rng = np.random.default_rng(8)
+
+    def counts(t):
+        return du.UniformityCounts(list(by_cfg), np.array(list(by_cfg.values()), np.int64), _split(by_cfg, t))
+
+    null = du._simulate_tables(by_cfg, 2000, rng)
+    _, exp_ = du._table(counts(null[0]).by_cfg())
+    mask = exp_ > 0
+    x2 = (((null - exp_[None]) ** 2) / np.where(mask, exp_, 1.0)[None] * mask[None]).sum(axis=(1, 2))
+    typical = null[int(np.argsort(x2)[1000])]  # the median dealer
+    extreme = null[int(np.argmax(x2))]  # one in 2,000: its Monte Carlo runs to the cap
+    det = du.DealUniformity(details=False)
+    fair = det.extra_cost({"a": counts(typical)})
+    near = det.extra_cost({"b": counts(extreme)})
+    assert det.extra_cost({"c": counts(_stacked(by_cfg, 0.25, rng))}) == 0.0  # the closed form: no draw
+    assert near > 10 * fair > 0.0 and fair < 0.2  # (the chi-square guess of p: 0.05 for the extreme one here)
+    both = Counts({det.name: {"a": counts(typical), "b": counts(extreme)}}, 0, 0, {})
+    assert finalize_cost(det, both) == pytest.approx(cost(det) + fair + near)
+    assert finalize_cost(det, Counts({}, 0, 0, {})) == cost(det)

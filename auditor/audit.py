@@ -851,9 +851,8 @@ def finalize_counts(counts: Counts, fdr: float = 0.05, seed: int = DEFAULT_SEED,
     dets = list(dets) if dets is not None else make_detectors(fdr=fdr)
     t0 = clock()
     tests: list[TestResult] = []
-    costs = [finalize_cost(d, counts) for d in dets]
     for got in _each(counts, None, dets, seed, _finalize_one, workers, size=counts.deals_audited,
-                     fresh=_finalize_task if fresh else None, costs=costs):
+                     fresh=_finalize_task if fresh else None, cost_of=lambda d: finalize_cost(d, counts)):
         tests += got
     stage("detectors' tests", t0)
     t0 = clock()
@@ -960,20 +959,24 @@ def finalize_cost(det: Detector, counts: Counts) -> float:
 
 def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: int, one: Callable[[int], tuple],
           workers: int | None = None, size: int | None = None,
-          fresh: Callable[[tuple], tuple] | None = None, costs: Sequence[float] | None = None) -> list:
+          fresh: Callable[[tuple], tuple] | None = None,
+          cost_of: Callable[[Detector], float] | None = None) -> list:
     """`one(i)` for every detector, in the detectors' order. On a large input with two or more cores they run in
     forked worker processes that read `shared` copy-on-write, the costliest first (each detector owns its random
     generator, so the results are the same whichever process runs it); otherwise one after the other. `fresh`
     (with `shared` a `Counts`): the workers are fresh processes from the fork server instead, and `fresh((i, dets,
     the counts of detector i alone, seed))` is what each runs: a fork starts with this process's whole resident
     set, which at 10M deals holds the fold of 56 parts (issue 15: 420 MB against 260 MB at 1M, which every
-    finalize worker carried)."""
+    finalize worker carried). `cost_of(detector)`: the order's estimate when the detectors run in parallel
+    (default: the specs' `cost`)."""
     global _SHARED
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     n = size if size is not None else len(shared)
     parallel = workers > 1 and len(dets) > 1 and n >= PARALLEL_MIN_DEALS
-    # the costliest first (`costs`, else the specs')
-    order = sorted(range(len(dets)), key=lambda i: -(costs[i] if costs is not None else cost(dets[i])))
+    # the costliest first (`cost_of`, else the specs'), estimated only when the order matters
+    est = cost_of if cost_of is not None and parallel else cost
+    costs = [est(d) for d in dets]
+    order = sorted(range(len(dets)), key=lambda i: -costs[i])
     if parallel and fresh is not None:
         tasks = ((i, dets, _only(shared, dets[i].name), seed) for i in order)
         with closing_pool(fresh_context(), workers, maxtasksperchild=1) as pool:

@@ -144,9 +144,10 @@ Groups = tuple[tuple[float, int], ...]
 # computed again in full below that. The sums are of the same non-negative terms in another grouping, so a value
 # may differ from the full one in its last bits (near 1, by the full sum's own rounding, up to some 1e-12: it
 # adds thousands of terms whose total is 1 to that accuracy, where the narrow form may say 1.0), never in the six
-# significant digits a document shows (but for a value that close to a rounding boundary). Used by the controls and the power searches, where the full
-# distributions of thousands of trials made most of the detectors' time: dealer_cutter's control of each
-# (dealer, cutter) pair convolved the dealer's whole record, +-40 sd wide, three times.
+# significant digits a document shows (but for a value that close to a rounding boundary). Used by the controls
+# and the power searches, where the full distributions of thousands of trials made most of the detectors' time:
+# dealer_cutter's control of each (dealer, cutter) pair convolved the dealer's whole record, +-40 sd wide, three
+# times.
 
 NARROW_BELOW = 1e-40
 NARROW_MIN_SF = 1e-20
@@ -185,7 +186,7 @@ class PBPrefixes:
     his whole trials less one pair's): the convolution of the base's groups is kept after each group, and a set
     whose first k groups are the base's starts from the k-th (issue 15: dealer_cutter's controls convolved the
     dealer's thousands of trials again for each of his pairs). The same arithmetic in the same order as
-    `_pb_grouped`, so the same bits."""
+    `_pb_grouped` (with `narrow`, as `_pb_narrow`), so the same bits."""
 
     def __init__(self, base: Groups, narrow: bool = False) -> None:
         self.base = tuple(base)

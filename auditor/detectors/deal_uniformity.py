@@ -241,6 +241,11 @@ def _x2(obs: np.ndarray, exp_: np.ndarray) -> float:
     return float((((obs - exp_) ** 2)[m] / exp_[m]).sum())
 
 
+def _df(mask: np.ndarray) -> int:
+    """X²'s degrees of freedom: the cells with an expectation, less one per honour rank that has any."""
+    return int(mask.sum() - mask.any(axis=0).sum())
+
+
 @lru_cache(maxsize=256)
 def _null_plan(cfg: Config) -> tuple[np.ndarray, tuple[tuple[int, tuple[int, ...]], ...], np.ndarray]:
     """The per-deal null of one configuration, grouped by what the turn-up decides: (probabilities of the
@@ -589,7 +594,7 @@ class DealUniformity:
             by_cfg = counts[s].by_cfg()
             obs, exp_ = _table(by_cfg)
             mask = exp_ > 0
-            df = int(mask.sum() - mask.any(axis=0).sum())
+            df = _df(mask)
             if df <= 0 or lr_pvalue(by_cfg, obs) <= LR_SHORTCUT:
                 continue
             p = float(chi2.sf(_x2(obs, exp_), df))
@@ -622,7 +627,7 @@ class DealUniformity:
             else:
                 p, draws = sequential_mc_pvalue(stat, simulate, subject_rng(rng, base, s),
                                                 cap=self.cap(len(subjects)))
-            df = int(mask.sum() - mask[:, :].any(axis=0).sum())
+            df = _df(mask)
             detail: dict[str, Any] = {"mc_draws": draws}
             controls: dict[str, Any] = {}
             if self.details:

@@ -301,3 +301,43 @@ def test_detectors_tested_in_groups_of_subjects_give_the_tests_of_the_whole(mont
                 assert as_json(t for g in per_group for t in g) == want, (d.name, n)
                 assert as_json(_sharded_results(d, sp, detector_rng(0, d.name))) == want
     parts.cleanup()
+
+
+def test_a_part_writes_its_spilled_counts_itself(months, tmp_path):
+    """`Parts.count_spill` (issue 15, a tenth session): the part's process writes the counts the audit holds out of
+    memory, the very files the audit's process would write from the counts sent back (the same bytes), and sends
+    back their paths (`PartSpill`) instead."""
+    import os
+    import pickle
+
+    from auditor.audit import PartSpill, _part_task, shards, spills
+    from auditor.parts import split_input
+
+    dets = make_detectors(fdr=0.05)
+    parts = split_input([str(p) for p in months], str(tmp_path / "wd"), 500)
+    assert len(parts) >= 2
+    _, held = _part_task((parts, 1, 0.05, 0, None))
+    plan = {d.name: shards(d) for d in dets if spills(d)}
+    assert any(n > 1 for n in plan.values()) and any(n == 1 for n in plan.values())
+    parts.count_spill = plan
+    os.makedirs(os.path.join(parts.workdir, "counts"))
+    _, sent = _part_task((parts, 1, 0.05, 0, None))
+    assert set(sent.by_test) == set(held.by_test)
+    for d in dets:
+        got = sent.by_test[d.name]
+        if d.name not in plan:
+            assert not isinstance(got, PartSpill)  # marked_ten: its own rows spilled as it counts
+            continue
+        assert isinstance(got, PartSpill)
+        stem = os.path.join(parts.workdir, "counts", f"1.{d.name}")
+        if plan[d.name] > 1:
+            assert got.path == stem
+            want = [d.shard_context(held.by_test[d.name])] + list(d.shard(held.by_test[d.name], plan[d.name]))
+            files = [f"{stem}.ctx"] + [f"{stem}.{j}" for j in range(plan[d.name])]
+        else:
+            assert got.path == f"{stem}.pickle"
+            want, files = [held.by_test[d.name]], [got.path]
+        for w, f in zip(want, files, strict=True):
+            with open(f, "rb") as fh:
+                assert fh.read() == pickle.dumps(w, protocol=pickle.HIGHEST_PROTOCOL), (d.name, f)
+    parts.cleanup()

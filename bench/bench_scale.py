@@ -47,7 +47,7 @@ DEFAULT_MODES = ("replay", "audit", "workers", "dask")
 # `audit-cpu`: the audit again with AUDITOR_TIMING's stage clock switched to the process's CPU time (each stage of
 # the main process, each detector in its forked worker): per-stage CPU seconds, which a loaded machine does not blur
 CPU_CLOCK = ("import sys, time\nimport auditor.audit as A\nA.clock = time.process_time\n"
-             "from auditor.cli import main\nsys.argv = ['auditor'] + sys.argv[1:]\nmain()\n")
+             "from auditor.cli import entry\nsys.argv = ['auditor'] + sys.argv[1:]\nentry()\n")
 
 
 def has_options() -> dict[str, bool]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import multiprocessing.pool
+import subprocess
+import sys
 
 import pytest
 
@@ -353,3 +355,46 @@ def test_parts_are_about_equal_and_none_above_the_size() -> None:
     assert _grouped(per, 1) == [[b] for b in sorted(per)]  # one bucket per part when the size is smaller
     assert _grouped({0: 0, 5: 4000, 9: 1}, 1000) == [[0], [5], [9]]  # a bucket above the size is a part of its own
     assert _grouped({0: 3}, 10) == [[0]]
+
+
+# ---------------------------------------------------------------- the console entry's quick exit (issue 15, a tenth session)
+
+
+def test_exit_code_is_what_sys_exit_gives() -> None:
+    from auditor.cli import _exit_code
+
+    assert _exit_code(None) == 0
+    assert _exit_code(0) == 0 and _exit_code(1) == 1 and _exit_code(143) == 143
+    assert _exit_code(True) == 1 and _exit_code(False) == 0
+    assert _exit_code(256 + 2) == 2 and _exit_code(-1) == 255  # what the OS keeps of the status
+
+
+def _run_entry(body: str) -> subprocess.CompletedProcess:
+    code = ("import atexit, sys, threading, time\n"
+            "from auditor import cli\n"
+            "atexit.register(lambda: sys.stdout.write('exit functions ran\\n'))\n" + body + "\ncli.entry()\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_the_entry_exits_with_the_commands_code_after_the_exit_functions() -> None:
+    """`cli.entry` ends the process with `os._exit` after `main`: the command's exit code, the exit functions run
+    and the streams flushed (the output is whole), a message given to sys.exit on stderr as Python prints it."""
+    got = _run_entry("def app():\n    print('output', end='')\n    sys.exit(3)\ncli.app = app")
+    assert got.returncode == 3
+    assert got.stdout == "outputexit functions ran\n"
+    got = _run_entry("cli.app = lambda: print('fine')")
+    assert got.returncode == 0 and got.stdout == "fine\nexit functions ran\n"
+    # the interpreter is not torn down: an object left in __main__ is never collected (the usual exit would)
+    got = _run_entry("class Kept:\n    def __del__(self):\n        print('torn down')\nkept = Kept()\n"
+                     "cli.app = lambda: None")
+    assert got.returncode == 0 and got.stdout == "exit functions ran\n"
+    got = _run_entry("def app():\n    sys.exit('auditor: no such thing')\ncli.app = app")
+    assert got.returncode == 1 and got.stderr.strip() == "auditor: no such thing"
+
+
+def test_the_entry_waits_for_a_thread_still_running() -> None:
+    """With another thread alive, `entry` exits the usual way, which waits for it: its output is not lost."""
+    got = _run_entry("def app():\n    threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
+                     "    sys.exit(4)\ncli.app = app")
+    assert got.returncode == 4
+    assert got.stdout.splitlines() == ["thread done", "exit functions ran"]

@@ -68,3 +68,26 @@ def test_tiny_fields_do_not_break():
     assert field_compare({}, {}, {}) == {}
     out = field_compare({"a": 1.0}, {"a": 10}, {"a": 0.5})
     assert "percentile" not in out["a"] and out["a"]["field_players"] == 1
+
+
+def test_values_equal_but_for_their_last_bits_are_ties() -> None:
+    """Ranks and neighbours are decided on values to RANK_DIGITS digits (issue 15, a tenth session): a sum over the
+    parts of an input differs in its last bits with the partition, which must not move a percentile."""
+    import numpy as np
+
+    from auditor.detectors.field import field_compare
+    from auditor.stats.family import rank_value
+
+    assert rank_value(0.1 + 0.2) == rank_value(0.3) and rank_value(1.0) != rank_value(1.0 + 1e-8)
+    assert rank_value(None) == 1.0 and rank_value(float("nan"), missing=2.0) == 2.0
+    z = {f"p{i}": float(v) for i, v in enumerate(np.linspace(-2, 2, 30))}
+    ex = {n: 100 + 3 * i for i, n in enumerate(z)}
+    rs = {n: 0.4 + 0.01 * i for i, n in enumerate(z)}
+    base = field_compare(z, ex, rs)
+    z2 = dict(z, p0=z["p1"], p2=z["p1"])  # three equal z: ties
+    nudged = dict(z2, p2=float(np.nextafter(z2["p1"], 9)), p0=float(np.nextafter(z2["p1"], -9)))
+    rs_n = dict(rs, p5=float(np.nextafter(rs["p5"], 9)))
+    a, b = field_compare(z2, ex, rs), field_compare(nudged, ex, rs_n)
+    assert a == b  # the last bits decide nothing
+    assert a["p0"]["percentile_all"] == a["p1"]["percentile_all"] == a["p2"]["percentile_all"]
+    assert base["p0"]["percentile_all"] == 0.0 and base["p29"]["percentile_all"] == 100.0

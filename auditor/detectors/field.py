@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
+from ..stats.family import rank_value
+
 EMPIRICAL_MIN = 200
 NEIGHBOURS = 20
 
@@ -44,7 +46,10 @@ def field_compare(z: dict[str, float], exposure: dict[str, int], results: dict[s
         sd = v.std()
         return (v - v.mean()) / sd if sd > 0 else np.zeros_like(v)
 
-    coords = np.column_stack([standard(ex), standard(rs)])
+    # ranks and neighbours decided on values to RANK_DIGITS digits (`rank_value`: the last bits of sums over the
+    # parts of a large input do not choose a player's neighbours or break a tie)
+    coords = _ranked(np.column_stack([standard(ex), standard(rs)]))
+    Zr = _ranked(Z)
     k = min(neighbours, m - 1)
     emp = None
     if m >= empirical_min:
@@ -55,11 +60,11 @@ def field_compare(z: dict[str, float], exposure: dict[str, int], results: dict[s
             dist = np.sqrt(((coords - coords[i]) ** 2).sum(1))
             dist[i] = np.inf
             near = np.argsort(dist, kind="stable")[:k]
-            below = float(np.sum(Z[near] < Z[i]) + 0.5 * np.sum(Z[near] == Z[i]))
+            below = float(np.sum(Zr[near] < Zr[i]) + 0.5 * np.sum(Zr[near] == Zr[i]))
             entry["neighbours"] = int(k)
             entry["percentile"] = 100.0 * below / k
             entry["neighbour_median_z"] = float(np.median(Z[near]))
-        entry["percentile_all"] = 100.0 * float(np.sum(Z < Z[i]) + 0.5 * (np.sum(Z == Z[i]) - 1)) / max(m - 1, 1)
+        entry["percentile_all"] = 100.0 * float(np.sum(Zr < Zr[i]) + 0.5 * (np.sum(Zr == Zr[i]) - 1)) / max(m - 1, 1)
         if emp is not None:
             mu, sd = emp
             entry["empirical_null"] = {"location": mu, "scale": sd}
@@ -68,3 +73,9 @@ def field_compare(z: dict[str, float], exposure: dict[str, int], results: dict[s
             entry["empirical_null"] = None
         out[n] = entry
     return out
+
+
+def _ranked(v: np.ndarray) -> np.ndarray:
+    """Every value to RANK_DIGITS significant digits (`stats.family.rank_value`; NaN stays NaN)."""
+    flat = [rank_value(x, missing=float("nan")) for x in np.asarray(v, float).ravel().tolist()]
+    return np.array(flat, float).reshape(np.shape(v))

@@ -324,6 +324,26 @@ def apply_families(results: Iterable[TestResult], fdr: float = 0.05) -> tuple[li
     return out, fams
 
 
+RANK_DIGITS = 9  # values equal to this many significant digits are ties wherever the document ranks or orders them
+
+
+def rank_value(x: float | None, missing: float = 1.0) -> float:
+    """`x` to RANK_DIGITS significant digits, for ranking and ordering (`missing` for None and NaN). A statistic
+    summed over the parts of a large input may differ in its last bits with the partition (floats add in part
+    order: docs/scale.md), which the document's six digits hide; a rank or an order decided on those bits did not
+    hide it: with players whose data are equal (the 10M bench's ten renamed copies of a club, whose statistics are
+    equal but for those bits), the order of equal flags and the field percentiles of marked_ten changed with
+    `--part-deals` (issue 15, a tenth session). Rounded, such values are ties, which the rank counts as ties and the
+    order breaks by name; values that differ in the first RANK_DIGITS digits keep their order."""
+    if x is None:
+        return missing
+    x = float(x)
+    if math.isnan(x):
+        return missing
+    return float(f"{x:.{RANK_DIGITS}g}")
+
+
 def most_significant_first(results: Iterable[TestResult]) -> list[TestResult]:
-    """Flags in report order: smallest q-value, then p-value, then test and subject."""
-    return sorted(results, key=lambda r: (r.qvalue if r.qvalue is not None else 1.0, r.pvalue, r.test, r.subject))
+    """Flags in report order: smallest q-value, then p-value (each to RANK_DIGITS digits: `rank_value`), then test
+    and subject."""
+    return sorted(results, key=lambda r: (rank_value(r.qvalue), rank_value(r.pvalue), r.test, r.subject))

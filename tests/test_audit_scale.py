@@ -370,5 +370,5 @@ def test_equal_members_give_the_same_document_whatever_the_parts(copies):
     zs = {t["subject"]: t["statistic"] for t in doc["tests"] if t["test"] == "marked_ten"}
     assert sum(zs.get(f"c1.{s[3:]}") == z for s, z in zs.items() if s.startswith("c0.")) >= 5  # copies tie
     flagged = [(f["test"], f["subject"], f["pvalue"]) for f in doc["flags"]]
-    pairs = [(a, b) for a, b in zip(flagged, flagged[1:]) if a[0] == b[0] and a[2] == b[2]]
+    pairs = [(a, b) for a, b in zip(flagged[:-1], flagged[1:], strict=True) if a[0] == b[0] and a[2] == b[2]]
     assert pairs and all(a[1] < b[1] for a, b in pairs)  # equal flags of a test in name order

@@ -1207,6 +1207,8 @@ def entry() -> None:  # console script entry point (and `python -m auditor`)
 
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
+        if stream is None:  # started without it (`>&-`)
+            continue
         try:
             stream.flush()
         except (OSError, ValueError):  # a closed pipe (`auditor ... | head`): nothing more reaches it anyway

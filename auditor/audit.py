@@ -315,9 +315,15 @@ def _spill_where_counted(counts: Counts, dets: Sequence[Detector], plan: dict[st
         if n is None or d.name not in counts.by_test:
             continue
         c = counts.by_test.pop(d.name)
-        stem = os.path.join(spill_dir, f"{k}.{d.name}")
-        counts.by_test[d.name] = PartSpill(spill_shards(d, c, stem, n) if n > 1 else spill_part(c, f"{stem}.pickle"))
+        counts.by_test[d.name] = PartSpill(spill_part_counts(d, c, spill_dir, k, n))
         del c
+
+
+def spill_part_counts(det: Detector, counts: Any, spill_dir: str, k: int, n: int) -> str:
+    """Part k's counts of `det` written for `SpilledCounts` in `spill_dir`: in `n` groups of subjects (the stem's
+    files) or whole (one file); the path to read them by."""
+    stem = os.path.join(spill_dir, f"{k}.{det.name}")
+    return spill_shards(det, counts, stem, n) if n > 1 else spill_part(counts, f"{stem}.pickle")
 
 
 ISOLATE_MIN_DEALS = 100_000  # parts this large (on average) are replayed each in a fresh process (`isolated`)
@@ -541,9 +547,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
             for d in out_of_core:  # written out (by the part itself, as a rule), in part order
                 s = spilled[d.name]
                 c = part.by_test.pop(d.name)
-                path = (c.path if isinstance(c, PartSpill)
-                        else spill_shards(d, c, os.path.join(spill_dir, f"{k}.{d.name}"), s.shards) if s.shards > 1
-                        else spill_part(c, os.path.join(spill_dir, f"{k}.{d.name}.pickle")))
+                path = c.path if isinstance(c, PartSpill) else spill_part_counts(d, c, spill_dir, k, s.shards)
                 spilled[d.name] = replace(s, paths=s.paths + (path,))
                 del c
             if not folded:

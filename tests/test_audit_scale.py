@@ -66,6 +66,21 @@ def test_parts_here_and_in_workers_give_the_document_of_the_whole(months, whole)
     assert _doc(audit_input(paths, part_deals=500, workers=2)) == whole
 
 
+def test_jsonl_read_in_parallel_segments_splits_into_parts(months, whole, monkeypatch):
+    """A large plain JSONL is parsed in segments by worker processes, several chunks a segment; the split forgets
+    each chunk's line-ups once it is spilled. The chunks of a segment were renumbered all at once, before the
+    first was spilled, so the next one's players pointed into the forgotten list: a 300,000-deal JSONL audit
+    ended in an IndexError (found in issue 15's eleventh session). Here with small segments and chunks."""
+    from auditor.fast import read
+
+    monkeypatch.setattr(read, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(read, "SEGMENT_BYTES", 150_000)
+    monkeypatch.setattr(read, "CHUNK_ROWS", 64)
+    paths = [str(p) for p in months]
+    assert all(read._parallel_ok(p) and len(read._segments(p, read.SEGMENT_BYTES)) >= 3 for p in paths)
+    assert _doc(audit_input(paths, part_deals=500)) == whole
+
+
 def test_tests_in_fresh_processes_give_the_same_bytes(months, whole, monkeypatch):
     """With parts, the detectors' tests run in fresh processes from the fork server, each sent its detector's
     counts (`finalize_counts(fresh=True)`), when the input is large enough for worker processes: forced here."""

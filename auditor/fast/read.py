@@ -42,11 +42,14 @@ CHUNK_ROWS = 32768
 KeepAll = bool | Literal["meta"]  # as ChunkBuilder's keep_all: True keeps every field, "meta" table, time and pack
 
 
-def iter_chunks(paths: list[str], reg: Registry, keep_all: KeepAll = False, rows: int = CHUNK_ROWS,
+def iter_chunks(paths: list[str], reg: Registry, keep_all: KeepAll = False, rows: int | None = None,
                 raw_lines: bool = False, first_index: int = 0) -> Iterator[Chunk]:
     """Every record of every file as chunks, in order. A file that cannot be read gives a chunk with one bad row
     (line None as 0), as `dealog.read_records` does. `first_index`: the file index of paths[0] (the split of
-    `auditor.parts` reads its inputs one at a time)."""
+    `auditor.parts` reads its inputs one at a time). `rows`: records per chunk (default `CHUNK_ROWS`, read when
+    called)."""
+    if rows is None:
+        rows = CHUNK_ROWS
     for fi, path in enumerate(paths, first_index):
         path = str(path)
         reg.paths.append(path)
@@ -170,9 +173,10 @@ def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: KeepAll, rows: 
             else:
                 chunks, tables, n_lines = fut.result()
             futures[k:k + 1] = [None] if k < len(futures) else []
-            maps = _id_maps(tables, reg)
-            for ch in chunks:
-                _renumber(ch, maps, offset, reg)
+            for ch in chunks:  # each chunk's ids mapped just before it is given: a consumer may forget the line-ups
+                # of the chunks it has handled (`Registry.forget_lineups`, the split), and the ids of a chunk mapped
+                # before that would point into the forgotten list (an IndexError, or another table's players)
+                _renumber(ch, _id_maps(tables, reg), offset, reg)
                 yield ch
             offset += n_lines
     finally:

@@ -422,12 +422,14 @@ def _entries(table: str, labels: np.ndarray, dealers: np.ndarray, size: np.ndarr
     o_i = np.rint(obs).astype(np.int64)
     num = np.rint(exp * N).astype(np.int64)  # exp = num / N exactly: N exp is an integer below 2^53
     X = o_i * N - num
-    ent = np.array([f"{a}\0{b}" for a, b in zip(labels.tolist(), dealers.tolist(), strict=True)], dtype=object)
-    uniq, inv = np.unique(ent, return_inverse=True)
-    inv = inv.reshape(-1)
+    # (label, dealer) entries in sorted order: as tuples, so that a name holding any character (a NUL too: the
+    # fuzz tier's hostile names) stays one name
+    pairs = [(str(a), str(b)) for a, b in zip(labels.tolist(), dealers.tolist(), strict=True)]
+    uniq = sorted(set(pairs))
+    where = {p: j for j, p in enumerate(uniq)}
+    inv = np.fromiter((where[p] for p in pairs), np.int64, len(pairs))
     k = len(uniq)
-    for e in uniq.tolist():
-        lab, dl = e.split("\0")
+    for lab, dl in uniq:
         out.labels.append(lab)
         out.dealers.append(dl)
     first = np.zeros(k, np.int64)

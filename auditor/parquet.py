@@ -1,10 +1,11 @@
 """deal-log/1 in Parquet: one row per record, columns laid out for speed, lossless to and from JSON Lines.
 
-Layout (version 1; the file's key-value metadata holds `deal-log = deal-log/1`, `auditor.layout = 1`):
+Layout (version 2; the file's key-value metadata holds `deal-log = deal-log/1`, `auditor.layout = 2`; version 1,
+the same without `claims`, is read as before):
 
 | column | type | holds |
 |---|---|---|
-| `raw` | binary, null | a record the columns do not hold: the line as read for a bad record, the canonical JSON of a valid one (lenient card spellings kept as canonical, unknown card strings, claims) |
+| `raw` | binary, null | a record the columns do not hold: the line as read for a bad record, the canonical JSON of a valid one (lenient card spellings kept as canonical, unknown card strings; in version 1 also claims) |
 | `game` | uint8 | 0 scotch_whist, 1 all_fours |
 | `rules`, `options`, `table`, `players`, `sides`, `pack` | dictionary string | preset; options / players / sides as JSON text (null when absent) |
 | `game_id` | dictionary string | |
@@ -20,6 +21,7 @@ Layout (version 1; the file's key-value metadata holds `deal-log = deal-log/1`, 
 | `rec_points`, `rec_totals` | list<int32> | null when absent |
 | `rec_winner` | int8 | null when absent |
 | `extra` | string | JSON object of the unknown top-level fields, null when none |
+| `claims` | string | (version 2, issue 15) the record's `claims` as canonical JSON (`[{"revoke": s, "trick": k}]`), null when absent |
 
 A run is `3 * n` cards (three per seat from seat 0) then its turn-up. Row numbers are 1-based (`file:row`).
 Reading is streamed by record batches, so memory stays bounded whatever the file size.
@@ -48,6 +50,8 @@ from .fast.cols import (
     KeepAll,
     Ragged,
     Registry,
+    claims_json,
+    claims_of,
     row_to_obj,
     uniq,
 )
@@ -57,13 +61,15 @@ from .logparse import GAME_ALIASES, Record, json_loader, norm_name, open_input, 
 # it costs a quarter of a second of start-up, and `auditor.dealog` imports this module for every command that reads
 # a log, most of which never open a Parquet file.
 
-LAYOUT_VERSION = "1"
+LAYOUT_VERSION = "2"  # 2 (issue 15): the `claims` column; a file of layout 1 (no such column) is read as before
+LAYOUTS_READ = ("1", "2")
 CARD_COLS = ("deck", "hands", "runs", "discards", "tricks")
 LEN_COLS = {"hands": "hand_lens", "discards": "discard_lens", "tricks": "trick_lens"}
 REQUIRED = ("raw", "game", "rules", "options", "table", "game_id", "deal_no", "players", "sides", "dealer", "cutter",
             "deck", "hands", "hand_lens", "turn_up", "shown", "beg", "runs", "discards", "discard_lens", "tricks",
             "trick_lens", "bunched", "recorded", "rec_points", "rec_totals", "rec_winner")
-REPLAY_COLS = REQUIRED  # (a row that breaks the schema is rebuilt from all of them for its message)
+OPTIONAL = ("time", "pack", "extra", "claims")  # columns a file may lack (layout 1 has no `claims`)
+REPLAY_COLS = (*REQUIRED, "claims")  # (a row that breaks the schema is rebuilt from all of them for its message)
 
 
 def schema() -> Arrow:
@@ -78,7 +84,7 @@ def schema() -> Arrow:
         ("runs", pa.binary()), ("discards", pa.binary()), ("discard_lens", pa.binary()), ("tricks", pa.binary()),
         ("trick_lens", pa.binary()), ("bunched", pa.bool_()), ("recorded", pa.bool_()),
         ("rec_points", pa.list_(pa.int32())), ("rec_totals", pa.list_(pa.int32())), ("rec_winner", pa.int8()),
-        ("extra", pa.string()),
+        ("extra", pa.string()), ("claims", pa.string()),
     ]
     return pa.schema(fields, metadata={"deal-log": "deal-log/1", "auditor.layout": LAYOUT_VERSION})
 
@@ -234,9 +240,20 @@ def chunk_to_table(ch: Chunk, reg: Registry) -> Arrow:
         "rec_totals": _list_col(ch.rt, ch.rt_has & col, nsides),
         "rec_winner": pa.array(ch.rw.astype(np.int8), mask=~col | (ch.rw < 0)),
         "extra": _masked_str(ch.extra, col),
+        "claims": _claims_col(ch, col),
     }
     sch = schema()
     return pa.Table.from_arrays([arrays[f.name] for f in sch], schema=sch)
+
+
+def _claims_col(ch: Chunk, col: np.ndarray) -> Arrow:
+    import pyarrow as pa
+
+    vals: list[str | None] = [None] * ch.n
+    for i, cl in ch.claims.items():
+        if col[i]:
+            vals[i] = orjson.dumps(claims_json(cl)).decode()
+    return pa.array(vals, pa.string())
 
 
 def _gid_col(ch: Chunk, reg: Registry, col: np.ndarray) -> Arrow:
@@ -341,6 +358,11 @@ def _parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll,
                     raise ValueError(f"not a deal-log/1 Parquet file: neither the auditor layout (no column "
                                      f"{missing[0]!r}) nor a table of records (no column 'format', 'hands' or "
                                      f"'tricks')")
+                layout_v = (pf.schema_arrow.metadata or {}).get(b"auditor.layout", b"1").decode(errors="replace")
+                if layout_v not in LAYOUTS_READ:
+                    raise _Refused(f"written in the auditor's Parquet layout {layout_v!r}: this auditor reads "
+                                   f"layouts {', '.join(LAYOUTS_READ)} (a newer auditor wrote it: convert it there "
+                                   "to JSON Lines)")
                 gen = _native_chunks(pf, names, path, fi, reg, keep_all, rows, hive)
             for ch, batch in gen:
                 done += ch.n
@@ -431,7 +453,7 @@ def _native_chunks(pf: Arrow, names: set[str], path: str, fi: int, reg: Registry
     """The auditor's own layout (written by `auditor convert`), a record batch at a time, each chunk with its
     batch. `hive`: values of columns the file lacks, from its hive-style directories (`table=T/`), as constant
     columns."""
-    cols = list(REQUIRED) + [c for c in ("time", "pack", "extra") if c in names or (hive and c in hive)]
+    cols = list(REQUIRED) + [c for c in OPTIONAL if c in names or (hive and c in hive)]
     if not keep_all:
         cols = [c for c in cols if c in REPLAY_COLS]
     in_file = [c for c in cols if c in names]
@@ -608,8 +630,21 @@ def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, kee
     bad |= col & (rw >= ns)
     rec_has = to_numpy(c["recorded"], bool, False)
     bad |= col & ~rec_has & (rp_has | rt_has | (rw >= 0))
+    claims: dict[int, tuple[tuple[int, int], ...]] = {}
+    if "claims" in c and c["claims"].null_count < n:
+        cv = validity(c["claims"])
+        for i in np.flatnonzero(col & (np.ones(n, bool) if cv is None else cv)).tolist():
+            try:
+                cl = claims_of(orjson.loads(c["claims"][i].as_py()), int(nplayers[i]))
+            except orjson.JSONDecodeError:
+                cl = None
+            if cl is None:
+                bad[i] = True  # judged the slow way, from the row's values
+            else:
+                claims[i] = cl
     # rows that failed a check: rebuilt as JSON objects and judged by the reader
     for i in np.flatnonzero(bad).tolist():
+        claims.pop(i, None)
         obj = _row_obj(batch, i)
         src = f"{path}:{int(line[i])}"
         rec = record_from_obj(obj, src, fi, int(line[i]))
@@ -636,7 +671,7 @@ def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, kee
         deck=rg["deck"], hands=rg["hands"], hand_lens=lens["hands"], runs=rg["runs"], discards=rg["discards"],
         disc_lens=lens["discards"], tricks=rg["tricks"], trick_lens=lens["tricks"], rp=rp, rp_has=rp_has, rt=rt,
         rt_has=rt_has, rw=rw, rec_has=rec_has, raw_line=raw_line, table=table, time=time, pack=pack, extra=extra,
-        gid_vals=gid_vals,
+        gid_vals=gid_vals, claims=claims,
     )
 
 
@@ -740,6 +775,11 @@ def row_dict_to_obj(row: dict[str, Any]) -> dict[str, Any] | bytes:
         out["discards"] = _split(row["discards"], row.get("discard_lens"))
     if row.get("tricks") is not None:
         out["tricks"] = _split(row["tricks"], row.get("trick_lens"))
+    if row.get("claims") is not None:
+        try:
+            out["claims"] = orjson.loads(row["claims"])
+        except orjson.JSONDecodeError:  # damaged: the text itself, which the validator names
+            out["claims"] = row["claims"]
     if row.get("bunched"):
         out["bunched"] = True
     if row.get("recorded"):

@@ -56,8 +56,9 @@ def test_layout_and_metadata(tmp_path):
     convert_file(str(src), str(out))
     pf = pq.ParquetFile(out)
     meta = pf.schema_arrow.metadata
-    assert meta[b"deal-log"] == b"deal-log/1" and meta[b"auditor.layout"] == b"1"
+    assert meta[b"deal-log"] == b"deal-log/1" and meta[b"auditor.layout"] == b"2"
     t = pf.read()
+    assert t.schema.field("claims").type == pa.string()
     assert t.schema.field("hands").type == pa.binary()
     assert t.schema.field("turn_up").type == pa.uint8()
     assert pa.types.is_dictionary(t.schema.field("game_id").type)

@@ -6,8 +6,10 @@ lengths in a second `Ragged` of uint8 counts. This is also the Parquet layout (b
 row group becomes a `Chunk` without touching a row in Python.
 
 Rows that cannot live in columns keep their `Record` (`slow`): bad records (status 2) and valid records the
-columns cannot hold exactly (status 1: lenient card spellings, unknown card strings, claims, run cards of the
-wrong count, numbers out of range). The replay gives those to the reference engine.
+columns cannot hold exactly (status 1: lenient card spellings, unknown card strings, run cards of the wrong count,
+numbers out of range). The replay gives those to the reference engine. Revoke claims in their canonical form
+(`[{"revoke": seat, "trick": k}, ...]`) are held beside the columns (`Chunk.claims`, issue 15: 2% of a club's deals
+carry one, and the reference engine replayed them at half the replay's time).
 
 `ChunkBuilder.add_obj` accepts a parsed JSON object only when it is certainly a valid deal-log/1 record whose
 `Deal` the columns hold exactly (otherwise the caller validates it the slow way); `Registry` interns what
@@ -334,6 +336,9 @@ class Chunk:
     extra: list[str | None] | None = None  # JSON text of the unknown top-level fields, or None
     sources: list[str] | None = None  # per row `source` when not path:line (records given as Deals)
     gid_vals: list[str] | Arrow = None  # the game ids the codes of `gid` stand for: a list or an Arrow string array
+    # column row -> its revoke claims as (trick, seat) in the record's order (duplicates kept); rows without claims
+    # are absent
+    claims: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
 
     def game_id_of(self, i: int) -> str:
         v = self.gid_vals[int(self.gid[i])]
@@ -448,6 +453,7 @@ class ChunkBuilder:
         self.slow: dict[int, Record] = {}
         self.raw_of: dict[int, Any] = {}  # row -> its line (bytes) or Deal, to demote on an unknown card string
         self.raw_line: dict[int, bytes] = {}  # slow row -> its line as read (kept for convert)
+        self.claims: dict[int, tuple[tuple[int, int], ...]] = {}  # column row -> its claims (`Chunk.claims`)
         self._gid: dict[str, int] = {}
         self.gid_vals: list[str] = []
         self._rules: dict[tuple[Any, Any], int] = {}  # (game, rules) without options -> ruleset id
@@ -604,8 +610,11 @@ class ChunkBuilder:
             cutter = -1
         elif type(cutter) is not int or not 0 <= cutter < n:
             return False
+        cl: tuple[tuple[int, int], ...] | None = None
         if claims is not None:
-            return False  # claims: the slow path
+            cl = claims_of(claims, n)
+            if cl is None:
+                return False  # not certainly valid and canonical: the slow path
         if type(tu) is not str or len(tu) != 2 or not tu.isascii():
             return False
         if shown is None:
@@ -757,6 +766,8 @@ class ChunkBuilder:
         row = self.rows
         self.rows += 1
         self.raw_of[row] = keep if keep is not None else obj
+        if cl is not None:
+            self.claims[row] = cl
         code = self._gid.get(gid)
         if code is None:
             code = self._gid[gid] = len(self.gid_vals)
@@ -820,7 +831,7 @@ class ChunkBuilder:
             trick_lens=_lens_of(tl),
             rp=rp, rp_has=rp_has, rt=rt, rt_has=rt_has,
             rw=rw.astype(np.int16), rec_has=rec_has.astype(bool), gid_vals=self.gid_vals,
-            raw_line=self.raw_line,
+            raw_line=self.raw_line, claims=self.claims,
         )
         if self.keep_all:
             cols = list(zip(*self.extra_cols, strict=True)) if n else [(), (), (), ()]
@@ -955,6 +966,32 @@ def demote(ch: Chunk, i: int, raw: Any) -> None:
         rec = record_from_obj(raw, src, ch.fi, int(ch.line[i]))
     ch.slow[i] = rec
     ch.status[i] = 1 if rec.deal is not None else 2
+    ch.claims.pop(i, None)
+
+
+def claims_of(claims: Any, n: int) -> tuple[tuple[int, int], ...] | None:
+    """A record's `claims` as (trick, seat) pairs when they are certainly valid for `n` players and in the
+    canonical form (`Deal.to_canonical`: objects of exactly `revoke` then `trick`), so that the record written back
+    is the one read; None otherwise (the slow path judges them)."""
+    if type(claims) is not list:
+        return None
+    out = []
+    for c in claims:
+        if type(c) is not dict or len(c) != 2:
+            return None
+        keys = iter(c)
+        if next(keys) != "revoke" or next(keys) != "trick":
+            return None
+        s, k = c["revoke"], c["trick"]
+        if type(s) is not int or type(k) is not int or not 0 <= s < n or not 1 <= k < 2 ** 31:
+            return None
+        out.append((k, s))
+    return tuple(out)
+
+
+def claims_json(cl: tuple[tuple[int, int], ...]) -> list[dict[str, int]]:
+    """`Chunk.claims` of a row back to the record's canonical `claims`."""
+    return [{"revoke": s, "trick": k} for k, s in cl]
 
 
 # ---------------------------------------------------------------- back to records
@@ -1001,6 +1038,9 @@ def row_to_obj(ch: Chunk, i: int, reg: Registry) -> dict[str, Any]:
         out["discards"] = _split(ch.discards.values(i), ch.disc_lens.values(i))
     if ch.tricks.has[i]:
         out["tricks"] = _split(ch.tricks.values(i), ch.trick_lens.values(i))
+    cl = ch.claims.get(i)
+    if cl is not None:
+        out["claims"] = claims_json(cl)
     if ch.bunched[i]:
         out["bunched"] = True
     ns = reg.n_sides(int(ch.sides[i]), n)

@@ -41,7 +41,7 @@ _SW_HON_STEP = {8: 1, 12: 3, 11: 4, 10: 5, 9: 6}  # rank -> index in SW_STEP_NAM
 
 AF_LABELS = ("turned_jack", "gift", "revoke_penalty", "high", "low", "jack", "game")
 FALLBACK_REASONS = ("no_play", "hand_size", "play_shape", "cards", "turn_up", "deck", "begging", "two_cards",
-                    "not_in_hand", "unsupported_rule")
+                    "not_in_hand", "unsupported_rule", "claims")
 
 # The switch values the kernel replays, per game (rules.md Part C; `auditor.rules.SWITCHES` lists every value the
 # rules know). A deal whose rules have a switch or a value not listed here goes to the reference engine (fallback
@@ -116,8 +116,9 @@ class ChunkResult:
     elabel: np.ndarray  # int8 [n, E] index into AF_LABELS
     gift: np.ndarray  # int8 [n, 3] gift sides, -1 none
     tj: np.ndarray  # int8 turned-Jack points of the dealer's side before the gift
-    penal: np.ndarray  # int16 number of revokes that carry a penalty (revoke_requires_claim = false)
+    penal: np.ndarray  # int16 number of revokes that carry a penalty (claimed, or revoke_requires_claim = false)
     findings: list = field(default_factory=list)  # (row, trick, pos, Finding)
+    penalties: dict = field(default_factory=dict)  # row with penal > 0 -> its penalty revokes, sorted (trick, seat)
     revokes: dict = field(default_factory=dict)  # row -> [(trick 1-based, seat)]
     detail: dict = field(default_factory=dict)  # row -> (hands masks, trump, plays, winners) when asked
     cols: list = field(default_factory=list)  # detail="cols": per group (rows, eldest, masks, trump, cards, ...)
@@ -397,10 +398,38 @@ class _Group:
         play = play_tricks(self, rows, eldest, tricks, sizes, L0.tricks_per_set, set_masks, reset, trump, False,
                            must, L0.extra_card_seat, pack)
         side, ns = self.side_rel(rows, eldest)
-        self.score_sw(rows, play, side, ns, trump)
+        self.score_sw(rows, play, side, ns, trump, eldest)
         self.finish(rows, play, eldest, hands, trump)
 
-    def score_sw(self, rows, play: "PlayOut", side, ns, trump) -> None:
+    def sw_penalties(self, rows, play: "PlayOut", eldest) -> dict[int, list[tuple[int, int]]]:
+        """The revokes that carry a penalty, per local deal index (relative seats), as `reference._claims` of a
+        complete play decides them: each claimed revoke the play found, and every revoke found when a revoke
+        needs no claim. A deal with a claim the play does not confirm (a `claim_mismatch`) goes to the reference
+        engine (`PlayOut.drop`, reason "claims"), which words that finding."""
+        n = self.n
+        out: dict[int, list[tuple[int, int]]] = {}
+        if not self.R.revoke_requires_claim:
+            out = {i: sorted(rv) for i, rv in play.revokes.items()}
+        claims = self.ch.claims
+        if not claims:
+            return out
+        local = np.flatnonzero(np.isin(rows, np.fromiter(claims, np.int64, len(claims))))
+        mismatch = []
+        for i in local.tolist():
+            e = int(eldest[i])
+            found = set(play.revokes.get(i, ()))
+            want = {(k, (s - e) % n) for k, s in claims[int(rows[i])]}
+            if not want <= found:
+                mismatch.append(i)
+            elif want:
+                out[i] = sorted(set(out.get(i, ())) | want)
+        if mismatch:
+            play.drop_deals(np.array(mismatch, np.int64), FALLBACK_REASONS.index("claims"))
+            for i in mismatch:
+                out.pop(i, None)
+        return out
+
+    def score_sw(self, rows, play: "PlayOut", side, ns, trump, eldest) -> None:
         R, L0, out = self.R, self.L0, self.out
         N = len(rows)
         S = out.S
@@ -425,12 +454,13 @@ class _Group:
             over = won - base[sd]
             val = over if R.cards_under == "negative" else np.maximum(over, 0)
             steps[2, sd] = np.where(sd < ns, val, 0)
-        if not R.revoke_requires_claim:
-            for i, rv in play.revokes.items():
-                out.penal[rows[i]] = len(rv)
-                if R.revoke_penalty == "minus_10":
-                    for _t, o in rv:
-                        steps[0, side[o, i], i] -= 10
+        n = self.n
+        for i, rv in self.sw_penalties(rows, play, eldest).items():
+            out.penal[rows[i]] = len(rv)
+            out.penalties[int(rows[i])] = sorted((k, (o + int(eldest[i])) % n) for k, o in rv)
+            if R.revoke_penalty == "minus_10":
+                for _t, o in rv:
+                    steps[0, side[o, i], i] -= 10
         out.steps[rows] = steps.transpose(2, 0, 1)
         out.points[rows] = steps.sum(0).T
         out.scored[rows] = True
@@ -439,6 +469,10 @@ class _Group:
     def run_af(self) -> None:
         ch, n = self.ch, self.n
         rows = self.rows
+        if ch.claims:  # a claimed revoke changes the All Fours count (rules.md Part G): the reference engine's
+            claimed = np.isin(rows, np.fromiter(ch.claims, np.int64, len(ch.claims)))
+            self.fail(rows[claimed], "claims")
+            rows = rows[~claimed]
         bunched = ch.bunched[rows]
         no_play = ~ch.hands.has[rows] | (~ch.tricks.has[rows] & ~bunched)
         self.fail(rows[no_play], "no_play")
@@ -687,6 +721,8 @@ class _Group:
             out.gift[gone] = -1
             out.tj[gone] = 0
             out.penal[gone] = 0
+            for r in gone.tolist():
+                out.penalties.pop(int(r), None)
             for reason in np.unique(play.drop_reason).tolist():
                 self.fail(gone[play.drop_reason == reason], FALLBACK_REASONS[reason])
         # a dropped deal has no finding and no revoke of the kernel: the play judges only deals played as held
@@ -731,6 +767,15 @@ class PlayOut:
     revokes: dict
     drop: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     drop_reason: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+
+    def drop_deals(self, idx: np.ndarray, reason: int) -> None:
+        """Leave more deals to the reference engine after the play: they keep no finding and no revoke here."""
+        gone = set(idx.tolist())
+        self.drop = np.concatenate([self.drop, idx.astype(np.int64)])
+        self.drop_reason = np.concatenate([self.drop_reason, np.full(len(idx), reason, np.int8)])
+        self.findings = [f for f in self.findings if f[0] not in gone]
+        for i in gone:
+            self.revokes.pop(i, None)
 
 
 def trick_keys(tricks: np.ndarray, trump: np.ndarray, af: bool) -> np.ndarray:

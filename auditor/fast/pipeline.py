@@ -282,7 +282,7 @@ def _accumulate(acc: _Acc, ch: Chunk, out: ChunkResult, handled: np.ndarray, ref
     ns = _ns_vec(sides.astype(np.int64), n.astype(np.int64), reg)
     base = acc.n
     for j in np.flatnonzero(hand & penal).tolist():
-        acc.revokes[base + j] = sorted(out.revokes.get(int(rows[j]), []))
+        acc.revokes[base + j] = out.penalties[int(rows[j])]
     for j in np.flatnonzero(~hand).tolist():
         r = int(rows[j])
         res = ref_results[r]
@@ -502,7 +502,7 @@ def _light_result(i: int, arr: dict[str, np.ndarray], acc: _Acc, reg: Registry, 
     r.scored = True
     if game_code == 0:
         r.sw_steps = {name: [int(x) for x in arr["steps"][i, j, :ns]] for j, name in enumerate(SW_STEPS)}
-        if i in acc.revokes and not R.revoke_requires_claim:
+        if i in acc.revokes:  # its penalty revokes: claimed, or any when no claim is needed
             r.penalty_revokes = list(acc.revokes[i])
     else:
         r.af_events = [(int(s), AF_LABELS[int(lb)]) for s, lb in zip(arr["events"][i], arr["elabel"][i], strict=True)

@@ -76,8 +76,7 @@ def _result(d: Deal, i: int, out: ChunkResult, findings: list[Finding], af_label
     ns = d.n_sides
     if d.game == "scotch_whist":
         r.sw_steps = {name: [int(x) for x in out.steps[i, j, :ns]] for j, name in enumerate(SW_STEPS)}
-        if not d.ruleset.revoke_requires_claim:
-            r.penalty_revokes = sorted(r.revokes)
+        r.penalty_revokes = list(out.penalties.get(i, []))  # claimed, or any when no claim is needed
     else:
         ev = out.events[i]
         lab = out.elabel[i]

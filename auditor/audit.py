@@ -884,7 +884,8 @@ def finalize_counts(counts: Counts, fdr: float = 0.05, seed: int = DEFAULT_SEED,
     t0 = clock()
     tests: list[TestResult] = []
     for got in _each(counts, None, dets, seed, _finalize_one, workers, size=counts.deals_audited,
-                     fresh=_finalize_task if fresh else None, cost_of=lambda d: finalize_cost(d, counts)):
+                     fresh=_finalize_task if fresh else None, cost_of=lambda d: finalize_cost(d, counts),
+                     pieces=lambda d: _groups(counts, d)):
         tests += got
     stage("detectors' tests", t0)
     t0 = clock()
@@ -918,16 +919,30 @@ def _count_one(i: int) -> tuple[int, Any]:
     return i, out
 
 
-def _finalize_one(i: int) -> tuple[int, list[TestResult]]:
+def _groups(counts: Counts, det: Detector) -> int:
+    """How many groups of subjects `det`'s counts were spilled in (1: held whole): its tests can be run in that
+    many pieces at most (`_each`'s `pieces`)."""
+    got = counts.by_test.get(det.name)
+    return got.shards if isinstance(got, SpilledCounts) else 1
+
+
+Task = int | tuple[int, int, int]
+"""What a worker of `_each` runs: a detector's index, or (index, k, n), the k-th of n pieces of its groups."""
+
+
+def _finalize_one(task: Task) -> tuple[Task, list[TestResult]]:
     assert _SHARED is not None
     counts, _facts, dets, seed = _SHARED
+    i, k, n = (task, 0, 1) if isinstance(task, int) else task
     det = dets[i]
     t0 = clock()
     got = counts.by_test.get(det.name)
     rng = detector_rng(seed, det.name)
     tests: Iterable[TestResult]
     if isinstance(got, SpilledCounts) and got.shards > 1:  # folded and tested a group of subjects at a time
-        tests = _sharded_results(det, got, rng)
+        # (piece k of n: its share of the groups; these tests draw nothing from `rng`, so the pieces give the
+        # tests of the whole)
+        tests = _sharded_results(det, got, rng, got.shards * k // n, got.shards * (k + 1) // n)
         counts_d = None
     else:
         if isinstance(got, SpilledCounts):  # folded here, in the process that runs its tests
@@ -942,11 +957,11 @@ def _finalize_one(i: int) -> tuple[int, list[TestResult]]:
     # (a `Packed` stands in for the field's dict: read-only, which a finished test's controls and detail are)
     out = [replace(t, controls=cast(dict, packed(t.controls)), detail=cast(dict, packed(t.detail))) for t in tests]
     del counts_d, tests
-    stage(f"  {det.name}", t0)
-    return i, out
+    stage(f"  {det.name}" + (f" ({k + 1} of {n})" if n > 1 else ""), t0)
+    return task, out
 
 
-def _finalize_task(args: tuple) -> tuple[int, list[TestResult]]:
+def _finalize_task(args: tuple) -> tuple[Task, list[TestResult]]:
     """`_finalize_one(i)` in a fresh process (`finalize_counts(fresh=True)`): `args` carries the detectors, the
     seed and the counts of detector i alone (the spilled ones are paths to the working folder's files)."""
     global _SHARED
@@ -958,12 +973,13 @@ def _finalize_task(args: tuple) -> tuple[int, list[TestResult]]:
         _SHARED = None
 
 
-def _sharded_results(det: Detector, spilled: SpilledCounts, rng: np.random.Generator) -> Iterator[TestResult]:
-    """The tests of a detector spilled in groups of subjects: each group folded and tested with the whole input's
-    context, one group in memory at a time (the document orders the tests by test and subject, so the order of the
-    groups does not show)."""
+def _sharded_results(det: Detector, spilled: SpilledCounts, rng: np.random.Generator, lo: int = 0,
+                     hi: int | None = None) -> Iterator[TestResult]:
+    """The tests of a detector spilled in groups of subjects (groups lo..hi-1, default all): each group folded and
+    tested with the whole input's context, one group in memory at a time (the document orders the tests by test
+    and subject, so the order of the groups does not show)."""
     context = spilled.context(det)
-    for j in range(spilled.shards):
+    for j in range(lo, spilled.shards if hi is None else hi):
         group = spilled.fold_shard(det, j)
         yield from det.results(group, rng, context=context)  # type: ignore[attr-defined]
         del group
@@ -992,7 +1008,8 @@ def finalize_cost(det: Detector, counts: Counts) -> float:
 def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: int, one: Callable[[int], tuple],
           workers: int | None = None, size: int | None = None,
           fresh: Callable[[tuple], tuple] | None = None,
-          cost_of: Callable[[Detector], float] | None = None) -> list:
+          cost_of: Callable[[Detector], float] | None = None,
+          pieces: Callable[[Detector], int] | None = None) -> list:
     """`one(i)` for every detector, in the detectors' order. On a large input with two or more cores they run in
     forked worker processes that read `shared` copy-on-write, the costliest first (each detector owns its random
     generator, so the results are the same whichever process runs it); otherwise one after the other. `fresh`
@@ -1000,7 +1017,11 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
     the counts of detector i alone, seed))` is what each runs: a fork starts with this process's whole resident
     set, which at 10M deals holds the fold of 56 parts (issue 15: 420 MB against 260 MB at 1M, which every
     finalize worker carried). `cost_of(detector)`: the order's estimate when the detectors run in parallel
-    (default: the specs' `cost`)."""
+    (default: the specs' `cost`). `pieces(detector)`: in how many pieces its `one` may run (then `one` gets
+    (i, k, n) for each piece k of n, and the detector's result is the pieces' lists joined): a detector tested in
+    groups of subjects runs in as many pieces as there are workers, so that one long detector does not leave a
+    core idle at the end (issue 15: at 1M deals collusion's 17 s and dealer_cutter's 12 s ran after one another
+    beside marked_ten's 19 s)."""
     global _SHARED
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     n = size if size is not None else len(shared)
@@ -1008,12 +1029,19 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
     # the costliest first (`cost_of`, else the specs'), estimated only when the order matters
     est = cost_of if cost_of is not None and parallel else cost
     costs = [est(d) for d in dets]
-    order = sorted(range(len(dets)), key=lambda i: -costs[i])
+    split = [min(workers, pieces(d)) if parallel and pieces is not None else 1 for d in dets]
+    each: list[Task] = [i if split[i] == 1 else (i, k, split[i]) for i in range(len(dets)) for k in range(split[i])]
+    order = sorted(each, key=lambda t: -costs[_index(t)] / (1 if isinstance(t, int) else t[2]))
+
+    def joined(got: dict) -> list:
+        return [got[i] if split[i] == 1 else [x for k in range(split[i]) for x in got[(i, k, split[i])]]
+                for i in range(len(dets))]
+
     if parallel and fresh is not None:
-        tasks = ((i, dets, _only(shared, dets[i].name), seed) for i in order)
+        tasks = ((t, dets, _only(shared, dets[_index(t)].name), seed) for t in order)
         with closing_pool(fresh_context(), workers, maxtasksperchild=1) as pool:
             got = dict(pool.imap_unordered(fresh, tasks))
-        return [got[i] for i in range(len(dets))]
+        return joined(got)
     _SHARED = (shared, facts, dets, seed)
     try:
         if parallel and "fork" in mp.get_all_start_methods():
@@ -1023,10 +1051,14 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
             # 0.97 GB from marked_ten's, against 0.75 GB for a fresh fork of the audit's process)
             with closing_pool(ctx, workers, maxtasksperchild=1) as pool:
                 got = dict(pool.imap_unordered(one, order))
-            return [got[i] for i in range(len(dets))]
+            return joined(got)
         return [one(i)[1] for i in range(len(dets))]
     finally:
         _SHARED = None
+
+
+def _index(t: Task) -> int:
+    return t if isinstance(t, int) else t[0]
 
 
 def _only(counts: Counts, name: str) -> Counts:

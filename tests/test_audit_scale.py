@@ -92,7 +92,9 @@ def test_tests_in_fresh_processes_give_the_same_bytes(months, whole, monkeypatch
     monkeypatch.setattr(A, "_only", lambda counts, name: sent.append(name) or real(counts, name))
     paths = [str(p) for p in months]
     assert _doc(audit_input(paths, part_deals=500)) == whole
-    assert sorted(sent) == sorted(d.name for d in A.make_detectors())  # every detector's tests went out
+    # every detector's tests went out; those tested in groups of subjects in two pieces, one for each worker
+    names = [d.name for d in A.make_detectors()]
+    assert sorted(sent) == sorted(names + ["collusion", "dealer_cutter"])
 
 
 def test_dask_local_cluster_gives_the_same_bytes(months, whole):
@@ -315,6 +317,11 @@ def test_detectors_tested_in_groups_of_subjects_give_the_tests_of_the_whole(mont
                 assert sum(1 for g in per_group if g) >= 2, (d.name, n)  # the subjects are spread over groups
                 assert as_json(t for g in per_group for t in g) == want, (d.name, n)
                 assert as_json(_sharded_results(d, sp, detector_rng(0, d.name))) == want
+                # in pieces, each its share of the groups, with a generator of its own (the audit runs the pieces
+                # in two processes): the tests draw nothing from it, so the pieces give the tests of the whole
+                split = [t for k, (lo, hi) in enumerate(((0, n // 2), (n // 2, n)))
+                         for t in _sharded_results(d, sp, detector_rng(k + 7, d.name), lo, hi)]
+                assert as_json(split) == want
     parts.cleanup()
 
 

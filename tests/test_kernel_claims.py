@@ -15,13 +15,10 @@ import pytest
 from auditor.dealog import read_records
 from auditor.fast.convert import convert_file
 from auditor.replay.batch import replay_batch
-from auditor.replay.reference import replay_deal
 from auditor.replay.run import replay_paths
 from auditor.testing.generate import Style, random_log
 from auditor.testing.mutate import to_jsonl
-
-RESULT_FIELDS = ("findings", "cards_ok", "hands", "trump", "replayed_tricks", "plays", "winners", "revokes",
-                 "scored", "sw_steps", "af_events", "af_capped_sides", "penalty_revokes", "gift_sides", "points")
+from test_batch_support import _same_as_reference  # the kernel's results held to the reference engine's
 
 SW_OPTIONS = [{}, {"revoke_penalty": "minus_10"}, {"revoke_requires_claim": False},
               {"revoke_penalty": "minus_10", "revoke_requires_claim": False}]
@@ -41,15 +38,6 @@ def _deals(tmp_path, recs: list[dict], name: str = "log.jsonl") -> list:
     path = tmp_path / name
     path.write_bytes(to_jsonl(recs))
     return [r.deal for r in read_records([str(path)]) if r.deal is not None]
-
-
-def _same_as_reference(deals: list) -> dict:
-    results, stats = replay_batch(deals)
-    for d, got in zip(deals, results, strict=True):
-        want = replay_deal(d)
-        for f in RESULT_FIELDS:
-            assert getattr(got, f) == getattr(want, f), (d.source, f)
-    return stats
 
 
 @pytest.mark.parametrize("options", SW_OPTIONS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "foster")
@@ -119,6 +107,15 @@ def test_claims_not_in_canonical_form_are_judged_the_slow_way(tmp_path):
     assert rep.to_json_bytes() == want.to_json_bytes()
 
 
+def _converted(tmp_path, recs: list[dict], name: str = "log.parquet"):
+    """The records as a JSON Lines file and that file converted to Parquet: (jsonl, parquet)."""
+    src = tmp_path / "log.jsonl"
+    src.write_bytes(to_jsonl(recs))
+    dst = tmp_path / name
+    convert_file(str(src), str(dst))
+    return src, dst
+
+
 def _doc(path: str, engine: str = "batch") -> bytes:
     return replay_paths([path], engine=engine).to_json_bytes().replace(path.encode(), b"LOG")
 
@@ -126,10 +123,7 @@ def _doc(path: str, engine: str = "batch") -> bytes:
 def test_parquet_layout_2_keeps_claims_in_their_column(tmp_path):
     recs = _records("pq", options={"revoke_penalty": "minus_10"}, counts=(2, 4, 6), games=3)
     recs += _records("pq-af", game="all_fours", counts=(2, 4), games=2)
-    src = tmp_path / "log.jsonl"
-    src.write_bytes(to_jsonl(recs))
-    dst = tmp_path / "log.parquet"
-    convert_file(str(src), str(dst))
+    src, dst = _converted(tmp_path, recs)
     t = pq.read_table(dst)
     claims = t.column("claims").to_pylist()
     raws = t.column("raw").to_pylist()
@@ -150,10 +144,7 @@ def test_parquet_layout_2_keeps_claims_in_their_column(tmp_path):
 
 def test_a_layout_1_file_with_claims_in_raw_reads_as_before(tmp_path):
     recs = _records("old", options={"revoke_penalty": "minus_10"}, counts=(4, 5), games=3)
-    src = tmp_path / "log.jsonl"
-    src.write_bytes(to_jsonl(recs))
-    new = tmp_path / "new.parquet"
-    convert_file(str(src), str(new))
+    _src, new = _converted(tmp_path, recs, "new.parquet")
     t = pq.read_table(new)
     # layout 1: no claims column; a record with claims is its canonical JSON in `raw`, its columns null
     raws = t.column("raw").to_pylist()
@@ -184,10 +175,7 @@ def test_a_layout_1_file_with_claims_in_raw_reads_as_before(tmp_path):
 
 def test_a_newer_layout_is_refused_in_one_line(tmp_path):
     recs = _records("newer", counts=(4,), games=1)
-    src = tmp_path / "log.jsonl"
-    src.write_bytes(to_jsonl(recs))
-    dst = tmp_path / "log.parquet"
-    convert_file(str(src), str(dst))
+    _src, dst = _converted(tmp_path, recs)
     t = pq.read_table(dst)
     meta = dict(t.schema.metadata)
     meta[b"auditor.layout"] = b"3"

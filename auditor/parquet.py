@@ -632,10 +632,12 @@ def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, kee
     bad |= col & ~rec_has & (rp_has | rt_has | (rw >= 0))
     claims: dict[int, tuple[tuple[int, int], ...]] = {}
     if "claims" in c and c["claims"].null_count < n:
-        cv = validity(c["claims"])
-        for i in np.flatnonzero(col & (np.ones(n, bool) if cv is None else cv)).tolist():
+        texts = c["claims"].to_pylist()
+        for i in np.flatnonzero(col).tolist():
+            if texts[i] is None:
+                continue
             try:
-                cl = claims_of(orjson.loads(c["claims"][i].as_py()), int(nplayers[i]))
+                cl = claims_of(orjson.loads(texts[i]), int(nplayers[i]))
             except orjson.JSONDecodeError:
                 cl = None
             if cl is None:

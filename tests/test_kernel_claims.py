@@ -158,7 +158,7 @@ def test_a_layout_1_file_with_claims_in_raw_reads_as_before(tmp_path):
         c = t.column(f.name).combine_chunks()
         if f.name == "raw":
             c = pa.array(raws, pa.binary())
-        elif f.name != "raw":
+        else:
             c = pa.compute.if_else(mask, pa.nulls(len(c), c.type), c) if not pa.types.is_dictionary(c.type) else \
                 pa.compute.if_else(mask, pa.nulls(len(c), c.type.value_type), c.dictionary_decode()) \
                 .dictionary_encode()

@@ -173,10 +173,9 @@ def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: KeepAll, rows: 
             else:
                 chunks, tables, n_lines = fut.result()
             futures[k:k + 1] = [None] if k < len(futures) else []
-            for ch in chunks:  # each chunk's ids mapped just before it is given: a consumer may forget the line-ups
-                # of the chunks it has handled (`Registry.forget_lineups`, the split), and the ids of a chunk mapped
-                # before that would point into the forgotten list (an IndexError, or another table's players)
-                _renumber(ch, _id_maps(tables, reg), offset, reg)
+            rs, sd = _id_maps(tables, reg)
+            for ch in chunks:
+                _renumber(ch, (rs, _lineup_map(tables[1], ch.lineup, reg), sd), offset, reg)
                 yield ch
             offset += n_lines
     finally:
@@ -186,12 +185,23 @@ def _parallel_jsonl(path: str, fi: int, reg: Registry, keep_all: KeepAll, rows: 
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _id_maps(tables: RegistryTables, reg: Registry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rs_info, lineups, sides, sides_n = tables
+def _id_maps(tables: RegistryTables, reg: Registry) -> tuple[np.ndarray, np.ndarray]:
+    """A worker's ruleset and sides ids in the parent's terms (each with a final -1 for index -1)."""
+    rs_info, _lineups, sides, sides_n = tables
     rs = np.array([reg.ruleset_id(GAMES[g], preset, opts) for g, preset, opts in rs_info] + [-1], np.int32)
-    lu = np.array([reg.lineup_id(p) for p in lineups] + [-1], np.int32)
     sd = np.array([reg.sides_id(x, k) for x, k in zip(sides, sides_n, strict=True)] + [-1], np.int32)
-    return rs, lu, sd
+    return rs, sd
+
+
+def _lineup_map(lineups: list[Any], codes: np.ndarray, reg: Registry) -> np.ndarray:
+    """The parent's ids of the worker's line-ups that one chunk uses (`codes`; the others and index -1 map to -1),
+    taken when the chunk is given: a consumer may forget the line-ups of the chunks it has handled
+    (`Registry.forget_lineups`, the split), so ids taken for the whole segment at once would point into the
+    forgotten list for its later chunks (an IndexError, or another table's players)."""
+    lu = np.full(len(lineups) + 1, -1, np.int32)
+    for c in np.unique(codes[codes >= 0]).tolist():
+        lu[c] = reg.lineup_id(lineups[c])
+    return lu
 
 
 def _renumber(ch: Chunk, maps: tuple[np.ndarray, np.ndarray, np.ndarray], offset: int, reg: Registry) -> None:

@@ -16,6 +16,7 @@ detector's name: the same input and seed give the same document.
 from __future__ import annotations
 
 import contextlib
+import copy
 import ctypes
 import hashlib
 import io
@@ -42,7 +43,7 @@ from .dealog import Record, read_records
 from .detectors.base import Detector
 from .detectors.registry import SHARES, SPECS, make_detectors
 from .facts import DealingFacts, facts_from_columns
-from .countfile import CountsFileError, load_counts, save_counts
+from .countfile import CountsFileError, Deferred, StreamedBlob, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
 from .pools import (call_in_fresh_process, closing_pool, fresh_context, start_fork_server, stop_children,
@@ -519,22 +520,25 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         release_memory()
         t0 = clock()
         replays: list[Replay] = []
-        # the detectors' counts held out of memory until their tests run (`SpilledCounts`): with more than one part,
-        # unless the merged counts are to be saved (then they are merged here, as before)
-        out_of_core = [d for d in dets if spills(d)] if len(parts) > 1 and save_counts is None else []
+        # the detectors' counts held out of memory until their tests run (`SpilledCounts`): with more than one part.
+        # When the merged counts are to be saved, each detector's are spilled whole (not in groups of subjects) and
+        # folded one detector at a time as the file is written (`write_saved`; issue 15: merged here in memory,
+        # they took 9.4 GB at 10M deals)
+        out_of_core = [d for d in dets if spills(d)] if len(parts) > 1 else []
+        groups = (lambda d: 1) if save_counts is not None else shards
         spill_dir = os.path.join(wd, "counts")
         if out_of_core:
             os.makedirs(spill_dir, exist_ok=True)
-            parts.count_spill = {d.name: shards(d) for d in out_of_core}  # written by the parts' processes
+            parts.count_spill = {d.name: groups(d) for d in out_of_core}  # written by the parts' processes
         in_memory = [d for d in dets if d not in out_of_core]
         first = merge_counts([c for _, c in saved], dets) if saved else None
         spilled = {}
         for d in out_of_core:
             got = first.by_test.pop(d.name) if first is not None else None
-            if shards(d) > 1:  # the saved counts spilled in groups too
-                stem = spill_shards(d, got, os.path.join(spill_dir, f"first.{d.name}"), shards(d)) \
+            if groups(d) > 1:  # the saved counts spilled in groups too
+                stem = spill_shards(d, got, os.path.join(spill_dir, f"first.{d.name}"), groups(d)) \
                     if got is not None else None
-                spilled[d.name] = SpilledCounts(d.name, (), None, len(saved) > 1, shards(d), stem)
+                spilled[d.name] = SpilledCounts(d.name, (), None, len(saved) > 1, groups(d), stem)
             else:
                 spilled[d.name] = SpilledCounts(d.name, (), got, len(saved) > 1)
             del got
@@ -569,7 +573,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         replay = concat_replays([r for r, _ in saved] + [new_replay]) if saved else new_replay
         stage("merge", t0)
         if save_counts is not None:
-            write_saved(save_counts, counts, replay, fp)
+            write_saved(save_counts, counts, replay, fp, dets)
         release_memory()  # before the finalize workers start (forks, without parts, start from this process)
         t0 = clock()
         # the detectors' tests in fresh processes when there were parts: a fork of this process would carry the
@@ -589,21 +593,36 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
 # ---------------------------------------------------------------- saved counts (--save-counts, --add-counts)
 
 
-def write_saved(path: str, counts: Counts, replay: Replay, fp: dict) -> None:
+def write_saved(path: str, counts: Counts, replay: Replay, fp: dict, dets: Sequence[Detector] = ()) -> None:
     """The merged counts, the dealing summary's parts and the replay (findings, games summary, stats) as one
-    counts file (`auditor.countfile`, no pickle): what a later audit adds with `--add-counts`."""
+    counts file (`auditor.countfile`, no pickle): what a later audit adds with `--add-counts`. A detector's
+    counts held out of memory (`SpilledCounts`, whole: `audit_input` does not group them when they are to be
+    saved) are folded when the file reaches them and dropped once written, one detector at a time; `dets` are the
+    detectors that fold them. The games summary is written block by block as the document's writer reads it."""
     head = {"deals": replay.deals, "games": replay.games, "stats": replay.stats,
             "findings": [f.to_json() for f in replay.findings]}
+    by_name = {d.name: d for d in dets}
+    by_test: dict[str, Any] = {}
+    order = [d.name for d in dets if d.name in counts.by_test]  # the detectors' order, as a merge in memory gives
+    for name in order + [n for n in counts.by_test if n not in by_name]:
+        c = counts.by_test[name]
+        if isinstance(c, SpilledCounts):
+            if c.shards > 1:
+                raise AssertionError(f"{name}: counts spilled in groups cannot be saved")
+            by_test[name] = Deferred(lambda c=c, d=by_name[name]: c.fold(d))
+        else:
+            by_test[name] = c
     gs = replay.games_summary
+    games: Any
     if len(gs) and hasattr(gs, "json_pieces"):
-        games = b"".join(gs.json_pieces())
+        games = StreamedBlob(sum(len(b) for b in gs.json_pieces()), gs.json_pieces)
     elif len(gs) and hasattr(gs, "json_entries"):
         games = gs.json_entries()
     else:
         games = _entries_bytes(gs)
     meta = {"fingerprint": fp, "deals_audited": counts.deals_audited,
             "deals_not_auditable": counts.deals_not_auditable, "tables": counts.tables, "games": len(gs)}
-    save_counts(path, counts.by_test, meta, {"replay": orjson.dumps(head), "games": games})
+    save_counts(path, by_test, meta, {"replay": orjson.dumps(head), "games": games})
 
 
 def load_saved(path: str, fp: dict, spill_dir: str | None = None) -> tuple[Replay, Counts]:
@@ -809,8 +828,10 @@ class SpilledCounts:
     first_stem: str | None = None
 
     def fold(self, det: Detector) -> Any:
-        """The fold of the parts, as in memory."""
-        return _fold_files(det, self.first, self.merged, self.paths)
+        """The fold of the parts, as in memory. `first` is left as it was (a fold may merge into its total in place,
+        and `write_saved` folds in the audit's process before the tests fold again)."""
+        first = copy.deepcopy(self.first) if self.merged and self.first is not None else self.first
+        return _fold_files(det, first, self.merged, self.paths)
 
     def fold_shard(self, det: Detector, j: int) -> Any:
         """The fold of group j of the parts, as `fold` folds the whole."""

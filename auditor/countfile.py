@@ -28,7 +28,9 @@ one row per blob:
 | `i64` | int64, null | `int` (-2^63 <= x < 2^63), `bool` (0/1), `float` (its IEEE-754 bits as a signed int64) |
 | `data` | large_binary | `ndarray`: the elements in C order; `npscalar`: its bytes; `str`: UTF-8 (lone surrogates kept, `surrogatepass`); `bytes`, `blob`: the bytes; `bigint`: two's complement, little-endian; `more`: the next piece (pieces are at most `PIECE` bytes, so no value is near Arrow's or Parquet's limits); else empty |
 
-The root node is the `counts` dict. Rows are written a row group at a time (at most `ROW_GROUP` rows, closed
+The root node is the `counts` dict (a top-level value may be a `Deferred`, made when the writer reaches it; a blob
+a `StreamedBlob`, written piece by piece; the pages of memory-mapped arrays are let go after each row group: the
+rows are the same). Rows are written a row group at a time (at most `ROW_GROUP` rows, closed
 early when its data reaches `FLUSH_BYTES`) and read back a row group at a time, so neither side holds the whole
 file's rows (issue 15); a reader takes any grouping of the rows.
 
@@ -50,6 +52,7 @@ import importlib
 import importlib.util
 import json
 import math
+import mmap
 import os
 import struct
 import sys
@@ -82,6 +85,33 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _DOUBLE = struct.Struct("<d")
 _INT64 = struct.Struct("<q")
 _PKG_DIR = Path(__file__).resolve().parent
+
+
+class Deferred:
+    """A detector's counts made only when `save_counts` reaches them (`make()`) and dropped once written: a caller
+    whose counts are held out of memory (the audit's spilled counts) folds them one detector at a time while the
+    file is written, instead of holding every detector's at once (issue 15: `--save-counts` at 10M deals). Only as
+    a value of the top-level dict; the file is the same as for the made value."""
+
+    __slots__ = ("make", "done")
+
+    def __init__(self, make: Any, done: Any = None) -> None:
+        self.make = make
+        self.done = done  # called once the value's rows are written and the value dropped (the audit gives back
+        # the freed memory there: one detector's fold at a time)
+
+
+class StreamedBlob:
+    """A blob given as its length and a maker of its pieces (bytes-like, in order, `size` bytes in all), written
+    piece by piece rather than joined first (issue 15: the games summary of a 10M-deal audit is 0.7 GB). Its rows
+    are those of the joined bytes, only flushed as they come (the file's row groups may differ; a reader takes any
+    grouping of the rows)."""
+
+    __slots__ = ("size", "pieces")
+
+    def __init__(self, size: int, pieces: Any) -> None:
+        self.size = int(size)
+        self.pieces = pieces
 
 
 class CountsFileError(InputError):
@@ -148,6 +178,7 @@ class _Writer:
     def __init__(self, sink: Any = None) -> None:
         self.sink = sink
         self._reset()
+        self.mapped: dict[int, mmap.mmap] = {}  # file maps under the arrays written since the last flush
         self.classes: dict[type, str] = {}
         self.enc: dict[type, Any] = {
             str: self.str_, int: self.int_, float: self.float_, bool: self.bool_, type(None): self.none,
@@ -170,6 +201,18 @@ class _Writer:
         if self.sink is not None and self.kind and (last or len(self.kind) >= ROW_GROUP or self.nbytes >= FLUSH_BYTES):
             self.sink(self.table(None))
             self._reset()
+            self._release()
+
+    def _release(self) -> None:
+        """Drop the pages of the file maps read since the last flush from this process's memory (issue 15: saving
+        marked_ten's memory-mapped parts touched every page of them, 4.5 GB resident at 10M deals). The maps are
+        read-only views of files: a page read again later comes back from the file."""
+        for mm in self.mapped.values():
+            try:
+                mm.madvise(mmap.MADV_DONTNEED)
+            except (AttributeError, OSError, ValueError):  # no madvise on this platform, or a closed map
+                pass
+        self.mapped.clear()
 
     def encode(self, x: Any) -> None:
         f = self.enc.get(type(x))
@@ -236,6 +279,9 @@ class _Writer:
         dt = x.dtype
         if dt.kind in ARRAY_KINDS and dt.fields is None and dt.subdtype is None:
             raw = np.ascontiguousarray(x).reshape(-1).view(np.uint8).data if x.size else b""
+            mm = _file_map(x) if self.sink is not None else None
+            if mm is not None:
+                self.mapped[id(mm)] = mm
             self.with_data(K_NDARRAY, raw, dt.str, list(x.shape))
         elif dt.kind == "O":
             self.shape[len(self.kind)] = list(x.shape)
@@ -321,6 +367,37 @@ class _Writer:
         self.field[len(self.kind)] = name
         self.with_data(K_BLOB, value)
 
+    def streamed_blob(self, name: str, value: StreamedBlob) -> None:
+        """`blob` of the joined pieces, row for row (the blob's row and its `more` rows cut at every `PIECE` bytes,
+        as `with_data` cuts the joined bytes), holding one piece and one flush of rows at a time."""
+        rows = max(1, -(-value.size // PIECE))
+        self.field[len(self.kind)] = name
+        self.kind.append(K_BLOB)
+        self.n.append(rows - 1)
+        done = 0
+        total = 0
+
+        def emit(piece: bytes) -> None:
+            nonlocal done, total
+            if done:
+                self.kind.append(K_MORE)
+                self.n.append(0)
+            self.data[len(self.kind) - 1] = piece
+            self.nbytes += len(piece)
+            done += 1
+            total += len(piece)
+            self.flush()
+
+        buf = bytearray()
+        for chunk in value.pieces():
+            buf += chunk
+            while len(buf) >= PIECE and done < rows - 1:
+                emit(bytes(buf[:PIECE]))
+                del buf[:PIECE]
+        emit(bytes(buf))
+        if done != rows or total != value.size:
+            raise _Bad(f"blob {name!r}: its pieces hold {total} bytes, not the {value.size} announced")
+
     def table(self, metadata: dict[str, str] | None) -> Any:
         import pyarrow as pa
 
@@ -359,6 +436,21 @@ class _Writer:
 _OBJ_ELEMENTS = (str, int, float, bool, type(None))
 
 
+def _file_map(x: np.ndarray) -> mmap.mmap | None:
+    """The file map an array's memory belongs to (a `np.memmap`'s, or an array over an `mmap.mmap`), else None."""
+    b: Any = x
+    while b is not None:
+        if isinstance(b, mmap.mmap):
+            return b
+        m = getattr(b, "_mmap", None)
+        if isinstance(m, mmap.mmap):
+            return m
+        b = getattr(b, "base", None)
+        if isinstance(b, memoryview):
+            b = b.obj
+    return None
+
+
 def _check_value(mapping: dict[str, str]) -> str:
     return format(zlib.crc32("\0".join(mapping[k] for k in _META_KEYS).encode("utf-8")), "08x")
 
@@ -377,7 +469,7 @@ def save_counts(path: str | os.PathLike[str], counts: dict[str, Any], meta: dict
     if type(counts) is not dict or not all(type(k) is str for k in counts):
         raise CountsFileError("cannot save the counts: they must be a dict of detector name (str) -> counts")
     for name, value in (blobs or {}).items():
-        if type(name) is not str or not isinstance(value, (bytes, bytearray, memoryview)):
+        if type(name) is not str or not isinstance(value, (bytes, bytearray, memoryview, StreamedBlob)):
             raise CountsFileError(f"cannot save the counts: blob {name!r}: blobs are str -> bytes")
     try:
         meta_text = json.dumps(meta or {}, ensure_ascii=False, allow_nan=False, sort_keys=False)
@@ -401,18 +493,43 @@ def save_counts(path: str | os.PathLike[str], counts: dict[str, Any], meta: dict
         rows = _Writer(sink)
         try:
             try:
-                rows.encode(counts)
+                _encode_root(rows, counts)
+                for name, value in (blobs or {}).items():
+                    if isinstance(value, StreamedBlob):
+                        rows.streamed_blob(name, value)
+                    else:
+                        rows.blob(name, bytes(value) if isinstance(value, bytearray) else value)
             except _Bad as e:
                 raise CountsFileError(f"cannot save the counts: {_fmt_path(e.path[::-1])}: {e.why}") from None
             except RecursionError:
                 raise CountsFileError("cannot save the counts: the tree is nested too deeply") from None
-            for name, value in (blobs or {}).items():
-                rows.blob(name, bytes(value) if isinstance(value, bytearray) else value)
             rows.flush(last=True)
         finally:
             if writer is not None:
                 writer.close()
     return os.path.getsize(path)
+
+
+def _encode_root(rows: _Writer, counts: dict[str, Any]) -> None:
+    """The top-level dict as `_Writer.dict_` writes it, a `Deferred` value made when its turn comes and dropped
+    once its rows are out."""
+    rows.kind.append(K_DICT)
+    rows.n.append(len(counts))
+    rows.flush()
+    for k, v in counts.items():
+        try:
+            rows.encode(k)
+            if type(v) is Deferred:
+                made = v.make()
+                rows.encode(made)
+                del made
+                if v.done is not None:
+                    v.done()
+            else:
+                rows.encode(v)
+        except _Bad as e:
+            e.path.append(k)
+            raise
 
 
 # ---------------------------------------------------------------- reading

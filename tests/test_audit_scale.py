@@ -169,16 +169,17 @@ def test_counts_spilled_part_by_part_fold_to_the_counts_held_in_memory(months, t
 
 def test_added_counts_with_parts_spilled_give_the_same_document(months, whole, tmp_path):
     """Saved counts added to new logs in several parts (the detectors' counts spilled, `SpilledCounts.first` the
-    saved ones): the whole audit; and twice-added counts (merged before the parts) the document that merging
-    in memory gives (`--save-counts` keeps the merged counts in memory)."""
+    saved ones): the whole audit; and twice-added counts (merged before the parts) the same document whether the
+    counts are spilled in groups of subjects or whole (`--save-counts`, which folds them once for the file and
+    again for the tests: the first fold leaves the added counts as they were)."""
     m1, m2 = months
     saved = tmp_path / "m1.counts"
     audit_input([str(m1)], save_counts=str(saved)).close()
     assert _doc(audit_input([str(m2)], add_counts=[str(saved)], part_deals=500)) == whole
     twice = [str(saved), str(saved)]
     spilled = _doc(audit_input([str(m2)], add_counts=twice, part_deals=500))
-    in_memory = _doc(audit_input([str(m2)], add_counts=twice, part_deals=500, save_counts=str(tmp_path / "x")))
-    assert spilled == in_memory and spilled != whole
+    whole_spill = _doc(audit_input([str(m2)], add_counts=twice, part_deals=500, save_counts=str(tmp_path / "x")))
+    assert spilled == whole_spill and spilled != whole
 
 
 def test_saved_marked_ten_parts_come_back_memory_mapped_and_equal(months, tmp_path):

@@ -475,6 +475,68 @@ def test_a_tree_of_many_row_groups_streams_out_and_back(tmp_path, monkeypatch):
     assert meta == {"m": 1} and blobs == {"blob": b"z" * 23}
 
 
+@pytest.mark.parametrize("size", [0, 1, 4, 5, 6, 23, 25, 26])
+def test_a_streamed_blob_and_a_deferred_value_write_the_file_their_joined_forms_write(tmp_path, monkeypatch, size):
+    """`Deferred` (made when the writer reaches it) gives the bytes of the file of the made value; `StreamedBlob`
+    (pieces of any length, cut again at every PIECE bytes) the rows of the joined blob, only flushed as they come
+    rather than in one row group (issue 15: `--save-counts` folds a detector at a time and streams the games
+    summary)."""
+    monkeypatch.setattr(cf, "ROW_GROUP", 3)
+    monkeypatch.setattr(cf, "PIECE", 5)
+    monkeypatch.setattr(cf, "FLUSH_BYTES", 7)
+    data = bytes(range(size))
+    tree = {"a": {"x": [1, 2]}, "b": np.arange(size, dtype=np.int16)}
+    save_counts(tmp_path / "joined", tree, {"m": 1}, {"g": data, "h": b"tail"})
+    made = []
+    pieces = [data[i:i + 3] for i in range(0, size, 3)] or [b""]  # 3 bytes each: cut again at every 5
+
+    def later():
+        made.append(1)
+        return tree["b"]
+    save_counts(tmp_path / "deferred", {"a": tree["a"], "b": cf.Deferred(later)}, {"m": 1}, {"g": data, "h": b"tail"})
+    assert made == [1]
+    assert (tmp_path / "deferred").read_bytes() == (tmp_path / "joined").read_bytes()
+    save_counts(tmp_path / "streamed", tree, {"m": 1}, {"g": cf.StreamedBlob(size, lambda: iter(pieces)), "h": b"tail"})
+    assert pq.read_table(tmp_path / "streamed").equals(pq.read_table(tmp_path / "joined"))
+    got, _, blobs = load_counts(tmp_path / "streamed")
+    same(tree, got)
+    assert blobs == {"g": data, "h": b"tail"}
+
+
+def test_a_streamed_blob_of_another_length_than_announced_is_refused_and_nothing_written(tmp_path):
+    for size, pieces in ((5, [b"abc"]), (2, [b"abc"])):
+        with pytest.raises(CountsFileError, match="blob 'g'.*not the"):
+            save_counts(tmp_path / "c", {"d": 1}, None, {"g": cf.StreamedBlob(size, lambda p=pieces: iter(p))})
+        assert os.listdir(tmp_path) == []
+
+
+def test_the_file_maps_under_saved_arrays_are_found_and_their_pages_let_go(tmp_path, monkeypatch):
+    """Saving memory-mapped arrays (marked_ten's spilled rows) reads every page of their files; the writer finds
+    each array's file map (`_file_map`: a `np.memmap`, an array over it, an array over an `mmap.mmap`) and lets its
+    pages go after each flush (`MADV_DONTNEED`: they stay in the file), so the rows it saves are not all resident
+    at once (issue 15). Arrays in memory have no map."""
+    import mmap
+
+    np.save(tmp_path / "a.npy", np.arange(1000, dtype=np.int64))
+    mapped = np.load(tmp_path / "a.npy", mmap_mode="r")
+    with open(tmp_path / "a.npy", "rb") as f:
+        raw = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    over = np.frombuffer(raw, np.uint8)
+    assert cf._file_map(mapped) is mapped._mmap and cf._file_map(np.asarray(mapped)) is mapped._mmap
+    assert cf._file_map(over) is raw and cf._file_map(over[10:20]) is raw
+    assert cf._file_map(np.arange(3)) is None and cf._file_map(np.asarray(mapped).copy()) is None
+    released = []
+    monkeypatch.setattr(cf._Writer, "_release", lambda self: (released.append(len(self.mapped)),
+                                                               self.mapped.clear()))
+    monkeypatch.setattr(cf, "FLUSH_BYTES", 4000)
+    tree = {"d": [np.asarray(mapped), np.arange(600), np.asarray(mapped)]}
+    save_counts(tmp_path / "c", tree)
+    assert sum(released) >= 2 and max(released) == 1  # the one map, after each flush that wrote some of it
+    same(tree, load_counts(tmp_path / "c")[0])
+    del over
+    raw.close()
+
+
 # ---------------------------------------------------------------- real detector counts
 
 

@@ -305,26 +305,27 @@ class PartSpill:
     path: str
 
 
-def _spill_where_counted(counts: Counts, dets: Sequence[Detector], plan: dict[str, int], spill_dir: str,
-                         k: int) -> None:
+def _spill_where_counted(counts: Counts, dets: Sequence[Detector], plan: dict[str, tuple[int, bool]],
+                         spill_dir: str, k: int) -> None:
     """The part's counts of the detectors in `plan` written where they were counted, as the audit's process would
     write them when they arrive (the same files, the same bytes), each replaced by its `PartSpill` (issue 15, a
     tenth session: sent back whole, `dealer_cutter`'s were pickled by the part, unpickled by the audit's process
     and pickled again into its files, some 1 s of the last part's way to the tests)."""
     for d in dets:
-        n = plan.get(d.name)
-        if n is None or d.name not in counts.by_test:
+        how = plan.get(d.name)
+        if how is None or d.name not in counts.by_test:
             continue
         c = counts.by_test.pop(d.name)
-        counts.by_test[d.name] = PartSpill(spill_part_counts(d, c, spill_dir, k, n))
+        counts.by_test[d.name] = PartSpill(spill_part_counts(d, c, spill_dir, k, *how))
         del c
 
 
-def spill_part_counts(det: Detector, counts: Any, spill_dir: str, k: int, n: int) -> str:
+def spill_part_counts(det: Detector, counts: Any, spill_dir: str, k: int, n: int, whole: bool = False) -> str:
     """Part k's counts of `det` written for `SpilledCounts` in `spill_dir`: in `n` groups of subjects (the stem's
-    files) or whole (one file); the path to read them by."""
+    files; `whole`: and whole, `{stem}.pickle`, for `--save-counts`) or whole (one file); the path to read them
+    by."""
     stem = os.path.join(spill_dir, f"{k}.{det.name}")
-    return spill_shards(det, counts, stem, n) if n > 1 else spill_part(counts, f"{stem}.pickle")
+    return spill_shards(det, counts, stem, n, whole) if n > 1 else spill_part(counts, f"{stem}.pickle")
 
 
 ISOLATE_MIN_DEALS = 100_000  # parts this large (on average) are replayed each in a fresh process (`isolated`)
@@ -521,24 +522,25 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         t0 = clock()
         replays: list[Replay] = []
         # the detectors' counts held out of memory until their tests run (`SpilledCounts`): with more than one part.
-        # When the merged counts are to be saved, each detector's are spilled whole (not in groups of subjects) and
-        # folded one detector at a time as the file is written (`write_saved`; issue 15: merged here in memory,
-        # they took 9.4 GB at 10M deals)
+        # When the merged counts are to be saved, the detectors spilled in groups of subjects are spilled whole too,
+        # and every detector's are folded whole, one detector at a time, as the file is written (`write_saved`;
+        # issue 15: merged here in memory, they took 9.4 GB at 10M deals)
         out_of_core = [d for d in dets if spills(d)] if len(parts) > 1 else []
-        groups = (lambda d: 1) if save_counts is not None else shards
+        whole = save_counts is not None
         spill_dir = os.path.join(wd, "counts")
         if out_of_core:
             os.makedirs(spill_dir, exist_ok=True)
-            parts.count_spill = {d.name: groups(d) for d in out_of_core}  # written by the parts' processes
+            # written by the parts' processes
+            parts.count_spill = {d.name: (shards(d), whole and shards(d) > 1) for d in out_of_core}
         in_memory = [d for d in dets if d not in out_of_core]
         first = merge_counts([c for _, c in saved], dets) if saved else None
         spilled = {}
         for d in out_of_core:
             got = first.by_test.pop(d.name) if first is not None else None
-            if groups(d) > 1:  # the saved counts spilled in groups too
-                stem = spill_shards(d, got, os.path.join(spill_dir, f"first.{d.name}"), groups(d)) \
+            if shards(d) > 1:  # the saved counts spilled in groups too (and whole, to be saved again)
+                stem = spill_shards(d, got, os.path.join(spill_dir, f"first.{d.name}"), shards(d), whole) \
                     if got is not None else None
-                spilled[d.name] = SpilledCounts(d.name, (), None, len(saved) > 1, groups(d), stem)
+                spilled[d.name] = SpilledCounts(d.name, (), None, len(saved) > 1, shards(d), stem, whole)
             else:
                 spilled[d.name] = SpilledCounts(d.name, (), got, len(saved) > 1)
             del got
@@ -551,7 +553,8 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
             for d in out_of_core:  # written out (by the part itself, as a rule), in part order
                 s = spilled[d.name]
                 c = part.by_test.pop(d.name)
-                path = c.path if isinstance(c, PartSpill) else spill_part_counts(d, c, spill_dir, k, s.shards)
+                path = c.path if isinstance(c, PartSpill) else spill_part_counts(d, c, spill_dir, k, s.shards,
+                                                                                  s.whole)
                 spilled[d.name] = replace(s, paths=s.paths + (path,))
                 del c
             if not folded:
@@ -599,17 +602,13 @@ def write_saved(path: str, counts: Counts, replay: Replay, fp: dict, dets: Seque
     counts held out of memory (`SpilledCounts`, whole: `audit_input` does not group them when they are to be
     saved) are folded when the file reaches them and dropped once written, one detector at a time; `dets` are the
     detectors that fold them. The games summary is written block by block as the document's writer reads it."""
-    head = {"deals": replay.deals, "games": replay.games, "stats": replay.stats,
-            "findings": [f.to_json() for f in replay.findings]}
     by_name = {d.name: d for d in dets}
     by_test: dict[str, Any] = {}
     order = [d.name for d in dets if d.name in counts.by_test]  # the detectors' order, as a merge in memory gives
     for name in order + [n for n in counts.by_test if n not in by_name]:
         c = counts.by_test[name]
         if isinstance(c, SpilledCounts):
-            if c.shards > 1:
-                raise AssertionError(f"{name}: counts spilled in groups cannot be saved")
-            by_test[name] = Deferred(lambda c=c, d=by_name[name]: c.fold(d))
+            by_test[name] = Deferred(lambda c=c, d=by_name[name]: c.fold(d), release_memory)
         else:
             by_test[name] = c
     gs = replay.games_summary
@@ -622,7 +621,22 @@ def write_saved(path: str, counts: Counts, replay: Replay, fp: dict, dets: Seque
         games = _entries_bytes(gs)
     meta = {"fingerprint": fp, "deals_audited": counts.deals_audited,
             "deals_not_auditable": counts.deals_not_auditable, "tables": counts.tables, "games": len(gs)}
-    save_counts(path, by_test, meta, {"replay": orjson.dumps(head), "games": games})
+    save_counts(path, by_test, meta, {"replay": _replay_head(replay), "games": games})
+
+
+def _replay_head(replay: Replay) -> StreamedBlob:
+    """The replay's head as `load_saved` reads it, `orjson.dumps({"deals", "games", "stats", "findings"})` byte for
+    byte, written a finding at a time (issue 15: the list of a 10M-deal audit's findings as dicts was 0.6 GB, held
+    while the whole file was written); its size from a first pass over the findings, which stream from the parts'
+    files."""
+    start = orjson.dumps({"deals": replay.deals, "games": replay.games, "stats": replay.stats})[:-1] + b',"findings":['
+
+    def pieces() -> Iterator[bytes]:
+        yield start
+        for i, f in enumerate(replay.findings):
+            yield (b"," if i else b"") + orjson.dumps(f.to_json())
+        yield b"]}"
+    return StreamedBlob(sum(len(p) for p in pieces()), pieces)
 
 
 def load_saved(path: str, fp: dict, spill_dir: str | None = None) -> tuple[Replay, Counts]:
@@ -818,7 +832,8 @@ class SpilledCounts:
     A detector that can (`SHARDS`, see `Detector`) is spilled in groups of subjects (`shards`): each part's path is
     then a stem, with one file per group (`{stem}.{j}`) and one of its context (`{stem}.ctx`); the saved counts are
     spilled so too (`first_stem`, `first` is None). `fold_shard(det, j)` folds one group as `fold` folds the whole,
-    and `context(det)` merges the contexts: the worker holds one group's counts at a time."""
+    and `context(det)` merges the contexts: the worker holds one group's counts at a time. `whole`: each stem has
+    the counts whole too (`{stem}.pickle`), which `fold` reads (`--save-counts` writes the whole fold)."""
 
     name: str
     paths: tuple[str, ...]
@@ -826,10 +841,16 @@ class SpilledCounts:
     merged: bool = False
     shards: int = 1
     first_stem: str | None = None
+    whole: bool = False
 
     def fold(self, det: Detector) -> Any:
         """The fold of the parts, as in memory. `first` is left as it was (a fold may merge into its total in place,
         and `write_saved` folds in the audit's process before the tests fold again)."""
+        if self.shards > 1:  # from the whole files (`whole`)
+            if not self.whole:
+                raise ValueError(f"{self.name}: its counts were spilled in groups only")
+            first = _read_pickle(f"{self.first_stem}.pickle") if self.first_stem is not None else None
+            return _fold_files(det, first, self.merged, tuple(f"{p}.pickle" for p in self.paths))
         first = copy.deepcopy(self.first) if self.merged and self.first is not None else self.first
         return _fold_files(det, first, self.merged, self.paths)
 
@@ -874,8 +895,11 @@ def spill_part(counts: Any, path: str) -> str:
     return path
 
 
-def spill_shards(det: Detector, counts: Any, stem: str, n: int) -> str:
-    """Write one part's counts of a detector in `n` groups of subjects, and their context (`SpilledCounts`)."""
+def spill_shards(det: Detector, counts: Any, stem: str, n: int, whole: bool = False) -> str:
+    """Write one part's counts of a detector in `n` groups of subjects, and their context (`SpilledCounts`);
+    `whole`: the counts whole too (`{stem}.pickle`)."""
+    if whole:
+        spill_part(counts, f"{stem}.pickle")
     spill_part(det.shard_context(counts), f"{stem}.ctx")  # type: ignore[attr-defined]
     for j, c in enumerate(det.shard(counts, n)):  # type: ignore[attr-defined]
         spill_part(c, f"{stem}.{j}")

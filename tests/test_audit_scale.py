@@ -167,6 +167,36 @@ def test_counts_spilled_part_by_part_fold_to_the_counts_held_in_memory(months, t
     parts.cleanup()
 
 
+def test_counts_spilled_in_groups_and_whole_fold_whole_to_the_counts_held_in_memory(months, tmp_path):
+    """With `--save-counts` the two detectors spilled in groups of subjects are spilled whole too (`whole`): their
+    `fold` reads the whole files (and the added counts' whole file) and gives the in-memory fold, byte for byte as
+    saved; counts spilled in groups alone cannot be folded whole, and say so."""
+    from auditor.audit import SpilledCounts, fold_counts, merge_counts, run_parts, shards, spill_shards
+    from auditor.parts import split_input
+
+    dets = make_detectors(fdr=0.05)
+    parts = split_input([str(p) for p in months], str(tmp_path / "wd"), 300)
+    got = [c for _, c in run_parts(parts, 0.05, 0)]
+    total = merge_counts(got[:2], dets)
+    for c in got[2:]:
+        total = fold_counts(total, c, dets)
+    grouped = [d for d in dets if shards(d) > 1]
+    assert {d.name for d in grouped} == {"collusion", "dealer_cutter"}
+    for d in grouped:
+        stems = tuple(spill_shards(d, c.by_test[d.name], str(tmp_path / f"{k}.{d.name}"), 4, whole=True)
+                      for k, c in enumerate(got))
+        first = spill_shards(d, merge_counts(got[:1], dets).by_test[d.name], str(tmp_path / f"first.{d.name}"), 4,
+                             whole=True)
+        save_counts(tmp_path / "a.counts", {d.name: total.by_test[d.name]})
+        for sp in (SpilledCounts(d.name, stems, shards=4, whole=True),
+                   SpilledCounts(d.name, stems[1:], None, False, 4, first, whole=True)):
+            save_counts(tmp_path / "b.counts", {d.name: sp.fold(d)})
+            assert (tmp_path / "a.counts").read_bytes() == (tmp_path / "b.counts").read_bytes(), d.name
+        with pytest.raises(ValueError, match="in groups only"):
+            SpilledCounts(d.name, stems, shards=4).fold(d)
+    parts.cleanup()
+
+
 def test_added_counts_with_parts_spilled_give_the_same_document(months, whole, tmp_path):
     """Saved counts added to new logs in several parts (the detectors' counts spilled, `SpilledCounts.first` the
     saved ones): the whole audit; and twice-added counts (merged before the parts) the same document whether the
@@ -329,7 +359,8 @@ def test_detectors_tested_in_groups_of_subjects_give_the_tests_of_the_whole(mont
 def test_a_part_writes_its_spilled_counts_itself(months, tmp_path):
     """`Parts.count_spill` (issue 15, a tenth session): the part's process writes the counts the audit holds out of
     memory, the very files the audit's process would write from the counts sent back (the same bytes), and sends
-    back their paths (`PartSpill`) instead."""
+    back their paths (`PartSpill`) instead; a detector spilled in groups is written whole too when it is asked
+    (`--save-counts`: the whole fold is saved, the groups tested)."""
     import os
     import pickle
 
@@ -340,8 +371,8 @@ def test_a_part_writes_its_spilled_counts_itself(months, tmp_path):
     parts = split_input([str(p) for p in months], str(tmp_path / "wd"), 500)
     assert len(parts) >= 2
     _, held = _part_task((parts, 1, 0.05, 0, None))
-    plan = {d.name: shards(d) for d in dets if spills(d)}
-    assert any(n > 1 for n in plan.values()) and any(n == 1 for n in plan.values())
+    plan = {d.name: (shards(d), d.name == "collusion") for d in dets if spills(d)}
+    assert any(n > 1 and not w for n, w in plan.values()) and any(n == 1 for n, _ in plan.values())
     parts.count_spill = plan
     os.makedirs(os.path.join(parts.workdir, "counts"))
     _, sent = _part_task((parts, 1, 0.05, 0, None))
@@ -353,10 +384,14 @@ def test_a_part_writes_its_spilled_counts_itself(months, tmp_path):
             continue
         assert isinstance(got, PartSpill)
         stem = os.path.join(parts.workdir, "counts", f"1.{d.name}")
-        if plan[d.name] > 1:
+        n, whole = plan[d.name]
+        if n > 1:
             assert got.path == stem
-            want = [d.shard_context(held.by_test[d.name])] + list(d.shard(held.by_test[d.name], plan[d.name]))
-            files = [f"{stem}.ctx"] + [f"{stem}.{j}" for j in range(plan[d.name])]
+            want = [d.shard_context(held.by_test[d.name])] + list(d.shard(held.by_test[d.name], n))
+            files = [f"{stem}.ctx"] + [f"{stem}.{j}" for j in range(n)]
+            assert os.path.exists(f"{stem}.pickle") == whole, d.name
+            if whole:
+                want, files = want + [held.by_test[d.name]], files + [f"{stem}.pickle"]
         else:
             assert got.path == f"{stem}.pickle"
             want, files = [held.by_test[d.name]], [got.path]
@@ -395,3 +430,22 @@ def test_equal_members_give_the_same_document_whatever_the_parts(copies):
     flagged = [(f["test"], f["subject"], f["pvalue"]) for f in doc["flags"]]
     pairs = [(a, b) for a, b in zip(flagged[:-1], flagged[1:], strict=True) if a[0] == b[0] and a[2] == b[2]]
     assert pairs and all(a[1] < b[1] for a, b in pairs)  # equal flags of a test in name order
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_the_saved_replay_head_streams_the_bytes_of_its_json(n):
+    """`--save-counts` writes the replay's head (deals, games, stats, findings) a finding at a time
+    (`_replay_head`): the bytes of `orjson.dumps` of the whole head, its announced size theirs."""
+    import orjson
+
+    from auditor.audit import _replay_head
+    from auditor.findings import Finding
+    from auditor.replay.result import Replay
+
+    fs = [Finding(code="revoke", game_id=f"g{i}", deal_no=i, trick=2, seat=0, player='a"\u00e9', card="Tc",
+                  source=f"x:{i}", message="m\n") for i in range(n)]
+    r = Replay(deals=5, games=2, findings=fs, games_summary=[], stats={"a": [1, 2.5], "b": None})
+    head = _replay_head(r)
+    got = b"".join(head.pieces())
+    assert got == orjson.dumps({"deals": 5, "games": 2, "stats": r.stats, "findings": [f.to_json() for f in fs]})
+    assert head.size == len(got)

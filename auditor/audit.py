@@ -534,18 +534,22 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
             parts.count_spill = {d.name: (shards(d), whole and shards(d) > 1) for d in out_of_core}
         in_memory = [d for d in dets if d not in out_of_core]
         first = merge_counts([c for _, c in saved], dets) if saved else None
+        n_saved = len(saved)
+        saved_replays = [r for r, _ in saved]
+        del saved  # the loaded counts live on in `first` alone, so that what is spilled below leaves memory (issue
+        # 15: the 10M bench's counts added held 1.2 GB of collusion's and dealer_cutter's through the whole audit)
         spilled = {}
         for d in out_of_core:
             got = first.by_test.pop(d.name) if first is not None else None
             if shards(d) > 1:  # the saved counts spilled in groups too (and whole, to be saved again)
                 stem = spill_shards(d, got, os.path.join(spill_dir, f"first.{d.name}"), shards(d), whole) \
                     if got is not None else None
-                spilled[d.name] = SpilledCounts(d.name, (), None, len(saved) > 1, shards(d), stem, whole)
+                spilled[d.name] = SpilledCounts(d.name, (), None, n_saved > 1, shards(d), stem, whole)
             else:
-                spilled[d.name] = SpilledCounts(d.name, (), got, len(saved) > 1)
+                spilled[d.name] = SpilledCounts(d.name, (), got, n_saved > 1)
             del got
         folded = [first] if first is not None else []
-        merged = [len(saved) > 1]  # whether folded[0] came out of the detectors' merges (then it can take a part in)
+        merged = [n_saved > 1]  # whether folded[0] came out of the detectors' merges (then it can take a part in)
 
         def fold(k: int, res: tuple[Replay, Counts]) -> None:  # in part order: the counts merged as they come
             replays.append(res[0])
@@ -573,7 +577,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         presets = merged_presets(r.stats.get("presets") for r in replays)
         counts = folded[0] if folded else merge_counts([], in_memory)
         counts.by_test.update(spilled)
-        replay = concat_replays([r for r, _ in saved] + [new_replay]) if saved else new_replay
+        replay = concat_replays(saved_replays + [new_replay]) if saved_replays else new_replay
         stage("merge", t0)
         if save_counts is not None:
             write_saved(save_counts, counts, replay, fp, dets)

@@ -459,11 +459,11 @@ _META_KEYS = ("auditor.format", "auditor.layout", "auditor.version", "auditor.me
 
 
 def save_counts(path: str | os.PathLike[str], counts: dict[str, Any], meta: dict[str, Any] | None = None,
-                blobs: dict[str, bytes] | None = None) -> int:
-    """Write `counts` (detector name -> counts tree), `meta` (JSON) and `blobs` (name -> bytes) to `path`, whole or
-    not at all. Returns the file's size in bytes. A value that cannot be saved raises `CountsFileError` naming its
-    path in the tree; then nothing is written (the rows stream to a temporary file, a row group at a time, which is
-    removed: an older file of the same name stays as it was)."""
+                blobs: dict[str, Any] | None = None) -> int:
+    """Write `counts` (detector name -> counts tree, a value possibly `Deferred`), `meta` (JSON) and `blobs` (name ->
+    bytes or `StreamedBlob`) to `path`, whole or not at all. Returns the file's size in bytes. A value that cannot
+    be saved raises `CountsFileError` naming its path in the tree; then nothing is written (the rows stream to a
+    temporary file, a row group at a time, which is removed: an older file of the same name stays as it was)."""
     import pyarrow.parquet as pq
 
     if type(counts) is not dict or not all(type(k) is str for k in counts):

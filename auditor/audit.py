@@ -603,9 +603,10 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
 def write_saved(path: str, counts: Counts, replay: Replay, fp: dict, dets: Sequence[Detector] = ()) -> None:
     """The merged counts, the dealing summary's parts and the replay (findings, games summary, stats) as one
     counts file (`auditor.countfile`, no pickle): what a later audit adds with `--add-counts`. A detector's
-    counts held out of memory (`SpilledCounts`, whole: `audit_input` does not group them when they are to be
-    saved) are folded when the file reaches them and dropped once written, one detector at a time; `dets` are the
-    detectors that fold them. The games summary is written block by block as the document's writer reads it."""
+    counts held out of memory (`SpilledCounts`; those held in groups of subjects are spilled whole too when the
+    counts are to be saved) are folded whole when the file reaches them and dropped once written, one detector at a
+    time; `dets` are the detectors that fold them. The games summary and the findings are written block by block
+    as the document's writer reads them."""
     by_name = {d.name: d for d in dets}
     by_test: dict[str, Any] = {}
     order = [d.name for d in dets if d.name in counts.by_test]  # the detectors' order, as a merge in memory gives

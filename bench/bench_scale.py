@@ -18,6 +18,8 @@ after one warm-up audit of the demo (numba's cache). A sampler adds up the RSS o
 every 0.5 s (the workers of `--workers`/`--dask` included: `/usr/bin/time` sees only the largest process). The
 document on stdout is hashed (SHA-256) as it streams, never kept; the audit's `AUDITOR_TIMING=1` stage times are
 kept from stderr. The modes `--workers 2` and `--dask local:2` run only when `auditor audit --help` offers them.
+The mode `save` (not run by default: it adds an audit per log) is the audit with `--save-counts` to a file in
+bench/out/, removed after: the monthly flow of docs/scale.md, whose document is the audit's.
 
 Checks: every run exits 0 or 1 without a traceback and its document counts every deal of its log; the audit
 documents of the three modes are byte-identical (SHA-256), per log. Ratios: audit / replay (wall), 10M / 1M
@@ -42,7 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 PY = [sys.executable, "-m", "auditor"]
-MODES = ("replay", "audit", "workers", "dask", "audit-cpu")
+MODES = ("replay", "audit", "workers", "dask", "audit-cpu", "save")
 DEFAULT_MODES = ("replay", "audit", "workers", "dask")
 # `audit-cpu`: the audit again with AUDITOR_TIMING's stage clock switched to the process's CPU time (each stage of
 # the main process, each detector in its forked worker): per-stage CPU seconds, which a loaded machine does not blur
@@ -222,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     modes: dict[str, list[str]] = {"replay": ["replay", "--json"], "audit": ["audit", "--json"],
                                    "workers": ["audit", "--json", "--workers", str(a.workers)],
                                    "dask": ["audit", "--json", "--dask", f"local:{a.workers}"],
-                                   "audit-cpu": ["audit", "--json"]}
+                                   "audit-cpu": ["audit", "--json"], "save": ["audit", "--json"]}
     res: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                              "platform": platform.platform()},
                  "cli": cli, "load_before": _load(), "logs": {}}
@@ -236,7 +238,12 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"{label}: {mode} ...", file=sys.stderr, flush=True)
             env = {"AUDITOR_TIMING": "1"} if mode != "replay" else None
-            r = run(modes[mode] + [str(path)], deals, env, cpu_clock=mode == "audit-cpu")
+            saved = OUT / f"{label}.bench.counts"
+            extra = ["--save-counts", str(saved)] if mode == "save" else []
+            r = run(modes[mode] + extra + [str(path)], deals, env, cpu_clock=mode == "audit-cpu")
+            if mode == "save" and saved.exists():
+                r["counts_mb"] = round(saved.stat().st_size / 2**20, 1)
+                saved.unlink()
             r["load_after"] = _load()
             entry["runs"][mode] = r
             print(f"  {r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s cpu, {r['max_rss_mb']:.0f} MB max RSS, "
@@ -252,16 +259,16 @@ def main(argv: list[str] | None = None) -> int:
             if m in runs and "audit" in runs:
                 ratios[f"{m}/one"] = round(runs[m]["seconds"] / max(runs["audit"]["seconds"], 1e-9), 2)
         entry["ratios"] = ratios
-        docs = {m: runs[m]["sha256"] for m in ("audit", "workers", "dask", "audit-cpu") if m in runs}
+        docs = {m: runs[m]["sha256"] for m in ("audit", "workers", "dask", "audit-cpu", "save") if m in runs}
         entry["identical"] = len(set(docs.values())) == 1 if len(docs) > 1 else None
     labels = list(res["logs"])
     if len(labels) == 2:
         small, big = (res["logs"][x]["runs"] for x in labels)
         res["memory_10x/1x"] = {m: round(big[m]["max_rss_mb"] / max(small[m]["max_rss_mb"], 1e-9), 3)
-                                for m in ("replay", "audit", "workers", "dask")
+                                for m in ("replay", "audit", "workers", "dask", "save")
                                 if "max_rss_mb" in big.get(m, {}) and "max_rss_mb" in small.get(m, {})}
         res["tree_memory_10x/1x"] = {m: round(big[m]["tree_rss_mb"] / max(small[m]["tree_rss_mb"], 1e-9), 3)
-                                     for m in ("replay", "audit", "workers", "dask")
+                                     for m in ("replay", "audit", "workers", "dask", "save")
                                      if "tree_rss_mb" in big.get(m, {}) and "tree_rss_mb" in small.get(m, {})}
     res["load_after"] = _load()
     failed = [(lab, m) for lab, e in res["logs"].items() for m, r in e["runs"].items() if r.get("ok") is False]

@@ -600,7 +600,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
 # ---------------------------------------------------------------- saved counts (--save-counts, --add-counts)
 
 
-def write_saved(path: str, counts: Counts, replay: Replay, fp: dict, dets: Sequence[Detector] = ()) -> None:
+def write_saved(path: str, counts: Counts, replay: Replay, fp: dict, dets: Sequence[Detector]) -> None:
     """The merged counts, the dealing summary's parts and the replay (findings, games summary, stats) as one
     counts file (`auditor.countfile`, no pickle): what a later audit adds with `--add-counts`. A detector's
     counts held out of memory (`SpilledCounts`; those held in groups of subjects are spilled whole too when the

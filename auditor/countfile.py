@@ -28,7 +28,7 @@ one row per blob:
 | `i64` | int64, null | `int` (-2^63 <= x < 2^63), `bool` (0/1), `float` (its IEEE-754 bits as a signed int64) |
 | `data` | large_binary | `ndarray`: the elements in C order; `npscalar`: its bytes; `str`: UTF-8 (lone surrogates kept, `surrogatepass`); `bytes`, `blob`: the bytes; `bigint`: two's complement, little-endian; `more`: the next piece (pieces are at most `PIECE` bytes, so no value is near Arrow's or Parquet's limits); else empty |
 
-The root node is the `counts` dict (a top-level value may be a `Deferred`, made when the writer reaches it; a blob
+The root node is the `counts` dict (a value may be a `Deferred`, made when the writer reaches it; a blob
 a `StreamedBlob`, written piece by piece; the pages of memory-mapped arrays are let go after each row group: the
 rows are the same). Rows are written a row group at a time (at most `ROW_GROUP` rows, closed
 early when its data reaches `FLUSH_BYTES`) and read back a row group at a time, so neither side holds the whole
@@ -90,8 +90,8 @@ _PKG_DIR = Path(__file__).resolve().parent
 class Deferred:
     """A detector's counts made only when `save_counts` reaches them (`make()`) and dropped once written: a caller
     whose counts are held out of memory (the audit's spilled counts) folds them one detector at a time while the
-    file is written, instead of holding every detector's at once (issue 15: `--save-counts` at 10M deals). Only as
-    a value of the top-level dict; the file is the same as for the made value."""
+    file is written, instead of holding every detector's at once (issue 15: `--save-counts` at 10M deals). The file
+    is the same as for the made value."""
 
     __slots__ = ("make", "done")
 
@@ -183,7 +183,7 @@ class _Writer:
         self.enc: dict[type, Any] = {
             str: self.str_, int: self.int_, float: self.float_, bool: self.bool_, type(None): self.none,
             np.ndarray: self.ndarray, dict: self.dict_, list: self.seq, tuple: self.seq, set: self.seq,
-            frozenset: self.seq, bytes: self.bytes_, Fraction: self.fraction,
+            frozenset: self.seq, bytes: self.bytes_, Fraction: self.fraction, Deferred: self.deferred,
         }
 
     def _reset(self) -> None:
@@ -363,6 +363,14 @@ class _Writer:
             raise _Bad(f"a value of type {t.__module__}.{t.__qualname__} (counts are plain data: see "
                        "auditor/countfile.py)")
 
+    def deferred(self, x: Deferred) -> None:
+        """The value `x` makes, written as if it stood there, then dropped (and `x.done()` called)."""
+        made = x.make()
+        self.encode(made)
+        del made
+        if x.done is not None:
+            x.done()
+
     def blob(self, name: str, value: bytes) -> None:
         self.field[len(self.kind)] = name
         self.with_data(K_BLOB, value)
@@ -493,7 +501,7 @@ def save_counts(path: str | os.PathLike[str], counts: dict[str, Any], meta: dict
         rows = _Writer(sink)
         try:
             try:
-                _encode_root(rows, counts)
+                rows.encode(counts)
                 for name, value in (blobs or {}).items():
                     if isinstance(value, StreamedBlob):
                         rows.streamed_blob(name, value)
@@ -508,28 +516,6 @@ def save_counts(path: str | os.PathLike[str], counts: dict[str, Any], meta: dict
             if writer is not None:
                 writer.close()
     return os.path.getsize(path)
-
-
-def _encode_root(rows: _Writer, counts: dict[str, Any]) -> None:
-    """The top-level dict as `_Writer.dict_` writes it, a `Deferred` value made when its turn comes and dropped
-    once its rows are out."""
-    rows.kind.append(K_DICT)
-    rows.n.append(len(counts))
-    rows.flush()
-    for k, v in counts.items():
-        try:
-            rows.encode(k)
-            if type(v) is Deferred:
-                made = v.make()
-                rows.encode(made)
-                del made
-                if v.done is not None:
-                    v.done()
-            else:
-                rows.encode(v)
-        except _Bad as e:
-            e.path.append(k)
-            raise
 
 
 # ---------------------------------------------------------------- reading

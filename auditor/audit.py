@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import ctypes
 import hashlib
 import io
 import multiprocessing as mp
@@ -47,7 +46,7 @@ from .countfile import CountsFileError, Deferred, StreamedBlob, load_counts, sav
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
 from .pools import (call_in_fresh_process, closing_pool, fresh_context, start_fork_server, stop_children,
-                    use_system_memory_pool)
+                    trim_heap, use_system_memory_pool)
 from .replay.chain import GameSummary
 from .replay.result import DocEntries, Replay, dump_document, entry_bytes, entry_pieces, write_spliced
 from .replay.run import replay_paths, replay_records
@@ -253,24 +252,13 @@ def fingerprint(dets: Sequence[Detector]) -> dict:
     return {"counts_layout": COUNTS_LAYOUT, "tests": tests}
 
 
-def _libc_trim() -> Callable[[int], int] | None:
-    try:
-        return ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return None
-
-
-_TRIM = _libc_trim()
-
-
 def release_memory() -> None:
     """Give back to the system the memory that a part's freed buffers leave in the process (issue 15): Arrow's pool
     keeps freed pages for reuse, and so does malloc; after the split and after each part they are not reused soon
     enough to be worth their place in the resident set (the split of a 1M-deal Parquet file: 415 MB resident
     after it, 280 MB after this)."""
     pa.default_memory_pool().release_unused()
-    if _TRIM is not None:
-        _TRIM(0)
+    trim_heap()
 
 
 def _part_task(args: tuple) -> tuple[Replay, Counts]:

@@ -15,7 +15,8 @@ of it, whose heap goes back to the system when the task ends; `stop_children` (S
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ctypes
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,6 +35,28 @@ def closing_pool(ctx: Any, processes: int, **kw: Any) -> Iterator[Any]:
         raise
     pool.close()
     pool.join()
+
+
+def _libc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim  # type: ignore[no-any-return]
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_TRIM = _libc_trim()
+
+
+def trim_heap() -> None:
+    """Give the C allocator's free pages back to the system (glibc's `malloc_trim(0)`; nothing elsewhere).
+
+    Issue 15, memory: glibc serves numpy's arrays below its mmap threshold, which it raises up to 32 MB as large
+    blocks are freed, from its heaps, and keeps what they free for reuse. A loop that builds and drops a part's
+    working arrays leaves a little more each time: `marked_ten`'s finalize over the 50 parts of ten renamed
+    copies of the 1M season's counts held 160 MB more after its first pass than before it, 62 MB when trimmed
+    after each part. Costs a sweep of the heap (milliseconds): call it after a part, not in a tight loop."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def use_system_memory_pool() -> None:

@@ -39,7 +39,7 @@ def closing_pool(ctx: Any, processes: int, **kw: Any) -> Iterator[Any]:
 
 def _libc_trim() -> Callable[[int], int] | None:
     try:
-        return ctypes.CDLL("libc.so.6").malloc_trim  # type: ignore[no-any-return]
+        return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):  # not glibc
         return None
 

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 import zlib
+from itertools import islice
 from dataclasses import dataclass, field, replace
 from typing import IO, Any, Callable, ContextManager, Iterable, Iterator, Sequence, cast
 
@@ -42,7 +43,7 @@ from .dealog import Record, read_records
 from .detectors.base import Detector
 from .detectors.registry import SHARES, SPECS, make_detectors
 from .facts import DealingFacts, facts_from_columns
-from .countfile import CountsFileError, Deferred, StreamedBlob, load_counts, save_counts
+from .countfile import CountsFileError, Deferred, StreamedBlob, check_counts, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
 from .pools import (call_in_fresh_process, closing_pool, fresh_context, start_fork_server, stop_children,
@@ -499,8 +500,8 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         untrack_folder(wd)
 
     try:
-        # marked_ten's saved decision rows memory-mapped from the working folder, not read into memory
-        saved = [load_saved(p, fp, spill_dir=os.path.join(wd, "spill")) for p in add_counts]
+        for p in add_counts:  # a counts file that cannot be added is refused before the split (read after it)
+            check_counts(p, fp)
         # the fork server's imports while the input is split, when the parts will be run in its processes
         early = (lambda n: start_fork_server() if n >= 2 * ISOLATE_MIN_DEALS and isolate is not False else None) \
             if not dask else None
@@ -521,6 +522,20 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
             # written by the parts' processes
             parts.count_spill = {d.name: (shards(d), whole and shards(d) > 1) for d in out_of_core}
         in_memory = [d for d in dets if d not in out_of_core]
+        # marked_ten's saved decision rows memory-mapped from the working folder, not read into memory; with one
+        # counts file added, the detectors spilled in groups of subjects are spilled as the file is read, one at a
+        # time (issue 15: the 10M bench's counts, all read before any was spilled, peaked at 3.5 GB)
+        grouped = {d.name: d for d in out_of_core if shards(d) > 1} if len(add_counts) == 1 else {}
+
+        def spill_first(name: str, c: Any) -> Any:
+            d = grouped.get(name)
+            if d is None:
+                return c
+            stem = spill_shards(d, c, os.path.join(spill_dir, f"first.{d.name}"), shards(d), whole)
+            release_memory()
+            return _FirstStem(stem)
+
+        saved = [load_saved(p, fp, spill_dir=os.path.join(wd, "spill"), each=spill_first) for p in add_counts]
         first = merge_counts([c for _, c in saved], dets) if saved else None
         n_saved = len(saved)
         saved_replays = [r for r, _ in saved]
@@ -530,8 +545,8 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         for d in out_of_core:
             got = first.by_test.pop(d.name) if first is not None else None
             if shards(d) > 1:  # the saved counts spilled in groups too (and whole, to be saved again)
-                stem = spill_shards(d, got, os.path.join(spill_dir, f"first.{d.name}"), shards(d), whole) \
-                    if got is not None else None
+                stem = got.stem if isinstance(got, _FirstStem) else spill_shards(
+                    d, got, os.path.join(spill_dir, f"first.{d.name}"), shards(d), whole) if got is not None else None
                 spilled[d.name] = SpilledCounts(d.name, (), None, n_saved > 1, shards(d), stem, whole)
             else:
                 spilled[d.name] = SpilledCounts(d.name, (), got, n_saved > 1)
@@ -632,10 +647,18 @@ def _replay_head(replay: Replay) -> StreamedBlob:
     return StreamedBlob(sum(len(p) for p in pieces()), pieces)
 
 
-def load_saved(path: str, fp: dict, spill_dir: str | None = None) -> tuple[Replay, Counts]:
+@dataclass(frozen=True)
+class _FirstStem:
+    """In place of a detector's saved counts: they were spilled in groups as the file was read (`audit_input`)."""
+
+    stem: str
+
+
+def load_saved(path: str, fp: dict, spill_dir: str | None = None,
+               each: Callable[[str, Any], Any] | None = None) -> tuple[Replay, Counts]:
     """Counts saved by `write_saved`, refused (one-line `CountsFileError`) when their fingerprint is not `fp`
-    (`spill_dir`: as `load_counts`'s)."""
-    by_test, meta, blobs = load_counts(path, expect_fingerprint=fp, spill_dir=spill_dir)
+    (`spill_dir`, `each`: as `load_counts`'s)."""
+    by_test, meta, blobs = load_counts(path, expect_fingerprint=fp, spill_dir=spill_dir, each=each)
     try:
         head = orjson.loads(blobs["replay"])
         replay = Replay(deals=int(head["deals"]), games=int(head["games"]),
@@ -655,6 +678,9 @@ def _entries_bytes(games: Sequence[GameSummary]) -> bytes:
     return body
 
 
+GAMES_PIECE = 1 << 24  # bytes of a saved games summary's entries per piece written
+
+
 class SavedGames(Sequence[GameSummary]):
     """A saved audit's games summary: its document entries as bytes."""
 
@@ -666,8 +692,11 @@ class SavedGames(Sequence[GameSummary]):
         return self.n
 
     def json_pieces(self) -> Iterator[bytes]:
-        if self.n:
-            yield self.entries
+        """The entries in pieces of GAMES_PIECE bytes (cut anywhere: the writers take any cut), so that a writer that
+        re-indents them copies a piece at a time (issue 15: the 0.7 GB of the 10M bench's saved games, re-indented
+        whole for the document, took as much again at the end of the audit)."""
+        for i in range(0, len(self.entries) if self.n else 0, GAMES_PIECE):
+            yield self.entries[i:i + GAMES_PIECE]
 
     def json_entries(self) -> bytes:
         return self.entries
@@ -719,12 +748,52 @@ class ChainedGames(Sequence[GameSummary]):
         return list(self)[key]
 
 
+FINDINGS_BLOCK = 2048  # held findings written into the document this many at a time (`ChainedFindings`)
+
+
+class ChainedFindings(Sequence[Finding]):
+    """Findings one after the other (a saved audit's, then this input's), written into the document as they come
+    (`json_pieces`, spliced in by the writers like a large input's own findings) rather than as one list: issue
+    15, the document of the 10M bench's counts added to new logs took 1.5 GB more at its end, the findings as
+    dicts and as one block of JSON."""
+
+    def __init__(self, parts: Sequence[Sequence[Finding]]) -> None:
+        self.parts = [f for f in parts if len(f)]
+
+    def __len__(self) -> int:
+        return sum(len(f) for f in self.parts)
+
+    def __iter__(self) -> Iterator[Finding]:
+        for f in self.parts:
+            yield from f
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice) and key.step in (None, 1) and (key.start or 0) >= 0 and key.stop is not None \
+                and key.stop >= 0:
+            return list(islice(self, key.start or 0, key.stop))
+        return list(self)[key]
+
+    def json_pieces(self) -> Iterator[bytes]:
+        """The document's entries (`entry_bytes`, the first without its ",\n"), a block at a time."""
+        first = True
+        for f in self.parts:
+            if hasattr(f, "json_pieces"):  # a large input's: its first piece has no ",\n"
+                for j, piece in enumerate(f.json_pieces()):
+                    yield piece if first or j else b",\n" + piece
+                    first = False
+                continue
+            for i in range(0, len(f), FINDINGS_BLOCK):
+                data = b"".join(entry_bytes(x.to_json()) for x in f[i:i + FINDINGS_BLOCK])
+                yield data[2:] if first else data
+                first = False
+
+
 def concat_replays(replays: Sequence[Replay]) -> Replay:
     """Replays of inputs one after the other (a saved audit's logs, then this input's): findings and games in
-    that order, stats summed."""
+    that order (the findings written out as they come: `ChainedFindings`), stats summed."""
     stats = summed_stats(replays)
     return Replay(deals=sum(r.deals for r in replays), games=sum(r.games for r in replays),
-                  findings=[f for r in replays for f in r.findings],
+                  findings=ChainedFindings([r.findings for r in replays]),
                   games_summary=ChainedGames([r.games_summary for r in replays]), stats=stats)
 
 

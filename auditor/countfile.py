@@ -60,7 +60,7 @@ import tempfile
 import zlib
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -525,6 +525,10 @@ class _Corrupt(Exception):
     """A row that does not follow the layout (becomes a CountsFileError)."""
 
 
+class _Passed(Exception):
+    """An error of `load_counts`'s `each`, carried out of the reader to be raised as it was."""
+
+
 class _Stale(_Corrupt):
     """A file that follows the layout but names a dataclass whose fields are not this auditor's."""
 
@@ -670,6 +674,24 @@ class _Reader:
         if k < 0 or k >= len(self.dispatch):
             raise _Corrupt(f"row {i}: an unknown kind")
         return self.dispatch[k](i)
+
+    def root(self, each: Callable[[str, Any], Any]) -> dict[Any, Any]:
+        """The tree's root dict (the window at its row), each value given to `each(key, value)` as it is read and
+        what that returns kept in its place."""
+        i = self.pos
+        self.pos = i + 1
+        out: dict[Any, Any] = {}
+        for _ in range(self._count(i)):
+            key = self.node()
+            if type(key) is not str:
+                raise _Corrupt(f"row {i}: a detector's name that is not a string")
+            value = self.node()
+            try:
+                out[key] = each(key, value)
+            except Exception as e:  # the caller's error, not the file's: raised as it is by `load_counts`
+                raise _Passed(e) from e
+            del value
+        return out
 
     def int_(self, i: int) -> int:
         v = self.i64[i - self.base]
@@ -895,18 +917,11 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
 
-def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
-                allow_other_version: bool = False, spill_dir: str | None = None,
-                ) -> tuple[dict[str, Any], dict[str, Any], dict[str, bytes]]:
-    """`(counts, meta, blobs)` as `save_counts` was given them. Raises `CountsFileError` (one line) for a file it
-    cannot use: see the module's docstring. The file is read a row group at a time. `spill_dir`: the arrays of the
-    dataclasses that say they may be memory-mapped (a class attribute `COUNTFILE_MEMMAP = True`: read-only arrays,
-    such as marked_ten's decision rows, the one count that grows with deals) are written to .npy files in a new
-    folder there and read back memory-mapped, equal to what a load without it gives (the caller removes the
-    folder with `spill_dir`)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def check_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
+                 allow_other_version: bool = False) -> dict[str, Any]:
+    """The checks `load_counts` makes before it reads the tree (the file's metadata, its version, its meta and the
+    fingerprint), alone: a counts file refused here is refused before any work (`CountsFileError`, one line).
+    Returns the file's meta."""
     src = str(path)
     md = read_meta(src)
     if md["auditor.version"] != __version__ and not allow_other_version:
@@ -927,13 +942,36 @@ def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
             more = f" (and {len(diffs) - 3} more)" if len(diffs) > 3 else ""
             raise CountsFileError("counted with other settings: " + "; ".join(diffs[:3]) + more
                                   + ": count again", src)
+    return meta
+
+
+def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
+                allow_other_version: bool = False, spill_dir: str | None = None,
+                each: Callable[[str, Any], Any] | None = None,
+                ) -> tuple[dict[str, Any], dict[str, Any], dict[str, bytes]]:
+    """`(counts, meta, blobs)` as `save_counts` was given them. Raises `CountsFileError` (one line) for a file it
+    cannot use: see the module's docstring. The file is read a row group at a time. `spill_dir`: the arrays of the
+    dataclasses that say they may be memory-mapped (a class attribute `COUNTFILE_MEMMAP = True`: read-only arrays,
+    such as marked_ten's decision rows, the one count that grows with deals) are written to .npy files in a new
+    folder there and read back memory-mapped, equal to what a load without it gives (the caller removes the
+    folder with `spill_dir`). `each(name, counts)`: called with each detector's counts as soon as they are read,
+    in the file's order; what it returns is kept in their place (issue 15: the caller writes a large detector's
+    counts out and keeps a name for them, so that one detector's counts are in memory at a time, not the whole
+    file's)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = str(path)
+    meta = check_counts(src, expect_fingerprint, allow_other_version)
     try:
         with pq.ParquetFile(src, page_checksum_verification=True) as pf:
             reader = _Reader(pf, spill_dir)
             if not reader.rows or reader.kind[0] != K_DICT:
                 raise _Corrupt("the tree does not start with a dict")
-            counts = reader.node()
+            counts = reader.node() if each is None else reader.root(each)
             blobs = reader.blobs()
+    except _Passed as e:
+        raise e.__cause__ from None  # type: ignore[misc]
     except _Stale as e:
         raise CountsFileError(f"counts of another auditor: {e}: count again", src) from None
     except _Corrupt as e:

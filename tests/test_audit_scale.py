@@ -212,6 +212,51 @@ def test_added_counts_with_parts_spilled_give_the_same_document(months, whole, t
     assert spilled == whole_spill and spilled != whole
 
 
+def test_one_added_counts_file_is_spilled_as_it_is_read(months, whole, tmp_path, monkeypatch):
+    """With one counts file added and parts (issue 15: the 10M bench's counts, read whole before any was spilled,
+    peaked at 3.5 GB), each detector spilled in groups of subjects is written out as soon as the file's reader
+    has it, before the next detector is read, and the document is the whole audit's."""
+    import auditor.audit as A
+    import auditor.countfile as C
+
+    m1, m2 = months
+    saved = tmp_path / "m1.counts"
+    audit_input([str(m1)], save_counts=str(saved)).close()
+    events: list[str] = []
+    real_spill, real_node = A.spill_shards, C._Reader.node
+
+    def spill(det, counts, stem, n, whole=False):  # noqa: ANN001, ANN202
+        events.append(f"spill {stem.rsplit('/', 1)[-1]}")
+        return real_spill(det, counts, stem, n, whole)
+
+    def node(self):  # noqa: ANN001, ANN202
+        got = real_node(self)
+        if isinstance(got, dict) and "collusion" in got:
+            events.append("tree read")  # never: the root is read by `root`, a detector at a time
+        return got
+
+    read: list[str] = []
+    real_root = C._Reader.root
+
+    def root(self, each):  # noqa: ANN001, ANN202
+        def seen(name, value):  # noqa: ANN001, ANN202
+            read.append(name)
+            events.append(f"read {name}")
+            return each(name, value)
+        return real_root(self, seen)
+
+    monkeypatch.setattr(A, "spill_shards", spill)
+    monkeypatch.setattr(C._Reader, "node", node)
+    monkeypatch.setattr(C._Reader, "root", root)
+    assert _doc(audit_input([str(m2)], add_counts=[str(saved)], part_deals=500)) == whole
+    grouped = [d.name for d in make_detectors() if getattr(d, "SHARDS", 1) > 1]
+    assert grouped and "tree read" not in events
+    for name in grouped:  # spilled right after it was read, before the next detector was read
+        i = events.index(f"read {name}")
+        assert events[i + 1] == f"spill first.{name}", events[i:i + 3]
+    assert read == [d.name for d in make_detectors() if d.name in read] and len(read) == len(make_detectors())
+
+
 def test_saved_marked_ten_parts_come_back_memory_mapped_and_equal(months, tmp_path):
     """`--add-counts` reads marked_ten's saved decision rows (the count that grows with deals) as memory-mapped
     files in the audit's working folder, not into memory (issue 15); they are the saved arrays exactly."""
@@ -449,3 +494,50 @@ def test_the_saved_replay_head_streams_the_bytes_of_its_json(n):
     got = b"".join(head.pieces())
     assert got == orjson.dumps({"deals": 5, "games": 2, "stats": r.stats, "findings": [f.to_json() for f in fs]})
     assert head.size == len(got)
+
+
+def test_chained_findings_write_the_bytes_of_one_list(months, tmp_path, monkeypatch):
+    """`ChainedFindings` (saved findings, then this input's) is written into the documents a block at a time, and
+    the bytes are those of the one list (issue 15): held lists of findings, cut into blocks at every place, and a
+    held list followed by a large input's streamed findings (`MergedFindings` of its parts)."""
+    import auditor.audit as A
+    from auditor.parts import split_input
+    from auditor.replay.result import Replay
+
+    m1, m2 = months
+    parts = split_input([str(m2)], str(tmp_path / "w"), 500)
+    assert len(parts) > 1
+    saved = replay_for_audit([str(m1)])
+    streamed = A.merge_replays([A.replay_part(parts, k) for k in range(len(parts))])
+    plain = replay_for_audit([str(m2)])
+    held, new = list(saved.findings), list(plain.findings)
+    assert len(held) > 5 and len(new) > 5 and hasattr(streamed.findings, "json_pieces")
+
+    def doc(findings) -> bytes:  # noqa: ANN001
+        return Replay(deals=1, games=0, findings=findings, games_summary=[]).to_json_bytes()
+
+    want = doc(held + new)
+    for block in (1, 2, 3, len(held), 10_000):
+        monkeypatch.setattr(A, "FINDINGS_BLOCK", block)
+        assert doc(A.ChainedFindings([held, [], new])) == want
+    assert doc(A.ChainedFindings([held, streamed.findings])) == want
+    assert doc(A.ChainedFindings([[], held])) == doc(held)
+    assert list(A.ChainedFindings([held, new])[2:7]) == (held + new)[2:7]
+    assert len(A.ChainedFindings([held, new])) == len(held) + len(new)
+    parts.cleanup()
+
+
+def test_saved_games_written_in_small_pieces_give_the_same_document(months, whole, tmp_path, monkeypatch):
+    """A saved audit's games summary goes into the document in pieces cut anywhere (`SavedGames.json_pieces`,
+    GAMES_PIECE bytes: issue 15, not re-indented whole), and into a counts file saved again the same way: the
+    document is the whole audit's, and the games saved again read back in as many pieces."""
+    import auditor.audit as A
+
+    m1, m2 = months
+    saved = tmp_path / "m1.counts"
+    audit_input([str(m1)], save_counts=str(saved)).close()
+    monkeypatch.setattr(A, "GAMES_PIECE", 7)
+    again = tmp_path / "again.counts"
+    assert _doc(audit_input([str(m2)], add_counts=[str(saved)], save_counts=str(again))) == whole
+    games = A.load_saved(str(again), fingerprint(make_detectors()))[0].games_summary
+    assert len(list(games.json_pieces())) > 100

@@ -590,3 +590,29 @@ def test_every_detector_on_the_demo_finalizes_loaded_counts_the_same(tmp_path):
     from pathlib import Path
 
     _check_detectors(tmp_path, Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "season.jsonl.gz")
+
+
+def test_each_detector_is_handed_over_as_it_is_read_and_its_errors_are_its_own(tmp_path):
+    """`load_counts(each=...)` (issue 15, `--add-counts` a detector at a time): `each` gets every top-level entry in
+    the file's order, the value equal to a plain load's, and what it returns is kept in its place; an error it
+    raises comes out as it is, not as a damaged file."""
+    counts = {"a": {"x": np.arange(5)}, "b": [1, 2.5, "z"], "c": {"deep": {"er": (3, 4)}}}
+    path = tmp_path / "e.counts"
+    save_counts(path, counts, {"k": 1}, {"blob": b"xyz"})
+    plain, _, _ = load_counts(path)
+    seen: list[str] = []
+
+    def each(name, value):  # noqa: ANN001, ANN202
+        seen.append(name)
+        assert repr(value) == repr(plain[name])
+        return f"kept {name}"
+
+    got, meta, blobs = load_counts(path, each=each)
+    assert seen == ["a", "b", "c"]
+    assert got == {"a": "kept a", "b": "kept b", "c": "kept c"} and meta["k"] == 1 and blobs == {"blob": b"xyz"}
+
+    def full(name, value):  # noqa: ANN001, ANN202
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        load_counts(path, each=full)

@@ -27,8 +27,8 @@ import sys
 import tempfile
 import time
 import zlib
-from itertools import islice
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import IO, Any, Callable, ContextManager, Iterable, Iterator, Sequence, cast
 
 import orjson

@@ -28,7 +28,6 @@ import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field, replace
-from itertools import islice
 from typing import IO, Any, Callable, ContextManager, Iterable, Iterator, Sequence, cast
 
 import orjson
@@ -49,7 +48,8 @@ from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
 from .pools import (call_in_fresh_process, closing_pool, fresh_context, start_fork_server, stop_children,
                     trim_heap, use_system_memory_pool)
 from .replay.chain import GameSummary
-from .replay.result import DocEntries, Replay, dump_document, entry_bytes, entry_pieces, write_spliced
+from .replay.result import (DocEntries, Replay, dump_document, entry_bytes, entry_pieces, forward_slice,
+                            write_spliced)
 from .replay.run import replay_paths, replay_records
 from .select import Selection, selected_chunks
 from .errors import UsageError
@@ -527,15 +527,15 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         # time (issue 15: the 10M bench's counts, all read before any was spilled, peaked at 3.5 GB)
         grouped = {d.name: d for d in out_of_core if shards(d) > 1} if len(add_counts) == 1 else {}
 
-        def spill_first(name: str, c: Any) -> Any:
-            d = grouped.get(name)
-            if d is None:
-                return c
+        def spill_first(d: Detector, c: Any) -> _FirstStem:  # saved counts of a detector held in groups
             stem = spill_shards(d, c, os.path.join(spill_dir, f"first.{d.name}"), shards(d), whole)
             release_memory()
             return _FirstStem(stem)
 
-        saved = [load_saved(p, fp, spill_dir=os.path.join(wd, "spill"), each=spill_first) for p in add_counts]
+        def as_read(name: str, c: Any) -> Any:
+            return spill_first(grouped[name], c) if name in grouped else c
+
+        saved = [load_saved(p, fp, spill_dir=os.path.join(wd, "spill"), each=as_read) for p in add_counts]
         first = merge_counts([c for _, c in saved], dets) if saved else None
         n_saved = len(saved)
         saved_replays = [r for r, _ in saved]
@@ -545,8 +545,9 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         for d in out_of_core:
             got = first.by_test.pop(d.name) if first is not None else None
             if shards(d) > 1:  # the saved counts spilled in groups too (and whole, to be saved again)
-                stem = got.stem if isinstance(got, _FirstStem) else spill_shards(
-                    d, got, os.path.join(spill_dir, f"first.{d.name}"), shards(d), whole) if got is not None else None
+                if got is not None and not isinstance(got, _FirstStem):  # merged from several files
+                    got = spill_first(d, got)
+                stem = got.stem if got is not None else None
                 spilled[d.name] = SpilledCounts(d.name, (), None, n_saved > 1, shards(d), stem, whole)
             else:
                 spilled[d.name] = SpilledCounts(d.name, (), got, n_saved > 1)
@@ -768,10 +769,8 @@ class ChainedFindings(Sequence[Finding]):
             yield from f
 
     def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, slice) and key.step in (None, 1) and (key.start or 0) >= 0 and key.stop is not None \
-                and key.stop >= 0:
-            return list(islice(self, key.start or 0, key.stop))
-        return list(self)[key]
+        head = forward_slice(self, key)
+        return head if head is not None else list(self)[key]
 
     def json_pieces(self) -> Iterator[bytes]:
         """The document's entries (`entry_bytes`, the first without its ",\n"), a block at a time."""

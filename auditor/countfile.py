@@ -528,6 +528,10 @@ class _Corrupt(Exception):
 class _Passed(Exception):
     """An error of `load_counts`'s `each`, carried out of the reader to be raised as it was."""
 
+    def __init__(self, error: Exception) -> None:
+        super().__init__(error)
+        self.error = error
+
 
 class _Stale(_Corrupt):
     """A file that follows the layout but names a dataclass whose fields are not this auditor's."""
@@ -971,7 +975,7 @@ def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
             counts = reader.node() if each is None else reader.root(each)
             blobs = reader.blobs()
     except _Passed as e:
-        raise e.__cause__ from None  # type: ignore[misc]
+        raise e.error from None
     except _Stale as e:
         raise CountsFileError(f"counts of another auditor: {e}: count again", src) from None
     except _Corrupt as e:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import IO, TYPE_CHECKING, Any, Iterator, Protocol, Sequence
+from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Sequence
 
 from ..dealog import Record
 from ..findings import Finding
@@ -71,6 +71,15 @@ def streamed(findings: Any) -> bool:
     return hasattr(findings, "json_pieces") and len(findings) > 0
 
 
+def forward_slice(items: Iterable[Any], key: Any) -> list[Any] | None:
+    """`items[key]` read by iteration, for a slice from a start to a stop with step 1 (what the reports take: the
+    first entries), so that a sequence that is not held is not made whole for it; else None."""
+    if isinstance(key, slice) and key.step in (None, 1) and (key.start or 0) >= 0 and key.stop is not None \
+            and key.stop >= 0:
+        return list(islice(items, key.start or 0, key.stop))
+    return None
+
+
 class DocEntries(Sequence[dict]):
     """A document list that is not held (issue 15): the `to_json()` dicts of a streamed sequence (the findings of a
     large input), made as they are read. Reports iterate it, count it and take its first entries; the JSON writers
@@ -87,9 +96,9 @@ class DocEntries(Sequence[dict]):
             yield x.to_json()
 
     def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, slice) and key.step in (None, 1) and (key.start or 0) >= 0 and key.stop is not None \
-                and key.stop >= 0:
-            return [x.to_json() for x in islice(self.items, key.start or 0, key.stop)]
+        head = forward_slice(self.items, key)
+        if head is not None:
+            return [x.to_json() for x in head]
         return list(self)[key]
 
     def json_pieces(self) -> Iterator[bytes]:

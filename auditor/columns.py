@@ -67,6 +67,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numba
 import numpy as np
 
 from .cards import parse_card, parse_cards
@@ -331,15 +332,91 @@ def time_key(text: object) -> int:
 
 
 def time_keys(texts: Sequence[object]) -> np.ndarray:
-    """`time_key` of each text (each distinct text parsed once)."""
+    """`time_key` of each text. The usual form (`_ISO_PLAIN`: a full date and time to the second, an optional
+    fraction of up to six digits and an optional `Z` or +HH:MM zone) is matched by Arrow's RE2 and read from its
+    bytes by numpy, a column at a time; every other text (another ISO form, whitespace, a value out of range) by `time_key`, each
+    distinct text once. Held equal to `time_key` by tests/test_time_keys.py (issue 15: one `fromisoformat` a deal
+    was a fifth of the table's build)."""
+    n = len(texts)
+    out = np.full(n, TIME_NONE, np.int64)
+    slow = _plain_time_keys(texts, out)
     cache: dict[object, int] = {}
-    out = np.empty(len(texts), np.int64)
-    for i, t in enumerate(texts):
+    for i in slow:
+        t = texts[i]
         k = cache.get(t)
         if k is None:
             k = cache[t] = time_key(t)
         out[i] = k
     return out
+
+
+_ISO_PLAIN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?(?:Z|[+-][0-9]{2}:[0-9]{2})?$"
+_DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], np.int64)
+
+
+def _plain_time_keys(texts: Sequence[object], out: np.ndarray) -> list[int]:
+    """Fills `out` at the texts of `_ISO_PLAIN`'s form with a valid date and time (what `time_key` gives them:
+    microseconds since 1970 UTC, a time without a zone read as UTC) and leaves None at TIME_NONE; returns the
+    indices of every other text, for `time_key`. Everything goes to `time_key` when the texts are not all
+    strings or None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(texts)
+    if n == 0:
+        return []
+    try:
+        arr = pa.array(texts, type=pa.string())
+    except (pa.ArrowException, TypeError, ValueError, UnicodeError):  # a number, a lone surrogate: the spec's way
+        return list(range(n))
+    present = np.asarray(arr.is_valid())
+    match = pc.match_substring_regex(arr, _ISO_PLAIN).fill_null(False).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(match)
+    ok = np.zeros(n, bool)
+    if len(rows):
+        # a matched text is ASCII with its fields at fixed places from each end: read as bytes from Arrow's buffers
+        bufs = arr.buffers()
+        off = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=arr.offset * 4)
+        data = np.frombuffer(bufs[2], np.uint8)
+        top = len(data) - 1
+        st = off[rows].astype(np.int64)
+        end = off[rows + 1].astype(np.int64)
+        size = end - st
+
+        def digits(at: np.ndarray, k: int) -> np.ndarray:  # the k-digit number at byte `at` (read in the buffer)
+            v = np.zeros(len(at), np.int64)
+            for j in range(k):
+                v = v * 10 + data[np.minimum(at + j, top)].astype(np.int64) - 48
+            return v
+
+        y, mo, d = digits(st, 4), digits(st + 5, 2), digits(st + 8, 2)
+        h, mi, s = digits(st + 11, 2), digits(st + 14, 2), digits(st + 17, 2)
+        sign_at = data[np.maximum(end - 6, st)]
+        zoned = (size >= 25) & ((sign_at == ord("+")) | (sign_at == ord("-")))
+        zlen = np.where(data[end - 1] == ord("Z"), 1, np.where(zoned, 6, 0))
+        zh = np.where(zoned, digits(end - 5, 2), 0)
+        zm = np.where(zoned, digits(end - 2, 2), 0)
+        sign = np.where(zoned & (sign_at == ord("-")), -1, 1)
+        flen = np.where(size > 19, size - 20 - zlen, 0)  # after the seconds: "." and the digits, or the zone
+        frac = np.zeros(len(rows), np.int64)
+        for j in range(6):
+            frac = frac * 10 + np.where(j < flen, data[np.minimum(st + 20 + j, top)].astype(np.int64) - 48, 0)
+        leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
+        mo_c = np.clip(mo, 0, 12)
+        dim = _DAYS_IN_MONTH[mo_c] + ((mo_c == 2) & leap)
+        valid = ((y >= 1) & (mo >= 1) & (mo <= 12) & (d >= 1) & (d <= dim) & (h <= 23) & (mi <= 59) & (s <= 59)
+                 & (zh <= 23) & (zm <= 59))
+        # days from the civil date (proleptic Gregorian), 1970-01-01 = 0
+        y2 = y - (mo <= 2)
+        era = np.floor_divide(y2, 400)
+        yoe = y2 - era * 400
+        doy = (153 * ((mo + 9) % 12) + 2) // 5 + d - 1
+        days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+        us = (((days * 24 + h) * 60 + mi) * 60 + s) * 1_000_000 + frac - sign * (zh * 60 + zm) * 60_000_000
+        good = rows[valid]
+        out[good] = us[valid]
+        ok[good] = True
+    return np.flatnonzero(present & ~ok).tolist()
 
 
 _DIGITS = re.compile(r"(\d+)")
@@ -352,13 +429,82 @@ def natural_key(name: str) -> tuple:
     return tuple((1, int(p), p) if i % 2 else (0, p) for i, p in enumerate(parts) if p)
 
 
+def natural_order(names: Sequence[str]) -> np.ndarray:
+    """The indices of `names` sorted by `natural_key`, ties (equal names) in the order given: `sorted(range(n),
+    key=lambda i: natural_key(names[i]))`, held equal to it by tests/test_natural_order.py. ASCII names are ranked
+    by a byte key each (`_natural_bytes`) that compares as their `natural_key` does, built by numba from Arrow's
+    buffers and sorted by numpy (issue 15: the tuples of 100,000 game ids were a sixth of the table's build and
+    again of `marked_ten`'s finalize); other names (where Python's digits are not only 0-9) by the spec."""
+    n = len(names)
+    if n < 64:
+        return np.asarray(sorted(range(n), key=lambda i: natural_key(names[i])), np.int64).reshape(n)
+    import pyarrow as pa
+
+    try:
+        arr = pa.array(names, type=pa.string())
+    except (pa.ArrowException, TypeError, ValueError, UnicodeError):
+        arr = None
+    if arr is not None and arr.null_count == 0:
+        bufs = arr.buffers()
+        off = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
+        data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+        longest = int((off[1:] - off[:-1]).max())
+        if longest <= 250 and not (data[off[0]:off[-1]] >= 128).any() and not (data[off[0]:off[-1]] == 0).any():
+            width = 4 * longest + 1
+            keys = np.zeros((n, width), np.uint8)
+            _natural_bytes(off, data, keys)
+            return np.argsort(keys.view(f"S{width}").reshape(n), kind="stable").astype(np.int64)
+    keys_ = [natural_key(x) for x in names]
+    return np.asarray(sorted(range(n), key=keys_.__getitem__), np.int64).reshape(n)
+
+
+@numba.njit(cache=True)
+def _natural_bytes(off, data, out):  # pragma: no cover - numba
+    """Per ASCII name (no NUL), a byte key whose order is `natural_key`'s: a text run is 1, its bytes, 0 (ends
+    before any longer text); a digit run is 2, the number of its digits without leading zeros, those digits (a
+    number of more digits is larger), then the tie of equal numbers by their text (`natural_key` compares "007"
+    before "07" and "0" before "00"): 255 less the run's length, or for zero its length."""
+    for i in range(len(off) - 1):
+        j = off[i]
+        b = off[i + 1]
+        k = 0
+        while j < b:
+            if 48 <= data[j] <= 57:
+                s = j
+                while j < b and 48 <= data[j] <= 57:
+                    j += 1
+                z = s
+                while z < j - 1 and data[z] == 48:
+                    z += 1
+                out[i, k] = 2
+                out[i, k + 1] = j - z
+                k += 2
+                for t in range(z, j):
+                    out[i, k] = data[t]
+                    k += 1
+                out[i, k] = (j - s) if (j - z == 1 and data[z] == 48) else 255 - (j - s)
+                k += 1
+            else:
+                out[i, k] = 1
+                k += 1
+                while j < b and not (48 <= data[j] <= 57):
+                    out[i, k] = data[j]
+                    k += 1
+                    j += 1
+                out[i, k] = 0
+                k += 1
+
+
+def natural_ranks(names: Sequence[str]) -> np.ndarray:
+    """Each name's rank in `natural_key` order (`natural_order`)."""
+    rank = np.empty(len(names), np.int64)
+    rank[natural_order(names)] = np.arange(len(names))
+    return rank
+
+
 def _name_rank(names: Sequence[str]) -> np.ndarray:
     """Each name's rank in `natural_key` order, with one extra entry for index -1."""
-    keys = [natural_key(x) for x in names]
-    rank = np.empty(len(names) + 1, np.int64)
-    rank[np.asarray(sorted(range(len(names)), key=keys.__getitem__), np.int64)] = np.arange(len(names))
-    rank[-1] = -1
-    return rank
+    return np.append(natural_ranks(names), -1)
 
 
 def canonical_order(table: np.ndarray, tables: Sequence[str], time: np.ndarray, game: np.ndarray,
@@ -586,4 +732,5 @@ def from_results(results: Sequence[DealResult]) -> AuditColumns:
 
 
 __all__ = ["AuditColumns", "from_results", "deck_of", "parsed_tricks", "NOCARD", "MAX_SEATS", "TIME_NONE",
-           "canonical_order", "result_order", "set_canonical_order", "time_key", "time_keys", "input_key"]
+           "canonical_order", "result_order", "set_canonical_order", "time_key", "time_keys", "input_key",
+           "natural_order", "natural_ranks"]

@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from .columns import AuditColumns, natural_key
+from .columns import AuditColumns, natural_key, natural_order
 from .fast.arrow import Arrow, lstr, to_numpy
 from .fast.cols import Chunk, DictColumn, Registry
 from .fast.pipeline import replay_paths
@@ -621,7 +621,7 @@ def _global_order(c: AuditColumns, parts: Parts) -> None:
         return
     names = c.tables
     cnt = np.bincount(c.table.astype(np.int64), minlength=len(names))
-    rank = sorted(range(len(names)), key=lambda j: natural_key(names[j]))
+    rank = natural_order(names).tolist()
     delta = np.zeros(len(names), np.int64)
     start = 0
     for j in rank:

@@ -82,7 +82,7 @@ import numpy as np
 from scipy.special import ndtr, ndtri, owens_t
 
 from ..cards import SUIT_MASK, parse_card, rank_of, suit_of
-from ..columns import DEAL_NO_MAX, TIME_NONE, AuditColumns, natural_key, time_key
+from ..columns import DEAL_NO_MAX, TIME_NONE, AuditColumns, natural_key, natural_ranks, time_key
 from ..facts import DealingFacts
 from ..pools import trim_heap
 from ..rules import layout, trump_strength
@@ -2213,10 +2213,7 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
 
 def _name_ranks(names: Sequence[str]) -> np.ndarray:
     """Each name's rank in `columns.natural_key` order (one extra entry, -1, for index -1)."""
-    keys = [natural_key(x) for x in names]
-    rank = np.full(len(names) + 1, -1, np.int64)
-    rank[np.asarray(sorted(range(len(names)), key=keys.__getitem__), np.int64)] = np.arange(len(names))
-    return rank
+    return np.append(natural_ranks(names), -1)
 
 
 def canonical_rank(scores: dict) -> np.ndarray:

@@ -485,6 +485,19 @@ def _ragged(arr: Arrow) -> Ragged:
     return Ragged(off, data, np.ones(n, bool) if ok is None else ok)
 
 
+def _used_parts(arr: Arrow) -> tuple[np.ndarray, int, list[int], list[Any]]:
+    """(indices with -1 for null, the dictionary's size, the entries the indices use, their values as Python
+    objects) of a string column, dictionary or not: `_dict_parts` without the entries no row uses."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    codes = to_numpy(arr.indices, np.int64, -1)
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(arr.dictionary)))
+    return codes, len(arr.dictionary), used.tolist(), arr.dictionary.take(pa.array(used)).to_pylist()
+
+
 def _dict_parts(arr: Arrow) -> tuple[np.ndarray, list[Any]]:
     """(indices with -1 for null, dictionary values as Python objects) of a string column, dictionary or not."""
     import pyarrow as pa
@@ -544,11 +557,11 @@ def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, kee
     rset[:] = ids[inv]
     bad |= col & (rset < 0)
     # players and sides
-    p_codes, p_vals = _dict_parts(c["players"])
-    lu_of = np.full(len(p_vals) + 1, -1, np.int64)
-    np_of = np.zeros(len(p_vals) + 1, np.int64)
-    for k, v in enumerate(p_vals):
-        try:
+    p_codes, p_size, p_used, p_vals = _used_parts(c["players"])
+    lu_of = np.full(p_size + 1, -1, np.int64)
+    np_of = np.zeros(p_size + 1, np.int64)
+    for k, v in zip(p_used, p_vals, strict=True):  # only the line-ups this batch's rows name (issue 15: a row
+        try:  # group's dictionary is each of its batches' too; half its line-ups were interned for nothing)
             players = orjson.loads(v)
         except orjson.JSONDecodeError:  # not JSON (or null): the row is judged the slow way
             continue

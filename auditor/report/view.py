@@ -165,12 +165,6 @@ def build_view(doc: dict, charts: bool = True) -> dict:
 
     _fit_charts(timelines, fam_views)
 
-    subjects: dict[str, list[dict]] = {}
-    for e in tests:
-        subjects.setdefault(str(e.get("subject", "?")), []).append(entry_view(e))
-    subject_views: list[dict[str, Any]] = [{"subject": s, "tests": sorted(rows, key=lambda x: x["test"])}
-                                           for s, rows in sorted(subjects.items())]
-
     fdr_text = ", ".join(f"{f:.0%}" for f in fdrs) if fdrs else "n/a"
     level = finite(as_dict(doc.get("audit")).get("level"))
     if level is not None:
@@ -188,7 +182,7 @@ def build_view(doc: dict, charts: bool = True) -> dict:
         "glossary": GLOSSARY, "reproducibility": reproducibility_view(doc),
         "n_findings": len(findings), "findings_by_code": by_code, "findings": finding_rows,
         "findings_omitted": max(0, len(findings) - MAX_FINDINGS_SHOWN),
-        "families": fam_views, "timelines": timelines, "subjects": subject_views,
+        "families": fam_views, "timelines": timelines,
         "how_to_read": HOW_TO_READ, "monthly_note": MONTHLY_NOTE, "not_clean_note": NOT_CLEAN_NOTE,
         "n_tests": fmt_num(len(tests)), "n_families": len(fam_views), "rows_shown": ROWS_SHOWN,
         "watch_shown": WATCH_SHOWN,

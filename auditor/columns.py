@@ -334,8 +334,8 @@ def time_key(text: object) -> int:
 def time_keys(texts: Sequence[object]) -> np.ndarray:
     """`time_key` of each text. The usual form (`_ISO_PLAIN`: a full date and time to the second, an optional
     fraction of up to six digits and an optional `Z` or +HH:MM zone) is matched by Arrow's RE2 and read from its
-    bytes by numpy, a column at a time; every other text (another ISO form, whitespace, a value out of range) by `time_key`, each
-    distinct text once. Held equal to `time_key` by tests/test_time_keys.py (issue 15: one `fromisoformat` a deal
+    bytes by numpy, a column at a time; every other text (another ISO form, whitespace, a value out of range) by
+    `time_key`, each distinct text once. Held equal to `time_key` by tests/test_time_keys.py (issue 15: one `fromisoformat` a deal
     was a fifth of the table's build)."""
     n = len(texts)
     out = np.full(n, TIME_NONE, np.int64)
@@ -495,16 +495,12 @@ def _natural_bytes(off, data, out):  # pragma: no cover - numba
                 k += 1
 
 
-def natural_ranks(names: Sequence[str]) -> np.ndarray:
-    """Each name's rank in `natural_key` order (`natural_order`)."""
-    rank = np.empty(len(names), np.int64)
+def natural_ranks(names: Sequence[str], none: bool = False) -> np.ndarray:
+    """Each name's rank in `natural_key` order (`natural_order`); with `none`, one extra entry, -1, for the index -1
+    of a row without a name."""
+    rank = np.full(len(names) + none, -1, np.int64)
     rank[natural_order(names)] = np.arange(len(names))
     return rank
-
-
-def _name_rank(names: Sequence[str]) -> np.ndarray:
-    """Each name's rank in `natural_key` order, with one extra entry for index -1."""
-    return np.append(natural_ranks(names), -1)
 
 
 def canonical_order(table: np.ndarray, tables: Sequence[str], time: np.ndarray, game: np.ndarray,
@@ -517,8 +513,8 @@ def canonical_order(table: np.ndarray, tables: Sequence[str], time: np.ndarray, 
     D = len(table)
     if D == 0:
         return np.zeros(0, np.int64)
-    tr = _name_rank(tables)[np.asarray(table, np.int64)]
-    gr = _name_rank(game_ids)[np.asarray(game, np.int64)]
+    tr = natural_ranks(tables, none=True)[np.asarray(table, np.int64)]
+    gr = natural_ranks(game_ids, none=True)[np.asarray(game, np.int64)]
     o = np.lexsort((np.arange(D), np.asarray(line, np.int64), np.asarray(file_index, np.int64),
                     np.asarray(deal_no, np.int64), gr, np.asarray(time, np.int64), tr))
     rank = np.empty(D, np.int64)

@@ -440,13 +440,23 @@ def _untied(numbers: dict) -> dict:
     return out
 
 
+def _spec_ranks(names) -> list[int]:
+    from auditor.columns import natural_key
+
+    rank = [0] * len(names)
+    for k, i in enumerate(sorted(range(len(names)), key=lambda j: natural_key(names[j]))):
+        rank[i] = k
+    return rank
+
+
 def test_top_deals_ties_break_by_the_canonical_tuple(pin_counts):
     """Among a player's top deals of equal contribution, the order is the deals' canonical tuple (table natural
     key, time, game natural key, deal number), never the input's order ranks; and there are ties to order."""
     c = pin_counts
-    where = {(c.games[int(g)], int(n)): (M._name_ranks(c.tables)[c.table[i]], int(c.time[i]))
+    table_rank = _spec_ranks(c.tables)  # the spec's order (columns.natural_key), not the code's ranks
+    where = {(c.games[int(g)], int(n)): (table_rank[c.table[i]], int(c.time[i]))
              for i, (g, n) in enumerate(zip(c.game, c.deal_no, strict=True))}
-    game_rank = dict(zip(c.games, M._name_ranks(c.games).tolist(), strict=False))
+    game_rank = dict(zip(c.games, _spec_ranks(c.games), strict=True))
     tied = 0
     for t in M.MarkedTen().finalize(c):
         tops = t.detail["top_deals"]

@@ -2211,11 +2211,6 @@ def results_from_scores(scores: dict, counts: MarkedTenCounts, min_deals: int = 
     return out
 
 
-def _name_ranks(names: Sequence[str]) -> np.ndarray:
-    """Each name's rank in `columns.natural_key` order (one extra entry, -1, for index -1)."""
-    return np.append(natural_ranks(names), -1)
-
-
 def canonical_rank(scores: dict) -> np.ndarray:
     """Per deal (in key order), its rank by the canonical tuple (table natural key, time, game natural key, deal
     number), ties by key order: the timeline's order and the top deals' tie order (issue 15). Data of the deals
@@ -2226,8 +2221,8 @@ def canonical_rank(scores: dict) -> np.ndarray:
     if got is None:
         c = scores["counts"]
         order = scores["order"]
-        cols = (np.arange(len(order)), c.deal_no[order], _name_ranks(c.games)[c.game[order]], c.time[order],
-                _name_ranks(c.tables)[c.table[order]])
+        cols = (np.arange(len(order)), c.deal_no[order], natural_ranks(c.games, none=True)[c.game[order]],
+                c.time[order], natural_ranks(c.tables, none=True)[c.table[order]])
         perm = np.lexsort(cols) if len(order) else order
         got = np.empty(len(order), np.int64)
         got[perm] = np.arange(len(order))
@@ -2526,7 +2521,7 @@ class _Run:
         self.kmap = [np.array([packs.setdefault(x, len(packs)) for x in c.pack_names] + [-1], np.int64)
                      for c in self.parts]
         self.tables = list(tables)
-        self.table_rank = _name_ranks(self.tables)
+        self.table_rank = natural_ranks(self.tables, none=True)
         self.pack_names = list(packs)
         self.excluded: dict[str, dict[str, int]] = {}
         self.excluded_deals: dict[str, int] = {}
@@ -2587,7 +2582,7 @@ class _Run:
         gate = score_gate(c, self.gate_rule)
         if fix is not None:
             gate[fix[0]] = fix[1]
-        game_rank = _name_ranks(c.games)
+        game_rank = natural_ranks(c.games, none=True)
         folds, nf = self.folds, self.nf
         for t in dict.fromkeys(("ten",) + self.targets):
             A = _arrays(c, t, rank, pid, seat_player)

@@ -232,9 +232,12 @@ def test_finalize_reports_both_parts(club_results):
 @pytest.mark.slow
 def test_score_gated_cheater_is_found_where_the_pooled_test_is_weak():
     """Seeded seasons of `calibrate_marked` (20 members, ~400 deals played, q = 1 score-gated): the combined test
-    flags him at the audit-wide level in at least 4 of 6 seasons and more often than the pooled test."""
+    flags him at the audit-wide level in at least two thirds of 24 seasons and more often than the pooled test.
+    (It was 6 seasons and "at least 4 of 6" until the simulator's honest slips changed the seasons' draws, commit
+    93d6ad6: those six then gave 3 and 3, a power of 0.79 against 0.58 measured over 24, a claim six seasons cannot
+    hold; about a minute.)"""
     from auditor.calibrate_marked import summarise, season
 
-    rows = [season(0, "gated_power_q1.0_400", i, 1.0, "score", 400, n_players=20) for i in range(6)]
+    rows = [season(0, "gated_power_q1.0_400", i, 1.0, "score", 400, n_players=20) for i in range(24)]
     s = summarise(rows, "any")
-    assert s["power_new"] >= 4 / 6 and s["power_new"] > s["power_old"], s
+    assert s["power_new"] >= 2 / 3 and s["power_new"] > s["power_old"], s

@@ -317,6 +317,9 @@ def _room_study():
         spec = importlib.util.spec_from_file_location("study_monitor_room", ROOT / "bench" / "study_monitor_room.py")
         assert spec is not None and spec.loader is not None
         mod = importlib.util.module_from_spec(spec)
+        # registered under its name: its workers' tasks are pickled by reference to `study_monitor_room.room_year`
+        # (unregistered, the full study failed at once: "import of module 'study_monitor_room' failed")
+        sys.modules[spec.name] = mod
         spec.loader.exec_module(mod)
     finally:
         sys.path.remove(str(ROOT / "bench"))

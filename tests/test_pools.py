@@ -411,12 +411,12 @@ def anon():
 
 import ctypes
 # the 1 MB blocks from glibc's heap, whatever state its dynamic mmap threshold is in (M_MMAP_THRESHOLD is -3): left
-# to its own rule, they were mmapped in CI and went back at their free, so the probe measured nothing
+# to its own rule (raised by freeing an 8 MB block first), they were at times mmapped, in CI and once under -n 2,
+# and went back at their free, so the probe measured nothing
 ctypes.CDLL("libc.so.6").mallopt(-3, 64 << 20)
 blocks = [np.ones(1 << 20, np.uint8) for _ in range(400)]  # 1 MB each, touched
 keep = blocks[1::2]  # every other block stays: the 200 freed ones are holes between live blocks, never the heap's
-del blocks  # top (small blocks as pins could be served from holes left by the imports, and the freed run then
-# reached the top and went back by itself: seen once under load)
+del blocks  # top, which glibc gives back by itself
 before = anon()
 trim_heap()
 print(before, anon())

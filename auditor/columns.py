@@ -437,7 +437,7 @@ def natural_order(names: Sequence[str]) -> np.ndarray:
     again of `marked_ten`'s finalize); other names (where Python's digits are not only 0-9) by the spec."""
     n = len(names)
     if n < 64:
-        return np.asarray(sorted(range(n), key=lambda i: natural_key(names[i])), np.int64).reshape(n)
+        return _spec_order(names)
     import pyarrow as pa
 
     try:
@@ -454,8 +454,13 @@ def natural_order(names: Sequence[str]) -> np.ndarray:
             keys = np.zeros((n, width), np.uint8)
             _natural_bytes(off, data, keys)
             return np.argsort(keys.view(f"S{width}").reshape(n), kind="stable").astype(np.int64)
-    keys_ = [natural_key(x) for x in names]
-    return np.asarray(sorted(range(n), key=keys_.__getitem__), np.int64).reshape(n)
+    return _spec_order(names)
+
+
+def _spec_order(names: Sequence[str]) -> np.ndarray:
+    """`natural_order` by the spec: each name's `natural_key` once, the indices sorted by them."""
+    keys = [natural_key(x) for x in names]
+    return np.asarray(sorted(range(len(names)), key=keys.__getitem__), np.int64).reshape(len(names))
 
 
 @numba.njit(cache=True)

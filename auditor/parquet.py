@@ -485,27 +485,30 @@ def _ragged(arr: Arrow) -> Ragged:
     return Ragged(off, data, np.ones(n, bool) if ok is None else ok)
 
 
+def _encoded(arr: Arrow) -> tuple[np.ndarray, Arrow]:
+    """(indices with -1 for null, the dictionary) of a string column, dictionary or not."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    return to_numpy(arr.indices, np.int64, -1), arr.dictionary
+
+
 def _used_parts(arr: Arrow) -> tuple[np.ndarray, int, list[int], list[Any]]:
     """(indices with -1 for null, the dictionary's size, the entries the indices use, their values as Python
     objects) of a string column, dictionary or not: `_dict_parts` without the entries no row uses."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    if not pa.types.is_dictionary(arr.type):
-        arr = pc.dictionary_encode(arr)
-    codes = to_numpy(arr.indices, np.int64, -1)
-    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(arr.dictionary)))
-    return codes, len(arr.dictionary), used.tolist(), arr.dictionary.take(pa.array(used)).to_pylist()
+    codes, values = _encoded(arr)
+    used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(values)))
+    return codes, len(values), used.tolist(), values.take(pa.array(used)).to_pylist()
 
 
 def _dict_parts(arr: Arrow) -> tuple[np.ndarray, list[Any]]:
     """(indices with -1 for null, dictionary values as Python objects) of a string column, dictionary or not."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not pa.types.is_dictionary(arr.type):
-        arr = pc.dictionary_encode(arr)
-    return to_numpy(arr.indices, np.int64, -1), arr.dictionary.to_pylist()
+    codes, values = _encoded(arr)
+    return codes, values.to_pylist()
 
 
 def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, keep_all: KeepAll) -> Chunk:

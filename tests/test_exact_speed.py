@@ -15,6 +15,39 @@ def _power_spec(groups, alpha, q, fixed=()):
     return exact._convolve(exact._pb_grouped(alt), base).sf(c)
 
 
+def _binomial_spec(n, p):
+    """`exact.binomial` as it was written first: scipy's gammaln, xlogy and xlog1py over the k's."""
+    from scipy import special as sp
+
+    if n <= 0 or p <= 0.0:
+        return exact.Dist(0, np.ones(1))
+    if p >= 1.0:
+        return exact.Dist(n, np.ones(1))
+    mean = n * p
+    sd = np.sqrt(n * p * (1 - p))
+    lo = max(0, int(np.floor(mean - 40.0 * sd - 10)))
+    hi = min(n, int(np.ceil(mean + 40.0 * sd + 10)))
+    k = np.arange(lo, hi + 1, dtype=float)
+    logpmf = (sp.gammaln(n + 1.0) - sp.gammaln(k + 1.0) - sp.gammaln(n - k + 1.0)
+              + sp.xlogy(k, p) + sp.xlog1py(n - k, -p))
+    return exact.Dist(lo, np.exp(logpmf))
+
+
+def test_binomial_is_its_spec_to_the_last_bit():
+    """The table of log-factorials and the logs taken once give the very numbers of gammaln/xlogy/xlog1py: small
+    and large n (past the table's first size, so that it grows), p near 0, near 1 and in between."""
+    rng = np.random.default_rng(21)
+    cases = [(1, 0.5), (2, 1e-300), (3, 1 - 1e-16), (4095, 0.3), (4096, 0.3), (9000, 0.999), (150_000, 2e-5)]
+    for i in range(6000):
+        n = int(rng.integers(1, 60)) if i % 3 else int(rng.integers(60, 20_000))
+        p = float(rng.random() ** rng.integers(1, 14))
+        cases.append((n, 1 - p if i % 5 == 0 else p))
+    cases += [(int(n), round(float(p), 4)) for n, p in zip(rng.integers(1, 300, 500), rng.random(500), strict=True)]
+    for n, p in cases:
+        got, want = exact.binomial(n, p), _binomial_spec(n, p)
+        assert got.lo == want.lo and np.array_equal(got.pmf, want.pmf), (n, p)
+
+
 def test_cached_binomial_is_the_binomial_and_read_only():
     for n, p in [(0, 0.3), (7, 0.0), (5, 1.0), (40, 0.271), (5000, 0.314), (123, 0.999)]:
         a, b = exact._binomial(n, p), exact.binomial(n, p)
@@ -118,3 +151,39 @@ def test_rounded_is_pythons_round_to_the_last_bit():
         assert len(got) == len(want)
         for v, a, b in zip(values, got, want, strict=True):
             assert (a == b and np.copysign(1, a) == np.copysign(1, b)) or (a != a and b != b), (v, digits, a, b)
+
+
+# ---------------------------------------------------------------- the smallest detectable cheat (a fifteenth session)
+
+
+def test_min_detectable_search_ends_where_the_bisection_does_in_fewer_evaluations(monkeypatch):
+    """`min_detectable`'s guided search against its spec, the bisection, on random trials (with and without fixed
+    trials, levels from 0.1 to 1e-8): the same answer every time, and at most half the exact power evaluations in
+    all (the bisection makes eleven: the check at q = 1 and ten halvings)."""
+    rng = np.random.default_rng(5)
+    calls = [0]
+    real = exact.power
+
+    def counted(*a, **k):
+        calls[0] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(exact, "power", counted)
+    spent = {"spec": 0, "search": 0}
+    answers = set()
+    for i in range(300):
+        g = int(rng.integers(1, 8))
+        groups = exact._merge_groups((round(float(p), 3), int(k)) for p, k in
+                                     zip(rng.uniform(0.01, 0.6, g), rng.integers(1, 400, g), strict=True))
+        fixed = () if i % 3 else ((0.2, int(rng.integers(1, 50))),)
+        alpha = float(10 ** -rng.uniform(1, 8))
+        calls[0] = 0
+        want = exact._min_detectable_bisection(groups, alpha, fixed=fixed)
+        spent["spec"] += calls[0]
+        calls[0] = 0
+        got = exact.min_detectable.__wrapped__(groups, alpha, fixed=fixed)
+        spent["search"] += calls[0]
+        assert got == want, (groups, alpha, fixed)
+        answers.add(got)
+    assert None in answers and len(answers) > 100  # hopeless records and a spread of strengths
+    assert spent["search"] <= spent["spec"] / 2, spent

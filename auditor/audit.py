@@ -42,7 +42,7 @@ from .dealog import Record, read_records
 from .detectors.base import Detector
 from .detectors.registry import SHARES, SPECS, make_detectors
 from .facts import DealingFacts, facts_from_columns
-from .countfile import CountsFileError, Deferred, StreamedBlob, check_counts, load_counts, save_counts
+from .countfile import BlobFile, CountsFileError, Deferred, StreamedBlob, check_counts, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
 from .pools import (call_in_fresh_process, closing_pool, fresh_context, start_fork_server, stop_children,
@@ -661,7 +661,8 @@ def load_saved(path: str, fp: dict, spill_dir: str | None = None,
     (`spill_dir`, `each`: as `load_counts`'s)."""
     by_test, meta, blobs = load_counts(path, expect_fingerprint=fp, spill_dir=spill_dir, each=each)
     try:
-        head = orjson.loads(blobs["replay"])
+        raw = blobs["replay"]
+        head = orjson.loads(raw.read() if isinstance(raw, BlobFile) else raw)
         replay = Replay(deals=int(head["deals"]), games=int(head["games"]),
                         findings=[Finding(**f) for f in head["findings"]],
                         games_summary=SavedGames(blobs["games"], int(meta["games"])), stats=dict(head["stats"]))
@@ -683,9 +684,10 @@ GAMES_PIECE = 1 << 24  # bytes of a saved games summary's entries per piece writ
 
 
 class SavedGames(Sequence[GameSummary]):
-    """A saved audit's games summary: its document entries as bytes."""
+    """A saved audit's games summary: its document entries as bytes, or as the file `load_counts` copied them to
+    (`BlobFile`: the 10M bench's are 0.7 GB, read a piece at a time as the document is written)."""
 
-    def __init__(self, entries: bytes, n: int) -> None:
+    def __init__(self, entries: "bytes | BlobFile", n: int) -> None:
         self.entries = entries
         self.n = n
 
@@ -696,18 +698,23 @@ class SavedGames(Sequence[GameSummary]):
         """The entries in pieces of GAMES_PIECE bytes (cut anywhere: the writers take any cut), so that a writer that
         re-indents them copies a piece at a time (issue 15: the 0.7 GB of the 10M bench's saved games, re-indented
         whole for the document, took as much again at the end of the audit)."""
-        for i in range(0, len(self.entries) if self.n else 0, GAMES_PIECE):
+        if not self.n:
+            return
+        if isinstance(self.entries, BlobFile):
+            yield from self.entries.pieces(GAMES_PIECE)
+            return
+        for i in range(0, len(self.entries), GAMES_PIECE):
             yield self.entries[i:i + GAMES_PIECE]
 
     def json_entries(self) -> bytes:
-        return self.entries
+        return self.entries.read() if isinstance(self.entries, BlobFile) else self.entries
 
     def json_buffer(self) -> bytes:
-        return self.entries
+        return self.json_entries()
 
     def __iter__(self) -> Iterator[GameSummary]:
         if self.n:
-            for d in orjson.loads(b"[" + self.entries + b"]"):
+            for d in orjson.loads(b"[" + self.json_entries() + b"]"):
                 yield GameSummary(d["game_id"], deals=d["deals"], totals=d["totals"], winner=d["winner"],
                                   ended_by=d["ended_by"], loser=d["loser"])
 

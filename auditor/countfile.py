@@ -114,6 +114,36 @@ class StreamedBlob:
         self.pieces = pieces
 
 
+BLOB_SPILL = 1 << 25  # 32 MiB: a blob of more rows than hold this is read into a file of the spill folder, if any
+
+
+class BlobFile:
+    """A blob that `load_counts` copied to a file of its spill folder (`BLOB_SPILL`): `size` bytes at `path`, read
+    in pieces (`pieces`) or whole (`read`). The file lives as long as the caller's spill folder."""
+
+    __slots__ = ("path", "size", "name")
+
+    def __init__(self, path: str, size: int, name: str = "") -> None:
+        self.path = path
+        self.size = int(size)
+        self.name = name
+
+    def __len__(self) -> int:
+        return self.size
+
+    def pieces(self, piece: int = PIECE) -> Iterator[bytes]:
+        with open(self.path, "rb") as f:
+            while True:
+                b = f.read(piece)
+                if not b:
+                    return
+                yield b
+
+    def read(self) -> bytes:
+        with open(self.path, "rb") as f:
+            return f.read()
+
+
 class CountsFileError(InputError):
     """A saved-counts file that cannot be used: unreadable, not a counts file, another layout or auditor version,
     another fingerprint, or a value that cannot be saved. One line; the CLI exits 2."""
@@ -823,15 +853,19 @@ class _Reader:
         # joined into a new bytearray already (aligned by malloc, writable)
         return arr if isinstance(raw, bytearray) and arr.flags.aligned else arr.copy()
 
-    def _spill(self, arr: np.ndarray) -> np.ndarray:
-        """`arr` written to a .npy file of this load's folder in `spill_dir` and read back memory-mapped (read-only,
-        a plain ndarray whose base is the `np.memmap`: as `marked_ten` spills its parts)."""
+    def _spill_folder(self) -> str:
+        """This load's folder in `spill_dir`, made on the first call."""
         if self.spill_to is None:
             assert self.spill_dir is not None
             os.makedirs(self.spill_dir, exist_ok=True)
             self.spill_to = tempfile.mkdtemp(prefix="loaded-", dir=self.spill_dir)
+        return self.spill_to
+
+    def _spill(self, arr: np.ndarray) -> np.ndarray:
+        """`arr` written to a .npy file of this load's folder in `spill_dir` and read back memory-mapped (read-only,
+        a plain ndarray whose base is the `np.memmap`: as `marked_ten` spills its parts)."""
         self.spilled += 1
-        path = os.path.join(self.spill_to, f"{self.spilled:05d}.npy")
+        path = os.path.join(self._spill_folder(), f"{self.spilled:05d}.npy")
         np.save(path, arr, allow_pickle=False)
         return np.asarray(np.load(path, mmap_mode="r"))
 
@@ -862,16 +896,46 @@ class _Reader:
                            f"{', '.join(map(str, got))}; this auditor {', '.join(names)}")
         return obj
 
-    def blobs(self) -> dict[str, bytes]:
-        out = {}
+    def blobs(self) -> dict[str, "bytes | BlobFile"]:
+        """The blobs after the tree, by name: bytes, or with a spill folder a `BlobFile` for one of at least
+        BLOB_SPILL bytes, copied there a row at a time (issue 15: the 10M bench's saved games summary, 0.7 GB, was
+        held whole as its rows joined and again as bytes when its counts were added)."""
+        out: dict[str, bytes | BlobFile] = {}
         while self.pos < self.rows:
             i = self.pos
             self.need(i)
             self.pos += 1
-            if self.kind[i - self.base] != K_BLOB or not isinstance(self.field[i - self.base], str):
+            b = self.base
+            name = self.field[i - b]
+            if self.kind[i - b] != K_BLOB or not isinstance(name, str):
                 raise _Corrupt(f"row {i}: a blob expected after the tree")
-            out[self.field[i - self.base]] = bytes(self._data(i))
+            more = self.n[i - b]
+            if self.spill_dir is not None and more * PIECE >= BLOB_SPILL:
+                out[name] = self._blob_file(i, name)
+            else:
+                out[name] = bytes(self._data(i))
         return out
+
+    def _blob_file(self, i: int, name: str) -> "BlobFile":
+        """Blob row i and its `more` rows written to a file in the spill folder, one row group in memory at a time."""
+        more = self.n[i - self.base]
+        if more < 0 or i + more >= self.rows:
+            raise _Corrupt(f"row {i}: {more} continuation rows")
+        folder = self._spill_folder()
+        self.spilled += 1
+        path = os.path.join(folder, f"{self.spilled:05d}.blob")
+        size = 0
+        with open(path, "wb") as f:
+            for j in range(i, i + more + 1):
+                if j - self.base >= len(self.kind):
+                    self._next_group(j)  # row j starts the next group: nothing before it is kept
+                if j > i and self.kind[j - self.base] != K_MORE:
+                    raise _Corrupt(f"row {j}: a continuation row expected")
+                piece = self.buf[self.start[j - self.base]:self.end[j - self.base]]
+                f.write(piece)
+                size += len(piece)
+        self.pos = i + 1 + more
+        return BlobFile(path, size, name)
 
 
 def _diff(a: Any, b: Any, where: str = "") -> Iterator[str]:
@@ -952,7 +1016,7 @@ def check_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
 def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
                 allow_other_version: bool = False, spill_dir: str | None = None,
                 each: Callable[[str, Any], Any] | None = None,
-                ) -> tuple[dict[str, Any], dict[str, Any], dict[str, bytes]]:
+                ) -> tuple[dict[str, Any], dict[str, Any], dict[str, "bytes | BlobFile"]]:
     """`(counts, meta, blobs)` as `save_counts` was given them. Raises `CountsFileError` (one line) for a file it
     cannot use: see the module's docstring. The file is read a row group at a time. `spill_dir`: the arrays of the
     dataclasses that say they may be memory-mapped (a class attribute `COUNTFILE_MEMMAP = True`: read-only arrays,
@@ -961,7 +1025,7 @@ def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
     folder with `spill_dir`). `each(name, counts)`: called with each detector's counts as soon as they are read,
     in the file's order; what it returns is kept in their place (issue 15: the caller writes a large detector's
     counts out and keeps a name for them, so that one detector's counts are in memory at a time, not the whole
-    file's)."""
+    file's). With `spill_dir`, a blob of at least BLOB_SPILL bytes comes back as a `BlobFile` there, not as bytes."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

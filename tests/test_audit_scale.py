@@ -541,3 +541,25 @@ def test_saved_games_written_in_small_pieces_give_the_same_document(months, whol
     assert _doc(audit_input([str(m2)], add_counts=[str(saved)], save_counts=str(again))) == whole
     games = A.load_saved(str(again), fingerprint(make_detectors()))[0].games_summary
     assert len(list(games.json_pieces())) > 100
+
+
+def test_saved_games_and_head_read_into_files_give_the_same_document(months, whole, tmp_path, monkeypatch):
+    """Added counts whose replay head and games summary are long blobs (`countfile.BLOB_SPILL`) come back as files of
+    the audit's working folder, read a piece at a time into the document (issue 15: the 10M bench's 0.7 GB of
+    saved games were held whole, twice, when its counts were added): the document is the whole audit's, with the
+    counts saved again from them too."""
+    import auditor.audit as A
+    import auditor.countfile as cf
+
+    m1, m2 = months
+    monkeypatch.setattr(cf, "PIECE", 1000)
+    monkeypatch.setattr(cf, "BLOB_SPILL", 1)  # every blob of two rows or more
+    monkeypatch.setattr(A, "GAMES_PIECE", 777)
+    saved = tmp_path / "m1.counts"
+    audit_input([str(m1)], save_counts=str(saved)).close()
+    replay, _ = A.load_saved(str(saved), fingerprint(make_detectors()), spill_dir=str(tmp_path / "spill"))
+    assert isinstance(replay.games_summary.entries, cf.BlobFile)
+    assert b"".join(replay.games_summary.json_pieces()) == replay.games_summary.entries.read()
+    again = tmp_path / "again.counts"
+    assert _doc(audit_input([str(m2)], add_counts=[str(saved)], save_counts=str(again))) == whole
+    assert _doc(audit_input([], add_counts=[str(again)])) == whole

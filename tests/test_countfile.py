@@ -503,6 +503,34 @@ def test_a_streamed_blob_and_a_deferred_value_write_the_file_their_joined_forms_
     assert blobs == {"g": data, "h": b"tail"}
 
 
+@pytest.mark.parametrize("size", [0, 9, 10, 11, 16, 26, 61])
+def test_a_long_blob_is_read_into_a_file_of_the_spill_folder_a_row_at_a_time(tmp_path, monkeypatch, size):
+    """With a spill folder, a blob of more rows than hold BLOB_SPILL bytes comes back as a `BlobFile` there: its
+    bytes, whole or in pieces, are the blob's, read a row (and a row group) at a time, whatever the groups'
+    boundaries; a shorter one, and any blob without a spill folder, comes back as bytes. The blob after it and the
+    tree before it are read as before."""
+    monkeypatch.setattr(cf, "ROW_GROUP", 3)
+    monkeypatch.setattr(cf, "PIECE", 5)
+    monkeypatch.setattr(cf, "FLUSH_BYTES", 7)
+    monkeypatch.setattr(cf, "BLOB_SPILL", 10)
+    data = bytes(range(size))
+    tree = {"a": {"x": [1, 2]}, "b": np.arange(size, dtype=np.int16)}
+    save_counts(tmp_path / "c", tree, {"m": 1}, {"g": data, "h": b"tail"})
+    got, _, blobs = load_counts(tmp_path / "c", spill_dir=str(tmp_path / "spill"))
+    same(tree, got)
+    assert blobs["h"] == b"tail"
+    g = blobs["g"]
+    if size > 10:  # three rows of 5 bytes or more
+        assert isinstance(g, cf.BlobFile) and len(g) == size
+        assert os.path.dirname(os.path.dirname(g.path)) == str(tmp_path / "spill")
+        assert g.read() == data and b"".join(g.pieces(4)) == data
+        assert all(len(p) == 4 for p in list(g.pieces(4))[:-1])
+    else:
+        assert g == data and type(g) is bytes
+    _, _, plain = load_counts(tmp_path / "c")
+    assert plain == {"g": data, "h": b"tail"}
+
+
 def test_a_streamed_blob_of_another_length_than_announced_is_refused_and_nothing_written(tmp_path):
     for size, pieces in ((5, [b"abc"]), (2, [b"abc"])):
         with pytest.raises(CountsFileError, match="blob 'g'.*not the"):

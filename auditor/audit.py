@@ -294,7 +294,7 @@ class PartSpill:
     path: str
 
 
-def _spill_where_counted(counts: Counts, dets: Sequence[Detector], plan: dict[str, tuple[int, bool]],
+def _spill_where_counted(counts: Counts, dets: Sequence[Detector], plan: dict[str, int],
                          spill_dir: str, k: int) -> None:
     """The part's counts of the detectors in `plan` written where they were counted, as the audit's process would
     write them when they arrive (the same files, the same bytes), each replaced by its `PartSpill` (issue 15, a
@@ -305,16 +305,15 @@ def _spill_where_counted(counts: Counts, dets: Sequence[Detector], plan: dict[st
         if how is None or d.name not in counts.by_test:
             continue
         c = counts.by_test.pop(d.name)
-        counts.by_test[d.name] = PartSpill(spill_part_counts(d, c, spill_dir, k, *how))
+        counts.by_test[d.name] = PartSpill(spill_part_counts(d, c, spill_dir, k, how))
         del c
 
 
-def spill_part_counts(det: Detector, counts: Any, spill_dir: str, k: int, n: int, whole: bool = False) -> str:
+def spill_part_counts(det: Detector, counts: Any, spill_dir: str, k: int, n: int) -> str:
     """Part k's counts of `det` written for `SpilledCounts` in `spill_dir`: in `n` groups of subjects (the stem's
-    files; `whole`: and whole, `{stem}.pickle`, for `--save-counts`) or whole (one file); the path to read them
-    by."""
+    files) or whole (one file); the path to read them by."""
     stem = os.path.join(spill_dir, f"{k}.{det.name}")
-    return spill_shards(det, counts, stem, n, whole) if n > 1 else spill_part(counts, f"{stem}.pickle")
+    return spill_shards(det, counts, stem, n) if n > 1 else spill_part(counts, f"{stem}.pickle")
 
 
 ISOLATE_MIN_DEALS = 100_000  # parts this large (on average) are replayed each in a fresh process (`isolated`)
@@ -511,16 +510,15 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         t0 = clock()
         replays: list[Replay] = []
         # the detectors' counts held out of memory until their tests run (`SpilledCounts`): with more than one part.
-        # When the merged counts are to be saved, the detectors spilled in groups of subjects are spilled whole too,
-        # and every detector's are folded whole, one detector at a time, as the file is written (`write_saved`;
+        # When the merged counts are to be saved, every detector's are folded whole (those spilled in groups of
+        # subjects: group by group, then joined), one detector at a time, as the file is written (`write_saved`;
         # issue 15: merged here in memory, they took 9.4 GB at 10M deals)
         out_of_core = [d for d in dets if spills(d)] if len(parts) > 1 else []
-        whole = save_counts is not None
         spill_dir = os.path.join(wd, "counts")
         if out_of_core:
             os.makedirs(spill_dir, exist_ok=True)
             # written by the parts' processes
-            parts.count_spill = {d.name: (shards(d), whole and shards(d) > 1) for d in out_of_core}
+            parts.count_spill = {d.name: shards(d) for d in out_of_core}
         in_memory = [d for d in dets if d not in out_of_core]
         # marked_ten's saved decision rows memory-mapped from the working folder, not read into memory; with one
         # counts file added, the detectors spilled in groups of subjects are spilled as the file is read, one at a
@@ -528,7 +526,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         grouped = {d.name: d for d in out_of_core if shards(d) > 1} if len(add_counts) == 1 else {}
 
         def spill_first(d: Detector, c: Any) -> _FirstStem:  # saved counts of a detector held in groups
-            stem = spill_shards(d, c, os.path.join(spill_dir, f"first.{d.name}"), shards(d), whole)
+            stem = spill_shards(d, c, os.path.join(spill_dir, f"first.{d.name}"), shards(d))
             release_memory()
             return _FirstStem(stem)
 
@@ -544,11 +542,11 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         spilled = {}
         for d in out_of_core:
             got = first.by_test.pop(d.name) if first is not None else None
-            if shards(d) > 1:  # the saved counts spilled in groups too (and whole, to be saved again)
+            if shards(d) > 1:  # the saved counts spilled in groups too
                 if got is not None and not isinstance(got, _FirstStem):  # merged from several files
                     got = spill_first(d, got)
                 stem = got.stem if got is not None else None
-                spilled[d.name] = SpilledCounts(d.name, (), None, n_saved > 1, shards(d), stem, whole)
+                spilled[d.name] = SpilledCounts(d.name, (), None, n_saved > 1, shards(d), stem)
             else:
                 spilled[d.name] = SpilledCounts(d.name, (), got, n_saved > 1)
             del got
@@ -561,8 +559,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
             for d in out_of_core:  # written out (by the part itself, as a rule), in part order
                 s = spilled[d.name]
                 c = part.by_test.pop(d.name)
-                path = c.path if isinstance(c, PartSpill) else spill_part_counts(d, c, spill_dir, k, s.shards,
-                                                                                  s.whole)
+                path = c.path if isinstance(c, PartSpill) else spill_part_counts(d, c, spill_dir, k, s.shards)
                 spilled[d.name] = replace(s, paths=s.paths + (path,))
                 del c
             if not folded:
@@ -607,9 +604,9 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
 def write_saved(path: str, counts: Counts, replay: Replay, fp: dict, dets: Sequence[Detector]) -> None:
     """The merged counts, the dealing summary's parts and the replay (findings, games summary, stats) as one
     counts file (`auditor.countfile`, no pickle): what a later audit adds with `--add-counts`. A detector's
-    counts held out of memory (`SpilledCounts`; those held in groups of subjects are spilled whole too when the
-    counts are to be saved) are folded whole when the file reaches them and dropped once written, one detector at a
-    time; `dets` are the detectors that fold them. The games summary and the findings are written block by block
+    counts held out of memory (`SpilledCounts`; those held in groups of subjects are folded a group at a time and
+    joined) are folded whole when the file reaches them and dropped once written, one detector at a time; `dets`
+    are the detectors that fold them. The games summary and the findings are written block by block
     as the document's writer reads them."""
     by_name = {d.name: d for d in dets}
     by_test: dict[str, Any] = {}
@@ -900,8 +897,8 @@ class SpilledCounts:
     A detector that can (`SHARDS`, see `Detector`) is spilled in groups of subjects (`shards`): each part's path is
     then a stem, with one file per group (`{stem}.{j}`) and one of its context (`{stem}.ctx`); the saved counts are
     spilled so too (`first_stem`, `first` is None). `fold_shard(det, j)` folds one group as `fold` folds the whole,
-    and `context(det)` merges the contexts: the worker holds one group's counts at a time. `whole`: each stem has
-    the counts whole too (`{stem}.pickle`), which `fold` reads (`--save-counts` writes the whole fold)."""
+    and `context(det)` merges the contexts: the worker holds one group's counts at a time; `fold` folds each group
+    and joins them (`join_shards`: the whole fold, which `--save-counts` writes, without the whole's merges)."""
 
     name: str
     paths: tuple[str, ...]
@@ -909,16 +906,13 @@ class SpilledCounts:
     merged: bool = False
     shards: int = 1
     first_stem: str | None = None
-    whole: bool = False
 
     def fold(self, det: Detector) -> Any:
         """The fold of the parts, as in memory. `first` is left as it was (a fold may merge into its total in place,
         and `write_saved` folds in the audit's process before the tests fold again)."""
-        if self.shards > 1:  # from the whole files (`whole`)
-            if not self.whole:
-                raise ValueError(f"{self.name}: its counts were spilled in groups only")
-            first = _read_pickle(f"{self.first_stem}.pickle") if self.first_stem is not None else None
-            return _fold_files(det, first, self.merged, tuple(f"{p}.pickle" for p in self.paths))
+        if self.shards > 1:  # group by group, joined (issue 15: the whole's fold took 1.4 GB at 10M deals)
+            groups = [self.fold_shard(det, j) for j in range(self.shards)]
+            return det.join_shards(groups, self.context(det))  # type: ignore[attr-defined]
         first = copy.deepcopy(self.first) if self.merged and self.first is not None else self.first
         return _fold_files(det, first, self.merged, self.paths)
 
@@ -963,11 +957,8 @@ def spill_part(counts: Any, path: str) -> str:
     return path
 
 
-def spill_shards(det: Detector, counts: Any, stem: str, n: int, whole: bool = False) -> str:
-    """Write one part's counts of a detector in `n` groups of subjects, and their context (`SpilledCounts`);
-    `whole`: the counts whole too (`{stem}.pickle`)."""
-    if whole:
-        spill_part(counts, f"{stem}.pickle")
+def spill_shards(det: Detector, counts: Any, stem: str, n: int) -> str:
+    """Write one part's counts of a detector in `n` groups of subjects, and their context (`SpilledCounts`)."""
     spill_part(det.shard_context(counts), f"{stem}.ctx")  # type: ignore[attr-defined]
     for j, c in enumerate(det.shard(counts, n)):  # type: ignore[attr-defined]
         spill_part(c, f"{stem}.{j}")

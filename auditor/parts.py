@@ -103,9 +103,8 @@ class Parts:
     single: bool = False
     selection: Selection | None = None
     # the detectors whose counts each part writes to `workdir/counts` itself, by name, with their groups of
-    # subjects and whether they are written whole too (`audit.SpilledCounts`; set by the audit when it holds them
-    # out of memory, else empty)
-    count_spill: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    # subjects (`audit.SpilledCounts`; set by the audit when it holds them out of memory, else empty)
+    count_spill: dict[str, int] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return 1 if self.single else len(self.parts)

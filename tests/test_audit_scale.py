@@ -167,49 +167,57 @@ def test_counts_spilled_part_by_part_fold_to_the_counts_held_in_memory(months, t
     parts.cleanup()
 
 
-def test_counts_spilled_in_groups_and_whole_fold_whole_to_the_counts_held_in_memory(months, tmp_path):
-    """With `--save-counts` the two detectors spilled in groups of subjects are spilled whole too (`whole`): their
-    `fold` reads the whole files (and the added counts' whole file) and gives the in-memory fold, byte for byte as
-    saved; counts spilled in groups alone cannot be folded whole, and say so."""
+def test_counts_spilled_in_groups_fold_whole_to_the_counts_held_in_memory(months, tmp_path):
+    """The two detectors spilled in groups of subjects: their `fold` (`--save-counts`) folds each group and joins
+    them (`join_shards`, in the merged context's order), and gives the in-memory fold byte for byte as saved, with
+    and without added counts first, in 4 groups and in 16; a group's pair missing from the context is refused."""
     from auditor.audit import SpilledCounts, fold_counts, merge_counts, run_parts, shards, spill_shards
     from auditor.parts import split_input
 
     dets = make_detectors(fdr=0.05)
     parts = split_input([str(p) for p in months], str(tmp_path / "wd"), 300)
     got = [c for _, c in run_parts(parts, 0.05, 0)]
+    assert len(got) >= 3
     total = merge_counts(got[:2], dets)
     for c in got[2:]:
         total = fold_counts(total, c, dets)
     grouped = [d for d in dets if shards(d) > 1]
     assert {d.name for d in grouped} == {"collusion", "dealer_cutter"}
     for d in grouped:
-        stems = tuple(spill_shards(d, c.by_test[d.name], str(tmp_path / f"{k}.{d.name}"), 4, whole=True)
-                      for k, c in enumerate(got))
-        first = spill_shards(d, merge_counts(got[:1], dets).by_test[d.name], str(tmp_path / f"first.{d.name}"), 4,
-                             whole=True)
         save_counts(tmp_path / "a.counts", {d.name: total.by_test[d.name]})
-        for sp in (SpilledCounts(d.name, stems, shards=4, whole=True),
-                   SpilledCounts(d.name, stems[1:], None, False, 4, first, whole=True)):
-            save_counts(tmp_path / "b.counts", {d.name: sp.fold(d)})
-            assert (tmp_path / "a.counts").read_bytes() == (tmp_path / "b.counts").read_bytes(), d.name
-        with pytest.raises(ValueError, match="in groups only"):
-            SpilledCounts(d.name, stems, shards=4).fold(d)
+        for n in (4, 16):
+            stems = tuple(spill_shards(d, c.by_test[d.name], str(tmp_path / f"{k}.{d.name}.{n}"), n)
+                          for k, c in enumerate(got))
+            first = spill_shards(d, merge_counts(got[:1], dets).by_test[d.name], str(tmp_path / f"first.{d.name}.{n}"),
+                                 n)
+            for sp in (SpilledCounts(d.name, stems, shards=n),
+                       SpilledCounts(d.name, stems[1:], None, False, n, first)):
+                save_counts(tmp_path / "b.counts", {d.name: sp.fold(d)})
+                assert (tmp_path / "a.counts").read_bytes() == (tmp_path / "b.counts").read_bytes(), (d.name, n)
+        sp = SpilledCounts(d.name, stems, shards=16)
+        groups = [sp.fold_shard(d, j) for j in range(16)]
+        context = sp.context(d)
+        first_key = next(iter(context))
+        for key in [k for k in context if k[0] == first_key[0]]:  # a dealer's pairs, a giver's pairs
+            context.pop(key)
+        with pytest.raises(ValueError, match="the context does not"):
+            d.join_shards(groups, context)
     parts.cleanup()
 
 
 def test_added_counts_with_parts_spilled_give_the_same_document(months, whole, tmp_path):
     """Saved counts added to new logs in several parts (the detectors' counts spilled, `SpilledCounts.first` the
     saved ones): the whole audit; and twice-added counts (merged before the parts) the same document whether the
-    counts are spilled in groups of subjects or whole (`--save-counts`, which folds them once for the file and
-    again for the tests: the first fold leaves the added counts as they were)."""
+    counts are saved too or not (`--save-counts`, which folds them once for the file, group by group and joined,
+    and again for the tests: the first fold leaves the added counts as they were)."""
     m1, m2 = months
     saved = tmp_path / "m1.counts"
     audit_input([str(m1)], save_counts=str(saved)).close()
     assert _doc(audit_input([str(m2)], add_counts=[str(saved)], part_deals=500)) == whole
     twice = [str(saved), str(saved)]
     spilled = _doc(audit_input([str(m2)], add_counts=twice, part_deals=500))
-    whole_spill = _doc(audit_input([str(m2)], add_counts=twice, part_deals=500, save_counts=str(tmp_path / "x")))
-    assert spilled == whole_spill and spilled != whole
+    saved_too = _doc(audit_input([str(m2)], add_counts=twice, part_deals=500, save_counts=str(tmp_path / "x")))
+    assert spilled == saved_too and spilled != whole
 
 
 def test_one_added_counts_file_is_spilled_as_it_is_read(months, whole, tmp_path, monkeypatch):
@@ -225,9 +233,9 @@ def test_one_added_counts_file_is_spilled_as_it_is_read(months, whole, tmp_path,
     events: list[str] = []
     real_spill, real_node = A.spill_shards, C._Reader.node
 
-    def spill(det, counts, stem, n, whole=False):  # noqa: ANN001, ANN202
+    def spill(det, counts, stem, n):  # noqa: ANN001, ANN202
         events.append(f"spill {stem.rsplit('/', 1)[-1]}")
-        return real_spill(det, counts, stem, n, whole)
+        return real_spill(det, counts, stem, n)
 
     def node(self):  # noqa: ANN001, ANN202
         got = real_node(self)
@@ -404,8 +412,8 @@ def test_detectors_tested_in_groups_of_subjects_give_the_tests_of_the_whole(mont
 def test_a_part_writes_its_spilled_counts_itself(months, tmp_path):
     """`Parts.count_spill` (issue 15, a tenth session): the part's process writes the counts the audit holds out of
     memory, the very files the audit's process would write from the counts sent back (the same bytes), and sends
-    back their paths (`PartSpill`) instead; a detector spilled in groups is written whole too when it is asked
-    (`--save-counts`: the whole fold is saved, the groups tested)."""
+    back their paths (`PartSpill`) instead: a detector spilled in groups as its groups and their context, the
+    others whole."""
     import os
     import pickle
 
@@ -416,8 +424,8 @@ def test_a_part_writes_its_spilled_counts_itself(months, tmp_path):
     parts = split_input([str(p) for p in months], str(tmp_path / "wd"), 500)
     assert len(parts) >= 2
     _, held = _part_task((parts, 1, 0.05, 0, None))
-    plan = {d.name: (shards(d), d.name == "collusion") for d in dets if spills(d)}
-    assert any(n > 1 and not w for n, w in plan.values()) and any(n == 1 for n, _ in plan.values())
+    plan = {d.name: shards(d) for d in dets if spills(d)}
+    assert any(n > 1 for n in plan.values()) and any(n == 1 for n in plan.values())
     parts.count_spill = plan
     os.makedirs(os.path.join(parts.workdir, "counts"))
     _, sent = _part_task((parts, 1, 0.05, 0, None))
@@ -429,14 +437,12 @@ def test_a_part_writes_its_spilled_counts_itself(months, tmp_path):
             continue
         assert isinstance(got, PartSpill)
         stem = os.path.join(parts.workdir, "counts", f"1.{d.name}")
-        n, whole = plan[d.name]
+        n = plan[d.name]
         if n > 1:
             assert got.path == stem
             want = [d.shard_context(held.by_test[d.name])] + list(d.shard(held.by_test[d.name], n))
             files = [f"{stem}.ctx"] + [f"{stem}.{j}" for j in range(n)]
-            assert os.path.exists(f"{stem}.pickle") == whole, d.name
-            if whole:
-                want, files = want + [held.by_test[d.name]], files + [f"{stem}.pickle"]
+            assert not os.path.exists(f"{stem}.pickle"), d.name
         else:
             assert got.path == f"{stem}.pickle"
             want, files = [held.by_test[d.name]], [got.path]

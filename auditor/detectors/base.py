@@ -70,7 +70,10 @@ class Detector(Protocol):
     # `merge_context(contexts)` (exact, in part order) and `results(counts, rng, context=None)` taking it. The audit
     # then folds and tests one group at a time (`audit.SpilledCounts`), and `results` over each group with the whole
     # input's context gives the tests of `results` over the whole counts (the same tests, in another order: the
-    # document orders them by test and subject)
+    # document orders them by test and subject); and `join_shards(groups, context) -> counts`, the whole counts from
+    # the n groups' folds and the merged context: equal to the fold of the whole counts, key order included, so
+    # that `--save-counts` writes the same file without folding the whole (issue 15: that fold peaked at 1.4 GB at
+    # 10M deals)
 
 
 def shard_of(name: str, n: int) -> int:

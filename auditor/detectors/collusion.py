@@ -476,6 +476,26 @@ class Collusion:
                 c.bins = BinnedGroups(max_bins=counts.bins.max_bins)
         return out
 
+    def join_shards(self, groups: Sequence[CollusionCounts], context: dict[Pair, list[int]]) -> CollusionCounts:
+        """The whole counts from the groups' (see `Detector`): the field, the exclusions and the deals are whole in
+        every group; each pair's cells from its group, the pairs in the order the whole fold meets them, which is the
+        merged context's (every pair with a cell, in the order the parts first give them); the bins merged
+        (canonical, so the whole's). Counts without details hold their trials per pair (`deals_of`), in an order of
+        their own: they are joined by merging the groups (the same counts, not the same order)."""
+        if not groups:
+            return CollusionCounts()
+        if any(g.deals_of for g in groups):
+            return self.merge(groups)  # pragma: no cover - the audit saves counts with details
+        n = len(groups)
+        g0 = groups[0]
+        out = CollusionCounts(field=g0.field, excluded_deals=g0.excluded_deals, deals=g0.deals)
+        for pair in context:
+            out.pairs[pair] = groups[shard_of(pair[0], n)].pairs[pair]
+        if sum(len(g.pairs) for g in groups) != len(out.pairs):
+            raise ValueError("collusion: the groups hold pairs that the context does not")
+        out.bins = BinnedGroups.merge([g.bins for g in groups])
+        return out
+
     def shard_context(self, counts: CollusionCounts) -> dict[Pair, list[int]]:
         """Per pair: [opportunities, gifts, deals, deals with a gift] (what the reverse-pair control shows)."""
         spans = counts.bins.spans() if len(counts.bins) else {}

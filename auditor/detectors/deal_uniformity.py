@@ -813,6 +813,19 @@ class DealerCutter:
                 out[pair] = out.get(pair, 0) + k
         return out
 
+    def join_shards(self, groups: Sequence[dict], context: dict[tuple[str, str], int]) -> dict:
+        """The whole counts from the groups' (see `Detector`): each dealer's cutters from his group, the dealers in
+        the order the whole fold meets them, which is the merged context's (its pairs in the order the parts first
+        give them; a part gives a dealer's pairs together)."""
+        n = len(groups)
+        out: dict = {}
+        for dealer, _cutter in context:
+            if dealer not in out:
+                out[dealer] = groups[shard_of(dealer, n)][dealer]
+        if sum(len(g) for g in groups) != len(out):
+            raise ValueError("dealer_cutter: the groups hold dealers that the context does not")
+        return out
+
     def finalize(self, counts: dict, rng: np.random.Generator | None = None) -> list[TestResult]:
         return list(self.results(counts, rng))
 

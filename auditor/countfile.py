@@ -114,6 +114,7 @@ class StreamedBlob:
         self.pieces = pieces
 
 
+INTERN_MAX = 64  # strings up to this long are read as one object per value (`_Reader.strs`)
 BLOB_SPILL = 1 << 25  # 32 MiB: a blob of more rows than hold this is read into a file of the spill folder, if any
 
 
@@ -618,6 +619,11 @@ class _Reader:
         self.spilled = 0
         self.spilling = 0  # > 0 inside a dataclass whose class says `COUNTFILE_MEMMAP = True`
         self.dtypes: dict[str, np.dtype[Any]] = {}
+        # equal short strings, and equal tuples of str and int, come back as one object (issue 15: collusion's
+        # 1.3M pair cells at 10M deals, each key its own tuple and its game's name its own string, were some
+        # 0.2 GB of its loaded counts); immutable values, so the counts are the same
+        self.strs: dict[str, str] = {}
+        self.tuples: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         self.classes: dict[str, tuple[type, list[str]]] = {}
         by_kind = {K_DICT: self.dict_, K_LIST: self.list_, K_TUPLE: self.tuple_, K_SET: self.set_,
                    K_FROZENSET: self.frozenset_, K_DATACLASS: self._dataclass, K_NDARRAY: self._array,
@@ -737,7 +743,8 @@ class _Reader:
         return _DOUBLE.unpack(_INT64.pack(self.i64[i - self.base]))[0]
 
     def str_(self, i: int) -> str:
-        return bytes(self._data(i)).decode("utf-8", "surrogatepass")
+        s = bytes(self._data(i)).decode("utf-8", "surrogatepass")
+        return self.strs.setdefault(s, s) if len(s) <= INTERN_MAX else s
 
     def dict_(self, i: int) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
@@ -752,7 +759,10 @@ class _Reader:
         return [node() for _ in range(self._count(i))]
 
     def tuple_(self, i: int) -> tuple[Any, ...]:
-        return tuple(self.list_(i))
+        t = tuple(self.list_(i))
+        if all(type(x) is str or type(x) is int for x in t):  # exact types: (1,) == (True,) == (1.0,)
+            return self.tuples.setdefault(t, t)
+        return t
 
     def set_(self, i: int) -> set[Any]:
         return set(self.list_(i))

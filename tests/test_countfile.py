@@ -644,3 +644,20 @@ def test_each_detector_is_handed_over_as_it_is_read_and_its_errors_are_its_own(t
 
     with pytest.raises(OSError, match="No space left"):
         load_counts(path, each=full)
+
+
+def test_equal_short_strings_and_flat_tuples_of_str_and_int_come_back_as_one_object(tmp_path):
+    """The reader interns short strings and tuples of exact str and int (collusion's pair cells: issue 15, memory),
+    and only those: a tuple holding a bool or a float equals one of ints, so it is never taken for it, and a long
+    string stays its own."""
+    long = "y" * (cf.INTERN_MAX + 1)
+    tree = {"a": [(1, 2), (True, 2), (1.0, 2), (1, 2), ("s", 3), ("s", 3), ((1, 2), 3), ((1, 2), 3)],
+            "s": ["x", "x", long, long], "k": {("p", "q"): 1, ("p", "r"): 2}, "kk": [("p", "q")]}
+    got, _, _ = roundtrip(tmp_path, tree)
+    same(tree, got)
+    a = got["a"]
+    assert [type(v) for v in a[1]] == [bool, int] and [type(v) for v in a[2]] == [float, int]
+    assert a[0] is a[3] and a[4] is a[5] and a[1] is not a[0] and a[2] is not a[0]
+    assert a[6] is not a[7] and a[6][0] is a[7][0] is a[0]  # nested: the inner tuples shared, the outer not
+    assert got["s"][0] is got["s"][1] and got["s"][2] is not got["s"][3]
+    assert next(iter(got["k"])) is got["kk"][0]

@@ -59,6 +59,27 @@ def test_merge_of_any_partition_is_the_whole():
     assert BinnedGroups.of(SUBJECTS, subj, GROUPS, grp, TABLES, tb, t, k2) != whole
 
 
+def test_join_of_disjoint_subjects_is_the_merge():
+    """`BinnedGroups.join` (the groups of `collusion.join_shards`): parts whose subjects are disjoint give `merge`'s
+    structure, field for field and dtype for dtype, whatever their order and however the subjects are split
+    (a part with one subject, parts with tables or groups of their own, an empty part); parts that share a subject
+    fall back to `merge`."""
+    subj, grp, tb, t, k, rng = _trials(3)
+    whole = BinnedGroups.of(SUBJECTS, subj, GROUPS, grp, TABLES, tb, t, k)
+    for split in ([0, 1, 1, 2, 2, 2, 0], [0, 0, 0, 0, 0, 0, 1], [3, 2, 1, 0, 3, 2, 1], [0, 1, 2, 3, 4, 5, 6]):
+        lab = np.array(split)[subj]
+        keep = (grp != 3) | (lab == 0)  # a group met by one part only
+        w = BinnedGroups.of(SUBJECTS, subj[keep], GROUPS, grp[keep], TABLES, tb[keep], t[keep], k[keep])
+        parts = [BinnedGroups.of(SUBJECTS, subj[keep & (lab == j)], GROUPS, grp[keep & (lab == j)], TABLES,
+                                 tb[keep & (lab == j)], t[keep & (lab == j)], k[keep & (lab == j)])
+                 for j in range(max(split) + 1)] + [BinnedGroups()]
+        assert BinnedGroups.join(parts) == BinnedGroups.merge(parts) == w
+        assert BinnedGroups.join(parts[::-1]) == w
+    halves = [BinnedGroups.of(SUBJECTS, subj[h::2], GROUPS, grp[h::2], TABLES, tb[h::2], t[h::2], k[h::2])
+              for h in (0, 1)]
+    assert BinnedGroups.join(halves) == whole  # shared subjects: merged
+
+
 def test_bounded_and_exact_totals():
     subj, grp, tb, t, k, _ = _trials(2)
     b = BinnedGroups.of(SUBJECTS, subj, GROUPS, grp, TABLES, tb, t, k)

@@ -61,6 +61,7 @@ min(counting legal cards, 3).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, Iterable, Iterator, Sequence
@@ -480,7 +481,7 @@ class Collusion:
         """The whole counts from the groups' (see `Detector`): the field, the exclusions and the deals are whole in
         every group; each pair's cells from its group, the pairs in the order the whole fold meets them, which is the
         merged context's (every pair with a cell, in the order the parts first give them); the bins merged
-        (canonical, so the whole's). Counts without details hold their trials per pair (`deals_of`), in an order of
+        (`BinnedGroups.join`: canonical, so the whole's). Counts without details hold their trials per pair (`deals_of`), in an order of
         their own: they are joined by merging the groups (the same counts, not the same order)."""
         if not groups:
             return CollusionCounts()
@@ -493,7 +494,7 @@ class Collusion:
             out.pairs[pair] = groups[shard_of(pair[0], n)].pairs[pair]
         if sum(len(g.pairs) for g in groups) != len(out.pairs):
             raise ValueError("collusion: the groups hold pairs that the context does not")
-        out.bins = BinnedGroups.merge([g.bins for g in groups])
+        out.bins = BinnedGroups.join([g.bins for g in groups])
         return out
 
     def shard_context(self, counts: CollusionCounts) -> dict[Pair, list[int]]:
@@ -541,7 +542,7 @@ class Collusion:
             chance_groups: list[tuple[float, int]] = []
             p_of: dict[tuple, float] = {}  # the field's leave-pair-out rate per chance, by cell
             own_of: dict[tuple, float] = {}  # the giver's own rate to everyone else, by cell
-            for cell in sorted(cells, key=repr):
+            for cell in cells:  # (any order: the groups are merged and sorted by probability, `_merge`)
                 o, e = cells[cell]
                 fo, fe = counts.field[cell]
                 p = p_of[cell] = _rate(fe - e, fo - o)  # leave the pair out
@@ -554,7 +555,7 @@ class Collusion:
             own_groups: list[tuple[float, int]] = []
             own_ok = True
             n_deals = obs = 0
-            for pat in sorted(pats, key=repr):
+            for pat in pats:  # (any order, as above)
                 nd, ng = pats[pat]
                 n_deals += nd
                 obs += ng
@@ -642,7 +643,7 @@ def _gifts_in(pats: dict, rate: dict[tuple, float]) -> int:
 def _at_least_one(pat: Pattern, rate: dict[tuple, float]) -> float:
     """The null chance of at least one gift in a deal with these chances: 1 - prod(1 - r_cell) (exact if the
     chances were independent, an upper bound when they are positively associated)."""
-    return float(-np.expm1(sum(k * np.log1p(-rate[cell]) for cell, k in pat)))
+    return -math.expm1(sum(k * math.log1p(-rate[cell]) for cell, k in pat))  # libm's, as numpy's scalars use
 
 
 _GAMES = ("scotch_whist", "all_fours")

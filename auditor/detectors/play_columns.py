@@ -518,6 +518,51 @@ class BinnedGroups:
         return _settle(list(ids[0]), cat(subj), level, list(ids[1]), cat(grp), list(ids[2]), cat(tb), cat(tbin),
                        cat([p.n for p in parts]), cat([p.k for p in parts]), max_bins)
 
+    @staticmethod
+    def join(parts: Sequence["BinnedGroups"]) -> "BinnedGroups":
+        """`merge` of parts whose subjects are disjoint (the groups of `collusion.join_shards`), without sorting
+        rows or holding them twice: each part is canonical, its keys sorted as the whole's are, so a subject's rows
+        keep their order with the keys renumbered, and go to the subject's place among the sorted subjects (its
+        level is its own: the parts' subjects meet no other trials). Parts that share a subject are merged."""
+        parts = [p for p in parts if len(p)]
+        if len(parts) < 2:
+            return BinnedGroups.merge(parts)
+        max_bins = parts[0].max_bins
+        seen: set = set()
+        for p in parts:
+            if p.max_bins != max_bins or not seen.isdisjoint(p.subjects):
+                return BinnedGroups.merge(parts)
+            seen.update(p.subjects)
+        subjects = sorted(seen)
+        groups = sorted({g for p in parts for g in p.groups})
+        tables = sorted({t for p in parts for t in p.tables}, key=lambda name: (natural_key(name), name))
+        s_id = {x: i for i, x in enumerate(subjects)}
+        g_id = {x: i for i, x in enumerate(groups)}
+        t_id = {x: i for i, x in enumerate(tables)}
+        rows = np.zeros(len(subjects), np.int64)  # per subject of the whole: its rows
+        level = np.zeros(len(subjects), np.int64)
+        maps = []
+        for p in parts:
+            ms = np.array([s_id[x] for x in p.subjects], np.int64)
+            rows[ms] = np.bincount(p.subj, minlength=len(p.subjects))
+            level[ms] = p.level
+            maps.append(ms)
+        start = np.r_[0, np.cumsum(rows)[:-1]]
+        total = int(rows.sum())
+        out = BinnedGroups(subjects, groups, tables, level, np.empty(total, np.int32), np.empty(total, np.int32),
+                           np.empty(total, np.int64), np.empty(total, np.int32), np.empty(total, np.int64),
+                           np.empty(total, np.int64), max_bins)
+        for p, ms in zip(parts, maps, strict=True):
+            first = np.r_[0, np.cumsum(np.bincount(p.subj, minlength=len(p.subjects)))[:-1]]  # the part's own
+            dest = start[ms[p.subj]] + (np.arange(len(p.subj)) - first[p.subj])
+            out.subj[dest] = ms[p.subj]
+            out.tb[dest] = np.array([t_id[x] for x in p.tables], np.int64)[p.tb]
+            out.tbin[dest] = p.tbin
+            out.grp[dest] = np.array([g_id[x] for x in p.groups], np.int64)[p.grp]
+            out.n[dest] = p.n
+            out.k[dest] = p.k
+        return out
+
     def subset(self, keep: np.ndarray) -> "BinnedGroups":
         """The trials of the subjects `keep` marks (a bool per subject), in canonical form: the structure `of` gives
         for those subjects' trials alone (each subject's bins are its own), so subsets of the parts merge to the

@@ -115,7 +115,7 @@ class StreamedBlob:
 
 
 INTERN_MAX = 64  # strings up to this long are read as one object per value (`_Reader.strs`)
-BLOB_SPILL = 1 << 25  # 32 MiB: a blob of more rows than hold this is read into a file of the spill folder, if any
+BLOB_SPILL = 1 << 25  # 32 MiB, two rows: a longer blob is read into a file of the spill folder, if any
 
 
 class BlobFile:
@@ -907,8 +907,8 @@ class _Reader:
         return obj
 
     def blobs(self) -> dict[str, "bytes | BlobFile"]:
-        """The blobs after the tree, by name: bytes, or with a spill folder a `BlobFile` for one of at least
-        BLOB_SPILL bytes, copied there a row at a time (issue 15: the 10M bench's saved games summary, 0.7 GB, was
+        """The blobs after the tree, by name: bytes, or with a spill folder a `BlobFile` for one longer than
+        BLOB_SPILL bytes (a multiple of PIECE: more than BLOB_SPILL / PIECE `more` rows), copied there a row at a time (issue 15: the 10M bench's saved games summary, 0.7 GB, was
         held whole as its rows joined and again as bytes when its counts were added)."""
         out: dict[str, bytes | BlobFile] = {}
         while self.pos < self.rows:
@@ -1035,7 +1035,7 @@ def load_counts(path: str | os.PathLike[str], expect_fingerprint: Any = None,
     folder with `spill_dir`). `each(name, counts)`: called with each detector's counts as soon as they are read,
     in the file's order; what it returns is kept in their place (issue 15: the caller writes a large detector's
     counts out and keeps a name for them, so that one detector's counts are in memory at a time, not the whole
-    file's). With `spill_dir`, a blob of at least BLOB_SPILL bytes comes back as a `BlobFile` there, not as bytes."""
+    file's). With `spill_dir`, a blob longer than BLOB_SPILL bytes comes back as a `BlobFile` there, not as bytes."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

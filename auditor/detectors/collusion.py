@@ -480,9 +480,10 @@ class Collusion:
     def join_shards(self, groups: Sequence[CollusionCounts], context: dict[Pair, list[int]]) -> CollusionCounts:
         """The whole counts from the groups' (see `Detector`): the field, the exclusions and the deals are whole in
         every group; each pair's cells from its group, the pairs in the order the whole fold meets them, which is the
-        merged context's (every pair with a cell, in the order the parts first give them); the bins merged
-        (`BinnedGroups.join`: canonical, so the whole's). Counts without details hold their trials per pair (`deals_of`), in an order of
-        their own: they are joined by merging the groups (the same counts, not the same order)."""
+        merged context's (every pair with a cell, in the order the parts first give them); the bins joined
+        (`BinnedGroups.join`: canonical, so the whole's). Counts without details hold their trials per pair
+        (`deals_of`) in an order of their own: they are joined by merging the groups (the same counts, not the same
+        order)."""
         if not groups:
             return CollusionCounts()
         if any(g.deals_of for g in groups):

@@ -442,8 +442,8 @@ def _power_model(groups: Groups, fixed: Groups, c: int, N: int) -> np.ndarray:
     p = np.array([g[0] for g in groups])
     k = np.array([g[1] for g in groups], dtype=float)
     r = 1.0 - p
-    fmean = sum(q * n for q, n in fixed)
-    fvar = sum(q * (1 - q) * n for q, n in fixed)
+    fmean = sum(pf * n for pf, n in fixed)
+    fvar = sum(pf * (1 - pf) * n for pf, n in fixed)
     qs = np.arange(N + 1) / N
     mean = float(np.dot(k, p)) + qs * float(np.dot(k, r)) + fmean
     var = (1.0 - qs) * (float(np.dot(k, r * p)) + qs * float(np.dot(k, r * r))) + fvar

@@ -475,17 +475,22 @@ def test_a_tree_of_many_row_groups_streams_out_and_back(tmp_path, monkeypatch):
     assert meta == {"m": 1} and blobs == {"blob": b"z" * 23}
 
 
+def _tiny_rows(monkeypatch, size):
+    """Row groups of 3 rows, pieces of 5 bytes, a flush every 7 bytes (every boundary happens in a small file), and
+    a blob of `size` bytes with a tree holding an array of as many elements."""
+    monkeypatch.setattr(cf, "ROW_GROUP", 3)
+    monkeypatch.setattr(cf, "PIECE", 5)
+    monkeypatch.setattr(cf, "FLUSH_BYTES", 7)
+    return bytes(range(size)), {"a": {"x": [1, 2]}, "b": np.arange(size, dtype=np.int16)}
+
+
 @pytest.mark.parametrize("size", [0, 1, 4, 5, 6, 23, 25, 26])
 def test_a_streamed_blob_and_a_deferred_value_write_the_file_their_joined_forms_write(tmp_path, monkeypatch, size):
     """`Deferred` (made when the writer reaches it) gives the bytes of the file of the made value; `StreamedBlob`
     (pieces of any length, cut again at every PIECE bytes) the rows of the joined blob, only flushed as they come
     rather than in one row group (issue 15: `--save-counts` folds a detector at a time and streams the games
     summary)."""
-    monkeypatch.setattr(cf, "ROW_GROUP", 3)
-    monkeypatch.setattr(cf, "PIECE", 5)
-    monkeypatch.setattr(cf, "FLUSH_BYTES", 7)
-    data = bytes(range(size))
-    tree = {"a": {"x": [1, 2]}, "b": np.arange(size, dtype=np.int16)}
+    data, tree = _tiny_rows(monkeypatch, size)
     save_counts(tmp_path / "joined", tree, {"m": 1}, {"g": data, "h": b"tail"})
     made = []
     pieces = [data[i:i + 3] for i in range(0, size, 3)] or [b""]  # 3 bytes each: cut again at every 5
@@ -505,16 +510,12 @@ def test_a_streamed_blob_and_a_deferred_value_write_the_file_their_joined_forms_
 
 @pytest.mark.parametrize("size", [0, 9, 10, 11, 16, 26, 61])
 def test_a_long_blob_is_read_into_a_file_of_the_spill_folder_a_row_at_a_time(tmp_path, monkeypatch, size):
-    """With a spill folder, a blob of more rows than hold BLOB_SPILL bytes comes back as a `BlobFile` there: its
+    """With a spill folder, a blob longer than BLOB_SPILL bytes comes back as a `BlobFile` there: its
     bytes, whole or in pieces, are the blob's, read a row (and a row group) at a time, whatever the groups'
     boundaries; a shorter one, and any blob without a spill folder, comes back as bytes. The blob after it and the
     tree before it are read as before."""
-    monkeypatch.setattr(cf, "ROW_GROUP", 3)
-    monkeypatch.setattr(cf, "PIECE", 5)
-    monkeypatch.setattr(cf, "FLUSH_BYTES", 7)
+    data, tree = _tiny_rows(monkeypatch, size)
     monkeypatch.setattr(cf, "BLOB_SPILL", 10)
-    data = bytes(range(size))
-    tree = {"a": {"x": [1, 2]}, "b": np.arange(size, dtype=np.int16)}
     save_counts(tmp_path / "c", tree, {"m": 1}, {"g": data, "h": b"tail"})
     got, _, blobs = load_counts(tmp_path / "c", spill_dir=str(tmp_path / "spill"))
     same(tree, got)

@@ -544,16 +544,16 @@ class BinnedGroups:
         maps = []
         for p in parts:
             ms = np.array([s_id[x] for x in p.subjects], np.int64)
-            rows[ms] = np.bincount(p.subj, minlength=len(p.subjects))
+            own = np.bincount(p.subj, minlength=len(p.subjects))  # the part's rows per subject
+            rows[ms] = own
             level[ms] = p.level
-            maps.append(ms)
+            maps.append((ms, np.r_[0, np.cumsum(own)[:-1]]))
         start = np.r_[0, np.cumsum(rows)[:-1]]
         total = int(rows.sum())
         out = BinnedGroups(subjects, groups, tables, level, np.empty(total, np.int32), np.empty(total, np.int32),
                            np.empty(total, np.int64), np.empty(total, np.int32), np.empty(total, np.int64),
                            np.empty(total, np.int64), max_bins)
-        for p, ms in zip(parts, maps, strict=True):
-            first = np.r_[0, np.cumsum(np.bincount(p.subj, minlength=len(p.subjects)))[:-1]]  # the part's own
+        for p, (ms, first) in zip(parts, maps, strict=True):  # first: each subject's first row in the part
             dest = start[ms[p.subj]] + (np.arange(len(p.subj)) - first[p.subj])
             out.subj[dest] = ms[p.subj]
             out.tb[dest] = np.array([t_id[x] for x in p.tables], np.int64)[p.tb]

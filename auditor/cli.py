@@ -552,6 +552,7 @@ def _finish_audit(report, json_out: bool, out: str | None, show: bool, commit: s
     from .report.verdict import Coverage
 
     cover = Coverage.of_doc(doc)
+    view = None  # the report's view, which the terminal summary reads too (built once: issue 15)
     if out is not None and cover.audited:  # nothing audited: no report, an older one stays (exit 3 below)
         from .report.html import write_report
 
@@ -565,7 +566,12 @@ def _finish_audit(report, json_out: bool, out: str | None, show: bool, commit: s
 
                 write_frame(tests_frame(doc), out)
             else:
-                write_report(doc, out)  # .html or .md by the suffix
+                fmt = format_of(out)
+                if fmt in ("html", "md"):
+                    from .report.view import build_view
+
+                    view = build_view(doc, charts=fmt == "html")
+                write_report(doc, out, view)  # .html or .md by the suffix
         except UsageError as e:
             _err(f"auditor: {e}")
             raise typer.Exit(2) from None
@@ -585,7 +591,7 @@ def _finish_audit(report, json_out: bool, out: str | None, show: bool, commit: s
         else:
             from .report.terminal import print_audit
 
-            print_audit(doc)  # the same view as the HTML and Markdown; every log string escaped for the terminal
+            print_audit(doc, view=view)  # the report's view; every log string escaped for the terminal
     _nothing_replayed(cover)
     if commit is not None:
         _seal_flags(doc["flags"], commit)

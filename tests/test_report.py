@@ -506,3 +506,83 @@ def test_an_empty_document_renders():
     for d in ({}, {"tests": None, "flags": "x", "replay": []}):  # issue 12: nothing audited is not all clear
         assert "Nothing was audited" in render_html(d) and "No one is flagged" not in render_html(d)
         assert "Nothing was audited" in render_markdown(d) and "No one is flagged" not in render_markdown(d)
+
+
+class _Counted:
+    """A streamed entry (`DocEntries` item): each `to_json()` is counted, as a decode of a packed test or a
+    finding read back from a part's file would cost."""
+
+    calls = 0
+
+    def __init__(self, d: dict) -> None:
+        self.d = d
+
+    def to_json(self) -> dict:
+        type(self).calls += 1
+        return json.loads(json.dumps(self.d))
+
+
+def test_a_report_and_the_terminal_summary_read_streamed_tests_and_findings_once(doc):
+    """issue 15: `audit --out report.html` made two views, each reading the streamed tests twice, and the findings
+    were read again by the coverage, the count by code and the pretty-printing hint (8 passes over them). Now one
+    view serves the report and the summary, the tests are decoded once, the findings digested once; the report,
+    the summary and the coverage are those of the held document."""
+    from auditor.replay.result import DocEntries
+    from auditor.report.verdict import Coverage, findings_digest
+
+    extra = [
+        {"code": "bad_record", "source": "a.jsonl:3", "message": "not valid JSON (line 3): this file looks like "
+                                                                  "pretty-printed JSON; write one record per line"},
+        {"code": "bad_record", "source": "b.parquet", "message": "cannot open: not a Parquet file"},
+        {"code": "bad_record", "source": "a.jsonl:9", "message": "not UTF-8 text"},
+        {"code": "bad_record", "source": "a.jsonl:12", "message": "unreadable after line 11: truncated gzip"},
+        {"code": "revoke", "source": "a.jsonl:20", "message": "ted played Ts"},
+        {"source": "a.jsonl:21", "message": "no code at all"},
+    ]
+    findings = list(doc["replay"]["findings"]) + extra * 20
+    tests = json.loads(json.dumps(doc["tests"]))
+    n_limits = 0
+    for e in tests:  # what the view reads of every test's detail, in shapes the synthetic document lacks
+        d = e["detail"]
+        if "min_detectable" in d:
+            d["min_detectable_power"] = 0.9
+        if isinstance(d.get("funnel"), dict) and "limits" in d["funnel"]:
+            lo, hi = d.pop("funnel")["limits"]["95"]
+            d["limits_95"] = [lo, lo + (hi - lo) / 4]  # narrower than the binomial's: more amber dots
+            n_limits += 1
+    assert n_limits >= 10
+    base = dict(doc, tests=tests, flags=[e for e in tests if e.get("flagged")])
+    held = dict(base, replay=dict(doc["replay"], findings=findings))
+    _Counted.calls = 0
+    streamed = dict(base, tests=DocEntries([_Counted(t) for t in tests]),
+                    replay=dict(doc["replay"], findings=DocEntries([_Counted(f) for f in findings])))
+
+    d = findings_digest(findings)  # against the plain count of each
+    codes: dict[str, int] = {}
+    for f in findings:
+        codes[str(f.get("code", "?"))] = codes.get(str(f.get("code", "?")), 0) + 1
+    assert dict(d.by_code) == codes and d.n_entries == len(findings) and codes["?"] == 20
+    from auditor.report.verdict import reason_of
+
+    bad = [f for f in findings if f.get("code") == "bad_record"]
+    unread: dict[str, int] = {}
+    for f in bad:
+        unread[reason_of(f["source"], f["message"])] = unread.get(reason_of(f["source"], f["message"]), 0) + 1
+    assert dict(d.unread) == unread and all(unread[r] >= 20 for r in ("json", "file", "utf8", "cut"))
+    assert d.first == f"{bad[0]['source']}: {bad[0]['message']}"
+    assert d.hints == ("a.jsonl:3: this file looks like pretty-printed JSON; write one record per line",) * 20
+
+    view = report_view.build_view(streamed)
+    html = render_html(streamed, view)
+    out_s, out_h = io.StringIO(), io.StringIO()
+    print_audit(streamed, Console(file=out_s, width=160, color_system=None), view=view)
+    cov = Coverage.of_doc(streamed)
+    n_shown = min(len(findings), report_view.MAX_FINDINGS_SHOWN)  # the report lists the first ones
+    n_whole = sum(len(f["rows"]) for f in view["families"]) + len(view["watch"])  # the rows shown: decoded again
+    assert 0 < n_whole < len(tests) // 2
+    assert _Counted.calls == len(tests) + n_whole + len(findings) + n_shown
+    assert html == render_html(held)
+    print_audit(held, Console(file=out_h, width=160, color_system=None))
+    assert out_s.getvalue() == out_h.getvalue() and "pretty-printed JSON" in out_h.getvalue()
+    assert cov == Coverage.of_doc(held) and cov.not_read == len(bad)
+    assert render_markdown(streamed) == render_markdown(held)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import IO, TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Sequence
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from ..dealog import Record
 from ..findings import Finding
@@ -87,6 +87,14 @@ class DocEntries(Sequence[dict]):
 
     def __init__(self, items: Any) -> None:
         self.items = items
+        self._memo: dict[str, Any] = {}
+
+    def memo(self, key: str, make: Callable[[], Any]) -> Any:
+        """`make()`, kept under `key`: what a report derives from every entry (`report.verdict.findings_digest`)
+        is read once, not once per report that asks (the entries do not change once the list is made)."""
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
 
     def __len__(self) -> int:
         return len(self.items)
@@ -96,6 +104,8 @@ class DocEntries(Sequence[dict]):
             yield x.to_json()
 
     def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, int) and isinstance(self.items, (list, tuple)):  # held items: one entry made
+            return self.items[key].to_json()
         head = forward_slice(self.items, key)
         if head is not None:
             return [x.to_json() for x in head]

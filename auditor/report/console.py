@@ -28,7 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..textsafe import visible
-from .verdict import Coverage
+from .verdict import Coverage, findings_digest
 
 # what each finding code means (outputs.md), for the summary table
 CODE_MEANING = {
@@ -130,14 +130,8 @@ def print_replay(report, console: Console | None = None, show_findings: int = SH
 
 def pretty_hints(findings) -> list[str]:
     """`source: hint` of each bad record that says its file looks like pretty-printed JSON (one per file, issue
-    16: `logparse.json_error_message`). Findings as objects or as the JSON document's dicts."""
-    out = []
-    for f in findings or ():
-        get = f.get if isinstance(f, dict) else (lambda k, f=f: getattr(f, k, None))
-        msg = get("message")
-        if get("code") == "bad_record" and isinstance(msg, str) and "looks like pretty-printed JSON" in msg:
-            out.append(f"{get('source')}: {msg[msg.index('this file looks'):]}")
-    return out
+    16: `logparse.json_error_message`). Findings as objects or as the JSON document's dicts (`findings_digest`)."""
+    return list(findings_digest(findings).hints)
 
 
 # ---------------------------------------------------------------- tables that never cut a token (issue 16)

@@ -48,8 +48,8 @@ def _mark_svgs(view: dict) -> dict:
     return view
 
 
-def render_html(doc: dict) -> str:
-    view = _mark_svgs(build_view(doc))
+def render_html(doc: dict, view: dict | None = None) -> str:
+    view = _mark_svgs(build_view(doc) if view is None else view)
     return html_safe(environment().get_template("report.html.j2").render(v=view))
 
 
@@ -64,23 +64,24 @@ def render_json(doc: dict) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def render(doc: dict, fmt: str) -> str:
+def render(doc: dict, fmt: str, view: dict | None = None) -> str:
     if fmt == "html":
-        return render_html(doc)
+        return render_html(doc, view)
     if fmt == "md":
-        return render_markdown(doc)
+        return render_markdown(doc, view)
     if fmt == "json":
         return render_json(doc)
     raise UsageError(f"unknown report format {fmt!r}: use html, md or json")
 
 
-def write_report(doc: dict, path: str | Path) -> Path:
+def write_report(doc: dict, path: str | Path, view: dict | None = None) -> Path:
     """Write the audit document `doc` to `path` as HTML, Markdown or JSON (chosen by the suffix).
 
     Another suffix, or a path that cannot be written, raises `UsageError` (exit 2) with the path in the message, so
-    the CLI prints one line instead of a traceback."""
+    the CLI prints one line instead of a traceback. `view`: `build_view(doc)` (with charts for HTML) when the
+    caller has it already (the terminal summary reads the same view)."""
     path = Path(path)
-    text = render(doc, format_of(path))
+    text = render(doc, format_of(path), view)
     try:
         write_text(path, text)  # issue 12: a temporary file beside it, fsynced and renamed; never half a report
     except OSError as e:

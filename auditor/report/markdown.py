@@ -65,8 +65,8 @@ def environment():
     return env
 
 
-def render_markdown(doc: dict) -> str:
-    view = build_view(doc, charts=False)
+def render_markdown(doc: dict, view: dict | None = None) -> str:
+    view = build_view(doc, charts=False) if view is None else view
     text = environment().get_template("report.md.j2").render(v=view, md_findings=MD_FINDINGS, md_rows=MD_ROWS)
     # collapse runs of blank lines left by the template's conditionals
     lines, blank = [], 0

@@ -322,6 +322,9 @@ def result_sentence(entry: dict) -> str:
     return f"{subject}: {fmt_num(obs)}{unit} observed{where}, about {fmt_about(exp)}{spread} expected; {pq}."
 
 
+MIN_DETECTABLE_KEYS = ("min_detectable", "min_detectable_power")  # what `min_detectable` reads of `detail`
+
+
 def min_detectable(entry: dict) -> tuple[float | None, float]:
     """(smallest detectable cheat strength, power) from `detail.min_detectable` (a number, or a dict with
     `rate`/`strength` and `power`). A value of 1 or more, or an explicit null, means even a full-strength cheat

@@ -545,6 +545,11 @@ def evidence_axis(values: Sequence[float], keep: float) -> tuple[float, tuple[fl
 # ------------------------------------------------------------------ funnel
 
 
+LIMIT_KEYS = ("funnel", "limits", "limits_95", "limits_998", "lo95", "hi95", "lo998", "hi998")  # what
+# `exact_limits` reads of `detail`: with `controls` and the entry's own fields, all a family's charts read of its
+# entries (the report's view keeps only these of a large audit's tests: `view._slim`)
+
+
 def exact_limits(detail: Any) -> dict[str, tuple[float, float]]:
     """The detector's exact null limits in counts: {'95': (lo, hi), '99.8': (lo, hi)} (whatever is present).
 

@@ -25,12 +25,13 @@ __all__ = ["CODE_MEANING", "LONG_INPUT", "SEVERE", "SafeConsole", "estimate_reco
 # ---------------------------------------------------------------- audit summary (issue 7: the report)
 
 
-def print_audit(doc: dict, console: Console | None = None) -> None:
+def print_audit(doc: dict, console: Console | None = None, view: dict | None = None) -> None:
     """The audit document (outputs.md) as a terminal summary, from the same view as the HTML and Markdown
-    reports (`auditor.report.view.build_view`). Every string from a log is escaped for rich markup."""
+    reports (`auditor.report.view.build_view`; `view`: the one a report of the same run was made from, charts or
+    not: the summary reads no chart). Every string from a log is escaped for rich markup."""
 
     con = console or SafeConsole()
-    v = build_view(doc, charts=False)
+    v = build_view(doc, charts=False) if view is None else view
     cover = Coverage.of_doc(doc)  # issue 12: green only when deals were audited and every record was read
     style = "bold red" if v["n_flags"] else "bold green" if cover.audited and not cover.not_read else "bold yellow"
     con.print(f"[{style}]{safe_markup(v['headline'])}.[/]")

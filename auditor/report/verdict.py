@@ -37,6 +37,56 @@ def _get(f, key: str):
     return f.get(key) if isinstance(f, dict) else getattr(f, key, None)
 
 
+@dataclass(frozen=True)
+class FindingsDigest:
+    """What the reports read of every finding, from one pass over them (issue 15: a large input's findings are
+    streamed from the parts' files, and the coverage, the report's count by code and the pretty-printing hint each
+    read them all again, up to eight passes for one `audit --out report.html`).
+
+    - `by_code`: the findings that are dicts (the document's entries), counted by `str(code)` ("?" without one);
+      `n_entries` of them in all;
+    - `unread` and `first`: the `bad_record` findings (dicts or objects) by reason, and the first as
+      "source: message" (`Coverage`);
+    - `hints`: the bad records that say their file looks like pretty-printed JSON (`console.pretty_hints`)."""
+
+    n_entries: int
+    by_code: tuple[tuple[str, int], ...]
+    unread: tuple[tuple[str, int], ...]
+    first: str
+    hints: tuple[str, ...]
+
+
+def findings_digest(findings) -> FindingsDigest:
+    """`FindingsDigest` of a findings list (or of a `DocEntries`, whose digest is kept with it: a streamed
+    document list does not change once made)."""
+    memo = getattr(findings, "memo", None)
+    if memo is not None:
+        return memo("digest", lambda: _digest(findings))
+    return _digest(findings)
+
+
+def _digest(findings) -> FindingsDigest:
+    by_code: dict[str, int] = {}
+    unread: dict[str, int] = {}
+    hints: list[str] = []
+    first = ""
+    n = 0
+    for f in findings or ():
+        if isinstance(f, dict):
+            n += 1
+            c = str(f.get("code", "?"))
+            by_code[c] = by_code.get(c, 0) + 1
+        if _get(f, "code") == "bad_record":
+            src, msg = _get(f, "source"), _get(f, "message")
+            r = reason_of(src, msg)
+            unread[r] = unread.get(r, 0) + 1
+            if not first:
+                first = f"{src}: {msg}"
+            if isinstance(msg, str) and "looks like pretty-printed JSON" in msg:
+                hints.append(f"{src}: {msg[msg.index('this file looks'):]}")
+    return FindingsDigest(n, tuple(by_code.items()), tuple(unread.items()), first, tuple(hints))
+
+
 def reason_of(source, message) -> str:
     """The key of REASONS for one `bad_record` finding."""
     msg = str(message or "")
@@ -64,19 +114,12 @@ class Coverage:
 
     @classmethod
     def of(cls, deals, findings, selection=None) -> "Coverage":
-        unread: dict[str, int] = {}
-        first = ""
-        for f in findings or ():
-            if _get(f, "code") == "bad_record":
-                r = reason_of(_get(f, "source"), _get(f, "message"))
-                unread[r] = unread.get(r, 0) + 1
-                if not first:
-                    first = f"{_get(f, 'source')}: {_get(f, 'message')}"
+        d = findings_digest(findings)
         try:
             read = int(deals or 0)
         except (TypeError, ValueError):
             read = 0
-        return cls(read, unread, selection if isinstance(selection, dict) else None, first)
+        return cls(read, dict(d.unread), selection if isinstance(selection, dict) else None, d.first)
 
     @classmethod
     def of_doc(cls, doc: dict) -> "Coverage":

@@ -19,7 +19,9 @@ every 0.5 s (the workers of `--workers`/`--dask` included: `/usr/bin/time` sees 
 document on stdout is hashed (SHA-256) as it streams, never kept; the audit's `AUDITOR_TIMING=1` stage times are
 kept from stderr. The modes `--workers 2` and `--dask local:2` run only when `auditor audit --help` offers them.
 The mode `save` (not run by default: it adds an audit per log) is the audit with `--save-counts` to a file in
-bench/out/, removed after: the monthly flow of docs/scale.md, whose document is the audit's.
+bench/out/, removed after: the monthly flow of docs/scale.md, whose document is the audit's. The mode `report`
+(not run by default either) is the command a club runs, `auditor audit --out report.html LOG`: the terminal summary
+on stdout (hashed instead of the document) and the HTML report, whose size is noted before it is removed.
 
 Checks: every run exits 0 or 1 without a traceback and its document counts every deal of its log; the audit
 documents of the three modes are byte-identical (SHA-256), per log. Ratios: audit / replay (wall), 10M / 1M
@@ -44,7 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
 PY = [sys.executable, "-m", "auditor"]
-MODES = ("replay", "audit", "workers", "dask", "audit-cpu", "save")
+MODES = ("replay", "audit", "workers", "dask", "audit-cpu", "save", "report")
 DEFAULT_MODES = ("replay", "audit", "workers", "dask")
 # `audit-cpu`: the audit again with AUDITOR_TIMING's stage clock switched to the process's CPU time (each stage of
 # the main process, each detector in its forked worker): per-stage CPU seconds, which a loaded machine does not blur
@@ -121,9 +123,12 @@ def _parse_time_v(text: str) -> dict:
     return got
 
 
-def run(args: list[str], deals: int, env_extra: dict[str, str] | None = None, cpu_clock: bool = False) -> dict:
+def run(args: list[str], deals: int, env_extra: dict[str, str] | None = None, cpu_clock: bool = False,
+        report: Path | None = None) -> dict:
     """One command (`auditor ARGS`) in a fresh process: wall, CPU, peak RSS (largest process, and the sampled sum
-    over its process tree), the document's SHA-256 and size, exit code, stage times, whether it did the job."""
+    over its process tree), the document's SHA-256 and size, exit code, stage times, whether it did the job.
+    `report`: the run writes this report and prints the terminal summary (not the document) on stdout: the job
+    is done when the report is written and the summary counts every deal."""
     env = dict(os.environ, **(env_extra or {}))
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as td:
         tv, errp = Path(td) / "time.txt", Path(td) / "stderr.txt"
@@ -149,7 +154,9 @@ def run(args: list[str], deals: int, env_extra: dict[str, str] | None = None, cp
             while chunk := proc.stdout.read(1 << 20):
                 sha.update(chunk)
                 size += len(chunk)
-                if len(head) < 4096:
+                if report is not None:  # the summary whole (its per-person paragraphs come before the counts)
+                    head += chunk
+                elif len(head) < 4096:
                     head += chunk[:4096]
             code = proc.wait()
             done.set()
@@ -158,7 +165,10 @@ def run(args: list[str], deals: int, env_extra: dict[str, str] | None = None, cp
         err = errp.read_text(encoding="utf-8", errors="replace")
         tinfo = _parse_time_v(tv.read_text(encoding="utf-8", errors="replace")) if tv.exists() else {}
     m = re.search(rb'^\{\s*"deals":\s*(\d+)', bytes(head))
-    ok = code in (0, 1) and "Traceback" not in err and m is not None and int(m.group(1)) == deals
+    if report is not None:  # the summary's line "1,000,000 deal records, ..."
+        m = re.search(rb'^([0-9,]+) deal records', bytes(head), re.M)
+        m = m if m is not None and report.exists() and report.stat().st_size else None
+    ok = code in (0, 1) and "Traceback" not in err and m is not None and int(m.group(1).replace(b",", b"")) == deals
     stages = {}
     for line in err.splitlines():
         mm = re.match(r"auditor timing: (\s*)(.+?) ([0-9.]+) s$", line)
@@ -224,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     modes: dict[str, list[str]] = {"replay": ["replay", "--json"], "audit": ["audit", "--json"],
                                    "workers": ["audit", "--json", "--workers", str(a.workers)],
                                    "dask": ["audit", "--json", "--dask", f"local:{a.workers}"],
-                                   "audit-cpu": ["audit", "--json"], "save": ["audit", "--json"]}
+                                   "audit-cpu": ["audit", "--json"], "save": ["audit", "--json"],
+                                   "report": ["audit"]}
     res: dict = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                              "platform": platform.platform()},
                  "cli": cli, "load_before": _load(), "logs": {}}
@@ -240,10 +251,18 @@ def main(argv: list[str] | None = None) -> int:
             env = {"AUDITOR_TIMING": "1"} if mode != "replay" else None
             saved = OUT / f"{label}.bench.counts"
             extra = ["--save-counts", str(saved)] if mode == "save" else []
-            r = run(modes[mode] + extra + [str(path)], deals, env, cpu_clock=mode == "audit-cpu")
+            page = OUT / f"{label}.bench.html"
+            if mode == "report":  # the command docs/scale.md gives: the terminal summary and the HTML report
+                page.unlink(missing_ok=True)
+                extra = ["--out", str(page)]
+            r = run(modes[mode] + extra + [str(path)], deals, env, cpu_clock=mode == "audit-cpu",
+                    report=page if mode == "report" else None)
             if mode == "save" and saved.exists():
                 r["counts_mb"] = round(saved.stat().st_size / 2**20, 1)
                 saved.unlink()
+            if mode == "report" and page.exists():
+                r["report_kb"] = round(page.stat().st_size / 1024, 1)
+                page.unlink()
             r["load_after"] = _load()
             entry["runs"][mode] = r
             print(f"  {r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s cpu, {r['max_rss_mb']:.0f} MB max RSS, "
@@ -265,10 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     if len(labels) == 2:
         small, big = (res["logs"][x]["runs"] for x in labels)
         res["memory_10x/1x"] = {m: round(big[m]["max_rss_mb"] / max(small[m]["max_rss_mb"], 1e-9), 3)
-                                for m in ("replay", "audit", "workers", "dask", "save")
+                                for m in ("replay", "audit", "workers", "dask", "save", "report")
                                 if "max_rss_mb" in big.get(m, {}) and "max_rss_mb" in small.get(m, {})}
         res["tree_memory_10x/1x"] = {m: round(big[m]["tree_rss_mb"] / max(small[m]["tree_rss_mb"], 1e-9), 3)
-                                     for m in ("replay", "audit", "workers", "dask", "save")
+                                     for m in ("replay", "audit", "workers", "dask", "save", "report")
                                      if "tree_rss_mb" in big.get(m, {}) and "tree_rss_mb" in small.get(m, {})}
     res["load_after"] = _load()
     failed = [(lab, m) for lab, e in res["logs"].items() for m, r in e["runs"].items() if r.get("ok") is False]

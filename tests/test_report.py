@@ -578,11 +578,52 @@ def test_a_report_and_the_terminal_summary_read_streamed_tests_and_findings_once
     print_audit(streamed, Console(file=out_s, width=160, color_system=None), view=view)
     cov = Coverage.of_doc(streamed)
     n_shown = min(len(findings), report_view.MAX_FINDINGS_SHOWN)  # the report lists the first ones
-    n_whole = sum(len(f["rows"]) for f in view["families"]) + len(view["watch"])  # the rows shown: decoded again
-    assert 0 < n_whole < len(tests) // 2
+    # decoded again, whole: the rows shown, and the entries of each family whose charts are drawn
+    n_whole = sum(len(f["rows"]) + (0 if f["quiet"] else f["n_subjects"]) for f in view["families"]) \
+        + len(view["watch"])
+    assert 0 < n_whole < 2 * len(tests)
     assert _Counted.calls == len(tests) + n_whole + len(findings) + n_shown
     assert html == render_html(held)
     print_audit(held, Console(file=out_h, width=160, color_system=None))
     assert out_s.getvalue() == out_h.getvalue() and "pretty-printed JSON" in out_h.getvalue()
     assert cov == Coverage.of_doc(held) and cov.not_read == len(bad)
     assert render_markdown(streamed) == render_markdown(held)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(["", "a", "p07", "x" * 40]),
+                          st.one_of(st.just(0.0), st.just(1.0), st.floats(0, 1), st.just(None), st.just(float("nan"))),
+                          st.sampled_from(["clear", "watch", "report"]),
+                          st.one_of(st.none(), st.floats(0, 1))), min_size=1, max_size=60))
+def test_no_qq_point_is_drawn_in_fewer_characters_than_the_bound(rows):
+    """`svg.charts_surely_over` leaves a family's charts undrawn when its QQ plot alone would pass the report's
+    limit: each point with a p-value in [0, 1] takes at least QQ_POINT_CHARS characters, whatever its subject,
+    tier and values (the shortest names, p = 0 drawn at the top, no q)."""
+    entries = [{"test": "collusion", "subject": s, "pvalue": p, "tier": t, "qvalue": q, "flagged": t == "report"}
+               for s, p, t, q in rows]
+    m = sum(1 for e in entries if e["pvalue"] is not None and 0 <= e["pvalue"] <= 1)
+    text = svg.qq_plot(entries)
+    assert len(text) >= svg.QQ_POINT_CHARS * m
+    assert not svg.charts_surely_over(entries, len(text))  # never claims more than the plot itself
+    limit = len(text) - 1  # just under the plot's size
+    if m and svg.charts_surely_over(entries, limit):
+        assert len(svg.charts_for_family("collusion", entries)) and len(text) > limit
+
+
+def test_a_family_too_large_to_chart_is_not_drawn_and_says_so_as_before(doc):
+    """A family whose QQ plot alone passes FAMILY_CHARTS_MAX gets the same note and no charts, drawn or not."""
+    from auditor.report.view import FAMILY_CHARTS_MAX
+
+    base = [e for e in doc["tests"] if e["test"] == "dealer_jack"][0]
+    m = FAMILY_CHARTS_MAX // svg.QQ_POINT_CHARS + 1
+    rng = np.random.default_rng(3)
+    many = [dict(base, subject=f"d{i:05d}", pvalue=float(rng.random()), tier="clear", flagged=False)
+            for i in range(m)]
+    many[0] = dict(many[0], tier="report", flagged=True, pvalue=1e-9)
+    big = dict(doc, tests=many + [e for e in doc["tests"] if e["test"] != "dealer_jack"],
+               flags=[many[0]] + [f for f in doc["flags"] if f["test"] != "dealer_jack"])
+    assert svg.charts_surely_over(many, FAMILY_CHARTS_MAX)
+    drawn = svg.charts_for_family("dealer_jack", many)
+    assert sum(len(c["svg"]) for c in drawn) > FAMILY_CHARTS_MAX  # what the view would have drawn, then dropped
+    fam = [f for f in report_view.build_view(big)["families"] if f["test"] == "dealer_jack"][0]
+    assert fam["charts"] == [] and "too many to read" in fam["charts_note"] and "charts_over" not in fam

@@ -545,11 +545,6 @@ def evidence_axis(values: Sequence[float], keep: float) -> tuple[float, tuple[fl
 # ------------------------------------------------------------------ funnel
 
 
-LIMIT_KEYS = ("funnel", "limits", "limits_95", "limits_998", "lo95", "hi95", "lo998", "hi998")  # what
-# `exact_limits` reads of `detail`: with `controls` and the entry's own fields, all a family's charts read of its
-# entries (the report's view keeps only these of a large audit's tests: `view._slim`)
-
-
 def exact_limits(detail: Any) -> dict[str, tuple[float, float]]:
     """The detector's exact null limits in counts: {'95': (lo, hi), '99.8': (lo, hi)} (whatever is present).
 
@@ -767,6 +762,22 @@ def evidence_chart(test: str, entries: list[dict], unit: str, fam: dict | None =
 
 
 # ------------------------------------------------------------------ QQ
+
+
+QQ_POINT_CHARS = 100  # no point of `qq_plot` is drawn in fewer characters (its element, colours and tip's words)
+
+
+def charts_surely_over(entries: list[dict], limit: int) -> bool:
+    """Whether `charts_for_family(test, entries)` is surely longer than `limit` characters, from the entries' own
+    p-values alone: its QQ plot draws one point per p-value in [0, 1], each at least QQ_POINT_CHARS long (issue 15:
+    the report leaves such charts out; a family of 35,000 pairs need not be drawn, nor its entries decoded, to
+    know it)."""
+    m = 0
+    for e in entries:
+        p = _fin(e.get("pvalue"))
+        if p is not None and 0 <= p <= 1:
+            m += 1
+    return m * QQ_POINT_CHARS > limit
 
 
 def qq_plot(entries: list[dict], title: str = "p-values of the whole family against honest chance") -> str:

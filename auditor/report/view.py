@@ -39,15 +39,14 @@ def _entries(doc: dict, key: str) -> list[dict]:
     return [e for e in val if isinstance(e, dict)] if isinstance(val, list) else []
 
 
-SLIM_DETAIL = MIN_DETECTABLE_KEYS + svg.LIMIT_KEYS  # what the view reads of every test's `detail`
-
-
 def _slim(e: dict) -> dict:
-    """A test's entry with only the part of its `detail` that the view reads of every test (the smallest
-    detectable cheat, the charts' exact limits); its controls and own fields whole."""
+    """A test's entry with only what the view reads of every test: its own fields and, of its `detail`, the
+    smallest detectable cheat (`MIN_DETECTABLE_KEYS`); no controls. The rows shown and the charts drawn read
+    the whole entry (`_tests_read`'s `full`)."""
+    e = {k: v for k, v in e.items() if k != "controls"}
     d = e.get("detail")
     if isinstance(d, dict):
-        e = dict(e, detail={k: d[k] for k in SLIM_DETAIL if k in d})
+        e["detail"] = {k: d[k] for k in MIN_DETECTABLE_KEYS if k in d}
     return e
 
 
@@ -89,7 +88,7 @@ def _fit_charts(timelines: list[dict], fam_views: list[dict]) -> None:
                                                           i))
     for i in order:
         fv = fam_views[i]
-        size = sum(len(c["svg"]) for c in fv["charts"])
+        size = FAMILY_CHARTS_MAX + 1 if fv.pop("charts_over", False) else sum(len(c["svg"]) for c in fv["charts"])
         if not size:
             continue
         if size > FAMILY_CHARTS_MAX:
@@ -179,7 +178,10 @@ def build_view(doc: dict, charts: bool = True) -> dict:
             "charts_note": "",
         }
         if charts and entries and not fv["quiet"]:
-            fv["charts"] = svg.charts_for_family(t, entries, fam)
+            if svg.charts_surely_over(entries, FAMILY_CHARTS_MAX):  # left out by `_fit_charts`: not drawn
+                fv["charts_over"] = True
+            else:
+                fv["charts"] = svg.charts_for_family(t, [full(e) for e in entries], fam)
         fam_views.append(fv)
 
     timelines = []

@@ -11,6 +11,8 @@ import zlib
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from auditor.columns import AuditColumns, from_results
 from auditor.dealog import read_records, record_from_obj
@@ -254,3 +256,23 @@ def test_speed_on_a_hundred_thousand_deals(demo_results):
     assert c.n_deals == 13 * det.count(cols).n_deals
     print(f"MarkedTen.count: {len(big)} deals in {dt:.2f} s, {len(big) / dt:,.0f} deals/s")
     assert len(big) / dt > 50_000
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.text(max_size=40), max_size=150), st.booleans())
+def test_the_hashes_of_many_names_are_the_spec_hash_of_each(names, repeat):
+    """`_hashes` (numba FNV-1a over the UTF-8 bytes joined, from 64 names) is `_str_hash` of each name, then 0:
+    any text (empty, accented, outside the BMP), few names and many, names repeated."""
+    if repeat:
+        names = names * 3
+    got = M._hashes(names)
+    want = np.array([M._str_hash(x) for x in names] + [0], np.uint64)
+    assert got.dtype == np.uint64 and np.array_equal(got, want)
+
+
+def test_a_name_that_is_not_utf8_is_refused_by_the_fast_hashes_as_by_the_spec():
+    names = ["ok"] * 70 + ["bad \ud800"]
+    with pytest.raises(UnicodeEncodeError):
+        M._str_hash(names[-1])
+    with pytest.raises(UnicodeEncodeError):
+        M._hashes(names)

@@ -229,3 +229,56 @@ def test_dealer_cutter_table_count_equals_its_oracle_and_merges():
     parts = [table.take(np.arange(half)), table.take(np.arange(half, len(table)))]
     assert _same_counts(det.merge([det.count(t, rng) for t in parts]), got)
     assert all(isinstance(t, TrialSummary) for by in got.values() for t in by.values())
+
+
+def test_fisher_greater_is_the_one_sided_fisher_exact_test():
+    from scipy.stats import fisher_exact
+
+    from auditor.report.sentences import fisher_greater
+
+    rng = np.random.default_rng(21)
+    for _ in range(300):
+        n1, n2 = int(rng.integers(1, 400)), int(rng.integers(1, 4000))
+        k1, k2 = int(rng.integers(0, n1 + 1)), int(rng.integers(0, n2 + 1))
+        want = fisher_exact([[k1, n1 - k1], [k2, n2 - k2]], alternative="greater")[1]
+        assert fisher_greater(n1, k1, n2, k2) == pytest.approx(want, rel=1e-9, abs=1e-300)
+
+
+def _named_cutters(cheat: Cheat, seed: int, deals: int = 2400) -> tuple[set[str], set[str], int]:
+    """(players named by p007's flagged dealer_cutter pairs, their second players, how many) on a simulated club of
+    12 at tables of 4 where p007 cheats (another pair's false flag, which the audit's level allows, is not his)."""
+    from auditor.report.sentences import players_named
+
+    rng = np.random.default_rng(seed)
+    s = dealgen.season("scotch_whist/foster", 4, 12, deals, rng, {"p007": cheat})
+    det = DealerCutter(fdr=0.05 * SHARES["dealer_cutter"])
+    flags = [r.to_json() for r in _run(det, det.count(None, rng, facts=s.facts()), seed).values()
+             if r.flagged and r.subject.startswith("p007+")]
+    return players_named(flags), {f["subject"].split("+")[1] for f in flags}, len(flags)
+
+
+def test_a_dealer_who_stacks_whoever_cuts_does_not_get_his_cutters_named():
+    """The report names the cutter of a flagged dealer_cutter pair only when the pair stands out from the dealer's
+    deals with the other cutters (`second_cleared`): a Jack stacker's pairs are all flagged (true flags: the pair
+    is no fair deal), but the cutters did nothing. Seeded seasons: the stacker alone is named, while a cutter
+    stacker's confederate still is (the dealer is fair with the others, so nothing clears him)."""
+    from auditor.report.sentences import cleared_words, second_cleared
+
+    flagged_pairs = cleared = 0
+    for seed in range(4):
+        named, seconds, k = _named_cutters(Cheat.jack_stacker(0.6), 40 + seed)
+        flagged_pairs += k
+        cleared += len(seconds - named)
+        assert named <= {"p007"}, (seed, named)
+    assert flagged_pairs >= 12 and cleared >= 6  # several cutters of the stacker flagged, none named
+    for seed in range(2):
+        named, seconds, k = _named_cutters(Cheat.cutter_stacker(0.6, "p003"), 50 + seed)
+        assert {"p007", "p003"} <= named and k >= 1
+    entry = {"test": "dealer_cutter", "subject": "kate+cal", "n": 245, "observed": 171,
+             "controls": {"with_other_cutters": {"n": 14125, "observed": 8728, "pvalue": 0.0}}}
+    assert second_cleared(entry) and "nothing here points at cal" in cleared_words(entry)
+    # the pair far above the dealer's own rate; the control not beyond doubt; the control missing: named
+    for change in ({"observed": 240}, {"controls": {"with_other_cutters": {"n": 14125, "observed": 8728,
+                                                                            "pvalue": 0.002}}},
+                   {"controls": {}}, {"observed": 170.5}):
+        assert not second_cleared(dict(entry, **change)) and cleared_words(dict(entry, **change)) == ""

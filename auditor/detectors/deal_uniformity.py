@@ -763,6 +763,7 @@ CUTTER_SPEC = TestSpec(
     # at 1M, where marked_ten took 26-30 s): started last at cost 3, it ended the tests some 10 s after the rest
     bernoulli=True,
     chart_controls=('with_other_cutters',),
+    second_cleared_by='with_other_cutters',  # a dealer who stacks whoever cuts: the cutter is not named
     sentence='When {second} cut for {first}, {first} {event} in {obs} of {n} deals; a fair deal gives about '
              '{exp}{spread}; {pq}.',
 )

@@ -47,6 +47,10 @@ class TestSpec:
     # issue 16: the report's plain label of each control (its key in the document: `controls.<key>`); a key not
     # listed is shown with its underscores as spaces
     control_words: tuple[tuple[str, str], ...] = ()
+    # a pair test's control that says the first player does the same without the second (`controls.<key>`: n,
+    # observed): when the first does it there beyond doubt and the pair does not stand out from it, the report
+    # does not name the second player (`report.sentences.second_cleared`)
+    second_cleared_by: str = ""
 
     def __post_init__(self) -> None:
         if self.subject not in SUBJECT_KINDS:

@@ -4,8 +4,9 @@ The report opens with these paragraphs, in the words a club secretary uses: what
 whose every count says what it counts, the game included when a test looks at one game only: `TestSpec.games`),
 how unusual it is (the odds of the strongest result for an honest player, then what the audit-wide level says),
 and what deals it rests on. A pair flag (`rosa+gus`) appears in both players' paragraphs, except a dealer and
-cutter pair whose dealer did as much with the other cutters: it names the dealer alone (`sentences.second_cleared`). Everything is built from
-the flag entries of the audit document and the tests' specs; no test is named here.
+cutter pair whose dealer did as much with the other cutters: it names the dealer alone
+(`sentences.second_cleared`). Everything is built from the flag entries of the audit document and the tests'
+specs; no test is named here.
 
 Strings that came from a log (player ids) are kept raw: each renderer escapes them for its own medium.
 """

@@ -680,6 +680,7 @@ def second_cleared(entry: dict) -> bool:
     return fisher_greater(*counts) > SECOND_EXCESS_P
 
 
+@lru_cache(maxsize=4096)  # the people's paragraphs ask again for each player of each flag
 def fisher_greater(n1: int, k1: int, n2: int, k2: int) -> float:
     """One-sided Fisher exact p-value that the first rate (k1 of n1) is above the second (k2 of n2): P(X ≥ k1)
     for X hypergeometric (n1 drawn from n1 + n2 holding k1 + k2 events), summed in logs (`math.lgamma`)."""

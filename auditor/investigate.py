@@ -289,10 +289,12 @@ def build_investigation(doc: dict, player: str, table: AuditColumns | Sequence[D
             "deals_note": _deals_note(ev["test"], total, len(rows), origin),
             "timeline": svg.timeline(e) if charts else "",
             "enough": enough_data(e),
+            "names_player": player in sentences.players_named([e]),  # not a cutter the flag clears
         })
     replay = as_dict(doc.get("replay"))
     findings = [f for f in as_list(replay.get("findings")) if isinstance(f, dict) and f.get("player") == player]
-    flagged = [t for t in tests if t["tier"] == "report"]
+    flagged = [t for t in tests if t["tier"] == "report" and t["names_player"]]
+    cleared = [t for t in tests if t["tier"] == "report" and not t["names_player"]]  # `sentences.second_cleared`
     watch = [t for t in tests if t["tier"] == "watch"]
     full = [t for t in tests if show_all or t["tier"] == "report" or (t["tier"] == "watch" and t["enough"])]
     quiet = _quiet_lines([t for t in tests if not any(t is f for f in full)])
@@ -301,6 +303,10 @@ def build_investigation(doc: dict, player: str, table: AuditColumns | Sequence[D
     if flagged:
         headline = f"{player} is flagged by {len(flagged)} test{'s' if len(flagged) != 1 else ''}: " + \
             ", ".join(t["test"] for t in flagged)
+    elif cleared:
+        headline = (f"{player} is not flagged: {len(cleared)} flag{'s' if len(cleared) != 1 else ''} with {player} "
+                    f"({', '.join(sorted({t['test'] for t in cleared}))}) point{'' if len(cleared) != 1 else 's'} "
+                    "at another player")
     elif watch:
         headline = f"{player} is not flagged; on the watch list of " + ", ".join(t["test"] for t in watch)
     elif tests:

@@ -282,3 +282,28 @@ def test_a_dealer_who_stacks_whoever_cuts_does_not_get_his_cutters_named():
                                                                             "pvalue": 0.002}}},
                    {"controls": {}}, {"observed": 170.5}):
         assert not second_cleared(dict(entry, **change)) and cleared_words(dict(entry, **change)) == ""
+
+
+def test_investigating_a_cleared_cutter_says_the_flag_points_at_another_player():
+    """`auditor investigate DOC cal` on a document where kate stacks whoever cuts: the kate+cal flag is shown with
+    its sentence, but cal is not flagged by it (the report does not name cal), so the investigation exits 0."""
+    from auditor.investigate import build_investigation
+
+    entry = {"test": "dealer_cutter", "subject": "kate+cal", "n": 245, "observed": 171, "expected": 50.8,
+             "pvalue": 8e-65, "qvalue": 5e-61, "tier": "report", "flagged": True, "strong": True,
+             "method": "exact", "detail": {},
+             "controls": {"with_other_cutters": {"n": 14125, "observed": 8728, "pvalue": 0.0}}}
+    own = {"test": "dealer_jack", "subject": "kate", "n": 7865, "observed": 5057, "expected": 2198.0,
+           "pvalue": 1e-300, "qvalue": 1e-296, "tier": "report", "flagged": True, "strong": True,
+           "method": "exact", "detail": {}, "controls": {}}
+    doc = {"deals": 20000, "tests": [entry, own], "flags": [own, entry], "families": [],
+           "replay": {"deals": 20000, "findings": []}, "audit": {"level": 0.05, "tests": 2}}
+    cal = build_investigation(doc, "cal", charts=False)
+    assert cal["n_flagged"] == 0 and cal["paragraph"] == ""
+    assert cal["headline"] == "cal is not flagged: 1 flag with cal (dealer_cutter) points at another player"
+    assert [t["subject"] for t in cal["tests"]] == ["kate+cal"] and "nothing here points at cal" in \
+        cal["tests"][0]["sentence"]
+    kate = build_investigation(doc, "kate", charts=False)
+    assert kate["n_flagged"] == 2 and kate["headline"].startswith("kate is flagged by 2 tests")
+    doc2 = dict(doc, tests=[dict(entry, observed=240), own], flags=[own, dict(entry, observed=240)])
+    assert build_investigation(doc2, "cal", charts=False)["n_flagged"] == 1  # the pair stands out: cal named

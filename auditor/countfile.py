@@ -908,8 +908,9 @@ class _Reader:
 
     def blobs(self) -> dict[str, "bytes | BlobFile"]:
         """The blobs after the tree, by name: bytes, or with a spill folder a `BlobFile` for one longer than
-        BLOB_SPILL bytes (a multiple of PIECE: more than BLOB_SPILL / PIECE `more` rows), copied there a row at a time (issue 15: the 10M bench's saved games summary, 0.7 GB, was
-        held whole as its rows joined and again as bytes when its counts were added)."""
+        BLOB_SPILL bytes (a multiple of PIECE: more than BLOB_SPILL / PIECE `more` rows), copied there a row at a
+        time (issue 15: the 10M bench's saved games summary, 0.7 GB, was held whole as its rows joined and again as
+        bytes when its counts were added)."""
         out: dict[str, bytes | BlobFile] = {}
         while self.pos < self.rows:
             i = self.pos

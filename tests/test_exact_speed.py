@@ -187,3 +187,52 @@ def test_min_detectable_search_ends_where_the_bisection_does_in_fewer_evaluation
         answers.add(got)
     assert None in answers and len(answers) > 100  # hopeless records and a spread of strengths
     assert spent["search"] <= spent["spec"] / 2, spent
+
+
+# ---------------------------------------------------------------- the Poisson-binomial kernel (issue 15, a seventeenth session)
+
+
+def _groups_zoo(rng, n_cases):
+    """Grouped trials of every shape the detectors give: one to forty groups, probabilities from near 0 to near 1,
+    counts from 0 to thousands, and the point masses (p = 0, p = 1, no trials)."""
+    for i in range(n_cases):
+        g = int(rng.integers(1, 40))
+        groups = exact._merge_groups((float(rng.random() ** rng.integers(1, 6)),
+                                      int(rng.integers(0 if i % 7 == 0 else 1, 3000 if i % 5 == 0 else 30)))
+                                     for _ in range(g))
+        if i % 11 == 0:
+            groups = groups + ((1.0, 3),)
+        if i % 13 == 0:
+            groups = ((0.0, 5),) + groups
+        yield groups
+
+
+def test_the_kernel_is_the_numpy_convolution_but_for_the_order_of_its_sums():
+    """`_pb_grouped` and `_pb_narrow` (`_pb_kernel`) against their specs (numpy's convolution of `binomial`s):
+    the same support, trimmed at the same entries, and every entry within a few units of 1e-16 relative (numpy sums
+    each entry through BLAS in another order), however far out in the tails; so their tails too."""
+    rng = np.random.default_rng(17)
+    worst = 0.0
+    for groups in _groups_zoo(rng, 1500):
+        for fast, spec in ((exact._pb_grouped, exact._pb_grouped_spec), (exact._pb_narrow, exact._pb_narrow_spec)):
+            got, want = fast.__wrapped__(groups), spec(groups)
+            assert got.lo == want.lo and len(got.pmf) == len(want.pmf), groups
+            worst = max(worst, float((np.abs(got.pmf - want.pmf) / want.pmf).max()))
+            for x in np.linspace(want.lo, want.hi, 7):
+                assert _rel(got.sf(x), want.sf(x)) < 1e-12
+    assert worst < 1e-13
+
+
+def test_the_kernel_makes_each_binomial_as_binomial_does_to_the_last_bit():
+    """One group through `_pb_kernel` (its binomial convolved with the point mass 1, which multiplies by 1.0) is
+    `binomial(n, p)` bit for bit, and its narrow form `_binomial_narrow`'s: the same bounds, logs and exp."""
+    rng = np.random.default_rng(18)
+    cases = [(1, 0.5), (4095, 0.3), (4096, 0.3), (9000, 0.999), (150_000, 2e-5), (3, 1 - 1e-16), (0, 0.4),
+             (6, 0.0), (6, 1.0)]
+    cases += [(int(rng.integers(1, 20_000)), float(rng.random() ** rng.integers(1, 8))) for _ in range(1500)]
+    one = exact.Dist(0, np.ones(1))
+    for n, p in cases:
+        for narrow in (False, True):
+            got = exact._pb_from(one, ((p, n),), -1.0, narrow)
+            want = exact._binomial_narrow(n, p) if narrow else exact._binomial(n, p)
+            assert got.lo == want.lo and np.array_equal(got.pmf, want.pmf), (n, p, narrow)

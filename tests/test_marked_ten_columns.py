@@ -276,3 +276,18 @@ def test_a_name_that_is_not_utf8_is_refused_by_the_fast_hashes_as_by_the_spec():
         M._str_hash(names[-1])
     with pytest.raises(UnicodeEncodeError):
         M._hashes(names)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=12), max_size=150))
+def test_the_game_hashes_of_the_parts_are_the_spec_hash_of_each_name(names):
+    """`_name_hashes` (finding the games several parts share) is `_str_hash` of each name, with no trailing 0."""
+    got = M._name_hashes(names)
+    assert got.dtype == np.uint64 and np.array_equal(got, np.array([M._str_hash(x) for x in names], np.uint64))
+
+
+def test_the_game_hashes_take_a_lone_surrogate_and_tell_names_apart():
+    """A game id read from JSON may hold a lone surrogate (`"\\ud800"`): hashed by its bytes passed through, not
+    refused, and different from its neighbours'."""
+    got = M._name_hashes(["g\ud800", "g\ud801", "g", "g\ud800"])
+    assert len(set(got[:3].tolist())) == 3 and got[0] == got[3]

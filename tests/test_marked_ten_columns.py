@@ -291,3 +291,22 @@ def test_the_game_hashes_take_a_lone_surrogate_and_tell_names_apart():
     refused, and different from its neighbours'."""
     got = M._name_hashes(["g\ud800", "g\ud801", "g", "g\ud800"])
     assert len(set(got[:3].tolist())) == 3 and got[0] == got[3]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="gab/-0123456789é", max_size=10), min_size=60, max_size=200), st.booleans())
+def test_a_string_column_is_ranked_from_its_buffers_as_the_spec_ranks_its_strings(names, surrogate):
+    """`StrColumn.__arrow_array__`: `natural_order` of a column (game ids of spilled counts) reads its buffers
+    as an Arrow array, and orders it as `natural_key` orders the strings: ASCII names on the fast path, any other
+    (an accent, a lone surrogate passed through) by the spec."""
+    import pyarrow as pa
+
+    from auditor.columns import _spec_order, natural_order
+
+    if surrogate:
+        names = names + ["g\ud800"]
+    col = M.StrColumn.of(names)
+    assert list(col) == names
+    if not surrogate:
+        assert pa.array(col, type=pa.string()).to_pylist() == names
+    assert np.array_equal(natural_order(col), _spec_order(names))

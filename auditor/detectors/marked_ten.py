@@ -363,6 +363,20 @@ class StrColumn:
         for a, b in zip(off, off[1:], strict=False):
             yield buf[a:b].decode("utf-8", "surrogatepass")
 
+    def __arrow_array__(self, type: Any = None) -> Any:
+        """The strings as an Arrow string array over these buffers (pyarrow's `pa.array` protocol): so that
+        `columns.natural_order` ranks 200,000 game ids without a Python string each (issue 15). The bytes are not
+        checked: a lone surrogate (passed through) makes them invalid UTF-8, which `natural_order` never decodes
+        (any byte above 127 sends it to its spec, which reads the strings from this column)."""
+        import pyarrow as pa
+
+        n = len(self)
+        if (type is not None and type != pa.string()) or (n and int(self.off[-1]) >= 2 ** 31):
+            return pa.array(list(self), type=type)
+        off = np.ascontiguousarray(self.off - self.off[0], np.int32)
+        data = np.ascontiguousarray(self.data[int(self.off[0]):int(self.off[-1])])
+        return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(off), pa.py_buffer(data)])
+
     def __getstate__(self) -> dict:
         return {k: _pack(v) for k, v in self.__dict__.items()}
 

@@ -290,9 +290,9 @@ def _name_rank(names: tuple[str, ...]) -> np.ndarray:
     return rank
 
 
-def _settle(level: int, names: list[str], tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, obs: np.ndarray,
-            exp: np.ndarray, var: np.ndarray) -> Timeline:
-    """Equal bins added, then the level raised until at most MAX_BINS bins remain."""
+def _settle_spec(level: int, names: list[str], tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, obs: np.ndarray,
+                 exp: np.ndarray, var: np.ndarray) -> Timeline:
+    """`_settle`'s spec: the bins sorted again at every level until at most MAX_BINS remain."""
     while True:
         o = np.lexsort((tbin, tb))  # stable: equal bins keep the order given (floats add in that order)
         stb, sbin = tb[o], tbin[o]
@@ -302,6 +302,39 @@ def _settle(level: int, names: list[str], tb: np.ndarray, tbin: np.ndarray, n: n
             break
         level += 1
         tbin = _coarsen(tbin, 1)
+    return _summed(level, names, o, stb, sbin, new, n, obs, exp, var)
+
+
+def _settle(level: int, names: list[str], tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, obs: np.ndarray,
+            exp: np.ndarray, var: np.ndarray) -> Timeline:
+    """Equal bins added, then the level raised until at most MAX_BINS bins remain: `_settle_spec`, sorted once to
+    find the level (a coarser bin is a run of finer ones in the same order, so the bins at each level are counted
+    on the first sort) and once more at that level (so that equal bins keep the order given, as the spec's last
+    sort does). Issue 15: a merge that climbed twenty levels sorted twenty times, half of dealer_cutter's fold."""
+    o = np.lexsort((tbin, tb))
+    stb, sbin = tb[o], tbin[o]
+    up = 0
+    while True:
+        cb = _coarsen(sbin, up)
+        new = np.ones(len(o), bool)
+        new[1:] = (stb[1:] != stb[:-1]) | (cb[1:] != cb[:-1])
+        if new.sum() <= MAX_BINS or level + up >= MAX_LEVEL:
+            break
+        up += 1
+    if up:
+        level += up
+        tbin = _coarsen(tbin, up)
+        o = np.lexsort((tbin, tb))
+        stb, sbin = tb[o], tbin[o]
+        new = np.ones(len(o), bool)
+        new[1:] = (stb[1:] != stb[:-1]) | (sbin[1:] != sbin[:-1])
+    return _summed(level, names, o, stb, sbin, new, n, obs, exp, var)
+
+
+def _summed(level: int, names: list[str], o: np.ndarray, stb: np.ndarray, sbin: np.ndarray, new: np.ndarray,
+            n: np.ndarray, obs: np.ndarray, exp: np.ndarray, var: np.ndarray) -> Timeline:
+    """The timeline of the bins sorted by `o` (`stb`, `sbin`), each run of equal bins (`new` marks its first) summed
+    in that order."""
     starts = np.flatnonzero(new)
     return Timeline(level, names, stb[starts].astype(np.int32), sbin[starts], np.add.reduceat(n[o], starts),
                     np.add.reduceat(obs[o], starts), np.add.reduceat(exp[o], starts),

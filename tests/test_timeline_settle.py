@@ -59,3 +59,35 @@ def test_a_merge_that_climbs_twenty_levels_is_the_specs():
                              cat([p.n for p in parts]), cat([p.obs for p in parts]), cat([p.exp for p in parts]),
                              cat([p.var for p in parts]))
     assert merged.level >= 10 and _same(merged, spec)
+
+
+@st.composite
+def binned_rows(draw):
+    """Rows of `play_columns._settle` (collusion's and revoke_pattern's counts): several subjects with their own
+    levels, groups, tables named so that their natural order is not their text's, minutes to decades of bins."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    m = draw(st.sampled_from([0, 1, 9, 200, 2500]))
+    S, G = draw(st.integers(1, 7)), draw(st.integers(1, 5))
+    tables = ["t10", "t2", "t1", "a", "t02"][: draw(st.integers(1, 5))]
+    spread = 2 ** draw(st.integers(0, 30))
+    tbin = rng.integers(-spread // 3, spread, m).astype(np.int64)
+    tbin[rng.random(m) < 0.05] = NO_TIME_BIN
+    return ([f"s{i}" for i in range(S)], rng.integers(0, S, m), rng.integers(0, 3, S).astype(np.int64),
+            [round(0.05 * (g + 1), 2) for g in range(G)], rng.integers(0, G, m), tables,
+            rng.integers(0, len(tables), m), tbin, rng.integers(1, 9, m).astype(np.int64),
+            rng.integers(0, 3, m).astype(np.int64), draw(st.sampled_from([4, 16, MAX_BINS])))
+
+
+@settings(max_examples=200, deadline=None)
+@given(binned_rows())
+def test_binned_settle_is_its_spec(args):
+    """`play_columns._settle` (levels found on one sort, one more sort at the levels reached) against its spec,
+    which sorts again at every raise: every field equal."""
+    from auditor.detectors import play_columns as pc
+
+    got, want = pc._settle(*args), pc._settle_spec(*args)
+    for name in ("subjects", "groups", "tables", "max_bins"):
+        assert getattr(got, name) == getattr(want, name)
+    for name in ("level", "subj", "tb", "tbin", "grp", "n", "k"):
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name

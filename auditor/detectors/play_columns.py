@@ -622,10 +622,9 @@ def _canon(keys: list, idx: np.ndarray, key=None) -> tuple[list, np.ndarray, np.
     return [keys[i] for i in old.tolist()], new[idx], old
 
 
-def _settle(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, grp: np.ndarray, tables: list,
-            tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, k: np.ndarray, max_bins: int) -> BinnedGroups:
-    """Canonical form: used keys sorted, each subject's level raised until it has at most `max_bins` bins, equal
-    rows added, rows sorted."""
+def _settle_spec(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, grp: np.ndarray, tables: list,
+                 tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, k: np.ndarray, max_bins: int) -> BinnedGroups:
+    """`_settle`'s spec: the rows sorted again each time a subject's level is raised."""
     if not len(n):
         return BinnedGroups(max_bins=max_bins)
     subjects, subj, old = _canon(subjects, subj)
@@ -641,6 +640,44 @@ def _settle(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, g
             break
         level = level + over
         tbin = coarsen(tbin, over[subj].astype(np.int64))
+    return _binned(subjects, subj, level, groups, grp, tables, tb, tbin, n, k, new, max_bins)
+
+
+def _settle(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, grp: np.ndarray, tables: list,
+            tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, k: np.ndarray, max_bins: int) -> BinnedGroups:
+    """Canonical form: used keys sorted, each subject's level raised until it has at most `max_bins` bins, equal
+    rows added, rows sorted: `_settle_spec`, with the levels found on one sort (a coarser bin is a run of finer
+    ones in that order, so each subject's bins at every level are counted without sorting again) and one more sort
+    at the levels reached (issue 15, as `base._settle`). The sums are of integers: the same whatever their order."""
+    if not len(n):
+        return BinnedGroups(max_bins=max_bins)
+    subjects, subj, old = _canon(subjects, subj)
+    level = level[old]
+    groups, grp, _ = _canon(groups, grp)
+    tables, tb, _ = _canon(tables, tb, lambda name: (natural_key(name), name))
+    o = np.lexsort((grp, tbin, tb, subj))
+    subj, tb, tbin, grp, n, k = subj[o], tb[o], tbin[o], grp[o], n[o], k[o]
+    up = np.zeros(len(subjects), np.int64)
+    cb = tbin
+    while True:
+        new = np.r_[True, (subj[1:] != subj[:-1]) | (tb[1:] != tb[:-1]) | (cb[1:] != cb[:-1])]
+        over = (np.bincount(subj[new], minlength=len(subjects)) > max_bins) & (level + up < MAX_LEVEL)
+        if not over.any():
+            break
+        up = up + over
+        cb = coarsen(tbin, up[subj])
+    if up.any():
+        level = level + up
+        o = np.lexsort((grp, cb, tb, subj))
+        subj, tb, tbin, grp, n, k = subj[o], tb[o], cb[o], grp[o], n[o], k[o]
+        new = np.r_[True, (subj[1:] != subj[:-1]) | (tb[1:] != tb[:-1]) | (tbin[1:] != tbin[:-1])]
+    return _binned(subjects, subj, level, groups, grp, tables, tb, tbin, n, k, new, max_bins)
+
+
+def _binned(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, grp: np.ndarray, tables: list,
+            tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, k: np.ndarray, new: np.ndarray,
+            max_bins: int) -> BinnedGroups:
+    """The canonical form of rows sorted by (subject, table, bin, group), `new` marking each bin's first row."""
     cut = np.flatnonzero(np.r_[True, new[1:] | (grp[1:] != grp[:-1])])
     return BinnedGroups(subjects, groups, tables, level, subj[cut].astype(np.int32), tb[cut].astype(np.int32),
                         tbin[cut], grp[cut].astype(np.int32), np.add.reduceat(n, cut), np.add.reduceat(k, cut),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import pickle
 import tracemalloc
 
@@ -253,3 +254,22 @@ def test_reopened_counts_map_every_file_afresh_their_strings_too(whole, tmp_path
     assert seen >= 4
     assert M._file_of(r.keys) == M._file_of(c.keys) and not np.shares_memory(r.keys, c.keys)
     assert np.array_equal(r.keys, c.keys)
+
+
+def test_the_finalize_store_writes_a_fold_over_the_last_folds_file(tmp_path):
+    """`_Store.put_into`: an array of the same dtype and shape goes into the file the handle names (no new file:
+    a fold's seat sums and posterior over the last fold's), read back as written; another shape, or a store in
+    memory, is a plain `put`."""
+    st = M._Store(str(tmp_path))
+    h = st.put(np.arange(1000, dtype=float))
+    files = sorted(os.listdir(st.dir))
+    again = np.linspace(-3.0, 7.0, 1000)
+    assert st.put_into(h, again) == h and np.array_equal(st.get(h), again)
+    assert sorted(os.listdir(st.dir)) == files
+    other = st.put_into(h, np.arange(10, dtype=np.int64))
+    assert other != h and np.array_equal(st.get(other), np.arange(10)) and np.array_equal(st.get(h), again)
+    assert st.put_into(None, np.ones(3))[0] != h[0]
+    mem = M._Store(None)
+    x = np.ones(4)
+    assert mem.put_into(None, x) is x
+    st.close()

@@ -2356,6 +2356,22 @@ class _Store:
         np.ascontiguousarray(a).tofile(path)
         return (path, a.dtype.str, a.shape)
 
+    def put_into(self, h: Any, a: np.ndarray) -> Any:
+        """`put(a)`, written over the file of `h` when that holds an array of a's dtype and shape (issue 15: a new
+        file for each fold's arrays wrote 1.1 GB of files at 1M deals, and removing them at the end took longer than
+        writing them); the caller no longer reads the array `h` held."""
+        if self.dir is None or a.size == 0 or not isinstance(h, tuple) or h[1:] != (a.dtype.str, a.shape):
+            return self.put(a)
+        fd = os.open(h[0], os.O_WRONLY)
+        try:
+            view = np.ascontiguousarray(a).data.cast("B")
+            done = 0
+            while done < len(view):
+                done += os.pwrite(fd, view[done:], done)
+        finally:
+            os.close(fd)
+        return h
+
     def get(self, h: Any) -> np.ndarray:
         """The array (read-only, memory-mapped from its raw file: a map per call, unmapped when dropped)."""
         if isinstance(h, np.ndarray):
@@ -2674,6 +2690,7 @@ class _Run:
         n_all = sum(int(self.n_dec[k][t].sum()) for k in K)
         init = np.array([1.0, 0.5, 0.0, 0.0, 0.0])
         start = init
+        s_file: dict[int, Any] = {}  # per part, the file of the seat sums, written over by each fold
         for f in range(nf):
             if folds > 1:
                 n_te = sum(int(self.n_dec[k][t][f]) for k in K)
@@ -2686,7 +2703,7 @@ class _Run:
                 continue
             llr = np.asarray(llr_from_counts(n1, n0), float)
             live = [k for k in K if self.n_dec[k][t].sum()]
-            s_h = {}
+            s_h: dict[int, Any] = {}
             for k in live:
                 F = store.get_all(self.fit[k][t], ("lo", "hi", "first", "p_seat", "p_cell", "c_start", "c_end",
                                                     "c_seat"))
@@ -2694,7 +2711,7 @@ class _Run:
                 if len(s):
                     seat_llr_sums(llr, F["lo"], F["hi"], F["first"], F["p_seat"], F["p_cell"], F["c_start"],
                                   F["c_end"], F["c_seat"], 3 * LLR_CLIP, s)
-                s_h[k] = store.put(s)
+                s_h[k] = s_file[k] = store.put_into(s_file.get(k), s)  # the last fold's file, written over
                 del F, s
                 trim_heap()
 
@@ -2723,7 +2740,7 @@ class _Run:
                 F = store.get_all(self.fit[k][t], ("x0", "code", "c_start", "c_end", "dec_fold"))
                 p = np.array(store.get(self.psoft[k][t]))
                 clogit_probs5(beta, F["x0"], store.get(sh), F["code"], F["c_start"], F["c_end"], use(F, True), p)
-                self.psoft[k][t] = store.put(p)
+                self.psoft[k][t] = store.put_into(self.psoft[k][t], p)
                 del F, p
                 trim_heap()
         for k in K:  # the posterior rows in the players' order, beside the other rows

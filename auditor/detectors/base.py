@@ -313,14 +313,9 @@ def _settle(level: int, names: list[str], tb: np.ndarray, tbin: np.ndarray, n: n
     sort does). Issue 15: a merge that climbed twenty levels sorted twenty times, half of dealer_cutter's fold."""
     o = np.lexsort((tbin, tb))
     stb, sbin = tb[o], tbin[o]
-    up = 0
-    while True:
-        cb = _coarsen(sbin, up)
-        new = np.ones(len(o), bool)
-        new[1:] = (stb[1:] != stb[:-1]) | (cb[1:] != cb[:-1])
-        if new.sum() <= MAX_BINS or level + up >= MAX_LEVEL:
-            break
-        up += 1
+    new = np.ones(len(o), bool)
+    new[1:] = (stb[1:] != stb[:-1]) | (sbin[1:] != sbin[:-1])
+    up = _levels_up(stb, sbin, new, level)
     if up:
         level += up
         tbin = _coarsen(tbin, up)
@@ -329,6 +324,23 @@ def _settle(level: int, names: list[str], tb: np.ndarray, tbin: np.ndarray, n: n
         new = np.ones(len(o), bool)
         new[1:] = (stb[1:] != stb[:-1]) | (sbin[1:] != sbin[:-1])
     return _summed(level, names, o, stb, sbin, new, n, obs, exp, var)
+
+
+def _levels_up(stb: np.ndarray, sbin: np.ndarray, new: np.ndarray, level: int) -> int:
+    """How many levels `_settle_spec` climbs from `level` for the sorted bins (`new`: where one starts): two
+    neighbouring bins of one table, both timed, become one when shifted by the bit length of their XOR (the same
+    sign; bins of either sign shift arithmetically, and bins of opposite signs, like a timed and an untimed bin,
+    never meet below 64); with more than MAX_BINS bins, the level is the MAX_BINS-th largest of those shifts, at
+    most MAX_LEVEL (held equal to the spec's climb one level at a time by tests/test_timeline_settle.py)."""
+    if level >= MAX_LEVEL or int(new.sum()) <= MAX_BINS:
+        return 0
+    i = np.flatnonzero(new[1:]) + 1  # the first of each bin but the first
+    a, b = sbin[i - 1], sbin[i]
+    x = a ^ b
+    apart = (stb[i] != stb[i - 1]) | (a == NO_TIME_BIN) | (b == NO_TIME_BIN) | (x < 0)
+    shift = np.where(apart, 64, np.frexp(np.where(apart, 0, x).astype(float))[1]).astype(np.int64)  # exact: < 2^53
+    need = int(np.partition(shift, len(shift) - MAX_BINS)[len(shift) - MAX_BINS])  # the MAX_BINS-th largest
+    return min(need, MAX_LEVEL - level)
 
 
 def _summed(level: int, names: list[str], o: np.ndarray, stb: np.ndarray, sbin: np.ndarray, new: np.ndarray,

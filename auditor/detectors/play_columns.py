@@ -622,15 +622,22 @@ def _canon(keys: list, idx: np.ndarray, key=None) -> tuple[list, np.ndarray, np.
     return [keys[i] for i in old.tolist()], new[idx], old
 
 
+def _keys_sorted(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, grp: np.ndarray, tables: list,
+                 tb: np.ndarray) -> tuple[list, np.ndarray, np.ndarray, list, np.ndarray, list, np.ndarray]:
+    """The used subjects (with their levels), groups and tables sorted (tables in natural order), the rows'
+    indices renumbered into them."""
+    subjects, subj, old = _canon(subjects, subj)
+    groups, grp, _ = _canon(groups, grp)
+    tables, tb, _ = _canon(tables, tb, lambda name: (natural_key(name), name))
+    return subjects, subj, level[old], groups, grp, tables, tb
+
+
 def _settle_spec(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, grp: np.ndarray, tables: list,
                  tb: np.ndarray, tbin: np.ndarray, n: np.ndarray, k: np.ndarray, max_bins: int) -> BinnedGroups:
     """`_settle`'s spec: the rows sorted again each time a subject's level is raised."""
     if not len(n):
         return BinnedGroups(max_bins=max_bins)
-    subjects, subj, old = _canon(subjects, subj)
-    level = level[old]
-    groups, grp, _ = _canon(groups, grp)
-    tables, tb, _ = _canon(tables, tb, lambda name: (natural_key(name), name))
+    subjects, subj, level, groups, grp, tables, tb = _keys_sorted(subjects, subj, level, groups, grp, tables, tb)
     while True:
         o = np.lexsort((grp, tbin, tb, subj))
         subj, tb, tbin, grp, n, k = subj[o], tb[o], tbin[o], grp[o], n[o], k[o]
@@ -651,10 +658,7 @@ def _settle(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, g
     at the levels reached (issue 15, as `base._settle`). The sums are of integers: the same whatever their order."""
     if not len(n):
         return BinnedGroups(max_bins=max_bins)
-    subjects, subj, old = _canon(subjects, subj)
-    level = level[old]
-    groups, grp, _ = _canon(groups, grp)
-    tables, tb, _ = _canon(tables, tb, lambda name: (natural_key(name), name))
+    subjects, subj, level, groups, grp, tables, tb = _keys_sorted(subjects, subj, level, groups, grp, tables, tb)
     o = np.lexsort((grp, tbin, tb, subj))
     subj, tb, tbin, grp, n, k = subj[o], tb[o], tbin[o], grp[o], n[o], k[o]
     up = np.zeros(len(subjects), np.int64)

@@ -182,6 +182,19 @@ def _pb_from(start: Dist, groups: Groups, floor: float, narrow: bool = False) ->
 
 
 @numba.njit(cache=True)
+def _above(a: np.ndarray, floor: float) -> tuple[int, int]:  # pragma: no cover - numba
+    """The first and last index of the entries of `a` above `floor`, (-1, -1) when none is (`_trimmed`'s rule)."""
+    first = -1
+    last = -1
+    for t in range(a.shape[0]):
+        if a[t] > floor:
+            if first < 0:
+                first = t
+            last = t
+    return first, last
+
+
+@numba.njit(cache=True)
 def _pb_kernel(lo0: int, pmf0: np.ndarray, ps: np.ndarray, ns: np.ndarray, l1p: np.ndarray, lg: np.ndarray,
                bfloor: float, floor: float) -> tuple[int, np.ndarray]:  # pragma: no cover - numba
     """(lo0, pmf0) convolved with Binomial(ns[g], ps[g]) for each g in turn: each binomial made as `binomial` makes
@@ -213,13 +226,7 @@ def _pb_kernel(lo0: int, pmf0: np.ndarray, ps: np.ndarray, ns: np.ndarray, l1p: 
                 kf = float(k)
                 b[t] = math.exp(lg[n] - lg[k] - lg[n - k] + kf * logp + (float(n) - kf) * l1p[g])
             if bfloor > 0:
-                first = -1
-                last = -1
-                for t in range(b.shape[0]):
-                    if b[t] > bfloor:
-                        if first < 0:
-                            first = t
-                        last = t
+                first, last = _above(b, bfloor)
                 if first >= 0:
                     blo += first
                     b = b[first:last + 1].copy()
@@ -230,13 +237,7 @@ def _pb_kernel(lo0: int, pmf0: np.ndarray, ps: np.ndarray, ns: np.ndarray, l1p: 
             ai = cur[i]
             for j in range(nb):
                 out[i + j] += ai * b[j]
-        first = -1
-        last = -1
-        for t in range(out.shape[0]):
-            if out[t] > floor:
-                if first < 0:
-                    first = t
-                last = t
+        first, last = _above(out, floor)
         if first < 0:
             d_lo += blo
             cur = out

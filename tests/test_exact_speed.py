@@ -236,3 +236,11 @@ def test_the_kernel_makes_each_binomial_as_binomial_does_to_the_last_bit():
             got = exact._pb_from(one, ((p, n),), -1.0, narrow)
             want = exact._binomial_narrow(n, p) if narrow else exact._binomial(n, p)
             assert got.lo == want.lo and np.array_equal(got.pmf, want.pmf), (n, p, narrow)
+
+
+def test_a_nan_probability_is_refused_by_the_kernel_as_by_the_spec():
+    groups = ((0.2, 3), (float("nan"), 2))
+    with pytest.raises(ValueError):
+        exact._pb_grouped_spec(groups)
+    with pytest.raises(ValueError, match="NaN"):
+        exact._pb_grouped.__wrapped__(groups)

@@ -173,6 +173,8 @@ def _pb_from(start: Dist, groups: Groups, floor: float, narrow: bool = False) ->
         return start
     ps = np.array([g[0] for g in groups], float)
     ns = np.array([g[1] for g in groups], np.int64)
+    if np.isnan(ps).any():  # refused, as `binomial` refuses it (its bounds cannot be computed), not made up
+        raise ValueError(f"a trial probability is NaN: {groups!r}"[:200])
     lg = _log_factorials(max(int(ns.max()), 0))
     with np.errstate(invalid="ignore", divide="ignore"):  # p outside (0, 1) is a point mass: its logs unused
         l1p = _sp.log1p(-ps)  # scipy's, as `binomial` takes it

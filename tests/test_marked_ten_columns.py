@@ -294,11 +294,11 @@ def test_the_game_hashes_take_a_lone_surrogate_and_tell_names_apart():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.text(alphabet="gab/-0123456789é", max_size=10), min_size=60, max_size=200), st.booleans())
+@given(st.lists(st.text(alphabet="gab/-0123456789é", max_size=10), min_size=64, max_size=200), st.booleans())
 def test_a_string_column_is_ranked_from_its_buffers_as_the_spec_ranks_its_strings(names, surrogate):
     """`StrColumn.__arrow_array__`: `natural_order` of a column (game ids of spilled counts) reads its buffers
     as an Arrow array, and orders it as `natural_key` orders the strings: ASCII names on the fast path, any other
-    (an accent, a lone surrogate passed through) by the spec."""
+    (an accent, a lone surrogate passed through) by the spec. At least 64 names: fewer never reach the buffers."""
     import pyarrow as pa
 
     from auditor.columns import _spec_order, natural_order
@@ -310,3 +310,8 @@ def test_a_string_column_is_ranked_from_its_buffers_as_the_spec_ranks_its_string
     if not surrogate:
         assert pa.array(col, type=pa.string()).to_pylist() == names
     assert np.array_equal(natural_order(col), _spec_order(names))
+
+
+def test_a_spilled_column_of_game_ids_hashes_from_its_buffer_as_its_names_do():
+    names = [f"g/{i}" for i in range(100)] + ["g\ud800", "", "é"]
+    assert np.array_equal(M._name_hashes(M.StrColumn.of(names)), M._name_hashes(names))

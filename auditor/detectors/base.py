@@ -296,8 +296,7 @@ def _settle_spec(level: int, names: list[str], tb: np.ndarray, tbin: np.ndarray,
     while True:
         o = np.lexsort((tbin, tb))  # stable: equal bins keep the order given (floats add in that order)
         stb, sbin = tb[o], tbin[o]
-        new = np.ones(len(o), bool)
-        new[1:] = (stb[1:] != stb[:-1]) | (sbin[1:] != sbin[:-1])
+        new = _bin_starts(stb, sbin)
         if new.sum() <= MAX_BINS or level >= MAX_LEVEL:
             break
         level += 1
@@ -313,17 +312,22 @@ def _settle(level: int, names: list[str], tb: np.ndarray, tbin: np.ndarray, n: n
     sort does). Issue 15: a merge that climbed twenty levels sorted twenty times, half of dealer_cutter's fold."""
     o = np.lexsort((tbin, tb))
     stb, sbin = tb[o], tbin[o]
-    new = np.ones(len(o), bool)
-    new[1:] = (stb[1:] != stb[:-1]) | (sbin[1:] != sbin[:-1])
+    new = _bin_starts(stb, sbin)
     up = _levels_up(stb, sbin, new, level)
     if up:
         level += up
         tbin = _coarsen(tbin, up)
         o = np.lexsort((tbin, tb))
         stb, sbin = tb[o], tbin[o]
-        new = np.ones(len(o), bool)
-        new[1:] = (stb[1:] != stb[:-1]) | (sbin[1:] != sbin[:-1])
+        new = _bin_starts(stb, sbin)
     return _summed(level, names, o, stb, sbin, new, n, obs, exp, var)
+
+
+def _bin_starts(stb: np.ndarray, sbin: np.ndarray) -> np.ndarray:
+    """Where each bin starts among bins sorted by (table, bin)."""
+    new = np.ones(len(stb), bool)
+    new[1:] = (stb[1:] != stb[:-1]) | (sbin[1:] != sbin[:-1])
+    return new
 
 
 def _levels_up(stb: np.ndarray, sbin: np.ndarray, new: np.ndarray, level: int) -> int:

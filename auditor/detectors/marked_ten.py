@@ -341,8 +341,8 @@ class StrColumn:
     off: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
 
     @staticmethod
-    def of(strings: Sequence[str]) -> "StrColumn":
-        enc = [s.encode("utf-8", "surrogatepass") for s in strings]
+    def of(strings: Sequence[str], errors: str = "surrogatepass") -> "StrColumn":
+        enc = [s.encode("utf-8", errors) for s in strings]
         off = np.zeros(len(enc) + 1, np.int64)
         if enc:
             np.cumsum(np.fromiter((len(b) for b in enc), np.int64, len(enc)), out=off[1:])
@@ -1135,11 +1135,13 @@ def _hashes(strings: list) -> np.ndarray:
     per-byte Python loop took 0.3 s of each 150,000-deal part's counting, mostly game ids (issue 15)."""
     if len(strings) < 64:
         return np.array([_str_hash(x) for x in strings] + [0], np.uint64)
-    enc = [x.encode("utf-8") for x in strings]
-    off = np.zeros(len(enc) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, enc), np.int64, len(enc)), out=off[1:])
-    out = np.zeros(len(enc) + 1, np.uint64)
-    _fnv_kernel(np.frombuffer(b"".join(enc), np.uint8), off, out)
+    return _fnv_utf8(StrColumn.of(strings, "strict"))
+
+
+def _fnv_utf8(col: "StrColumn") -> np.ndarray:
+    """FNV-1a of each string of a column (its UTF-8 buffer as it is), then 0."""
+    out = np.zeros(len(col) + 1, np.uint64)
+    _fnv_kernel(col.data, col.off, out)
     return out
 
 
@@ -3014,13 +3016,8 @@ def _player_top_deals(main: "TargetScores", sel: np.ndarray, dl: dict, crank_all
 def _name_hashes(names: Iterable[str]) -> np.ndarray:
     """A 64-bit hash of each name, to find the games of several parts without holding their names: FNV-1a of its
     UTF-8 bytes, a lone surrogate passed through (`_fnv_kernel`; issue 15: blake2b per name in Python took 0.7 s
-    of the 1M audit's finalize)."""
-    enc = [x.encode("utf-8", "surrogatepass") for x in names]
-    off = np.zeros(len(enc) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, enc), np.int64, len(enc)), out=off[1:])
-    out = np.zeros(len(enc), np.uint64)
-    _fnv_kernel(np.frombuffer(b"".join(enc), np.uint8), off, out)
-    return out
+    of the 1M audit's finalize). A spilled column is hashed from its own buffer, no name decoded and encoded again."""
+    return _fnv_utf8(names if isinstance(names, StrColumn) else StrColumn.of(list(names)))[:-1]
 
 
 def _shared_game_gates(parts: Sequence[MarkedTenCounts], hashes: list[np.ndarray],

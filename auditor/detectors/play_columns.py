@@ -641,7 +641,7 @@ def _settle_spec(subjects: list, subj: np.ndarray, level: np.ndarray, groups: li
     while True:
         o = np.lexsort((grp, tbin, tb, subj))
         subj, tb, tbin, grp, n, k = subj[o], tb[o], tbin[o], grp[o], n[o], k[o]
-        new = np.r_[True, (subj[1:] != subj[:-1]) | (tb[1:] != tb[:-1]) | (tbin[1:] != tbin[:-1])]
+        new = _row_starts(subj, tb, tbin)
         over = (np.bincount(subj[new], minlength=len(subjects)) > max_bins) & (level < MAX_LEVEL)
         if not over.any():
             break
@@ -664,7 +664,7 @@ def _settle(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, g
     up = np.zeros(len(subjects), np.int64)
     cb = tbin
     while True:
-        new = np.r_[True, (subj[1:] != subj[:-1]) | (tb[1:] != tb[:-1]) | (cb[1:] != cb[:-1])]
+        new = _row_starts(subj, tb, cb)
         over = (np.bincount(subj[new], minlength=len(subjects)) > max_bins) & (level + up < MAX_LEVEL)
         if not over.any():
             break
@@ -674,8 +674,13 @@ def _settle(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, g
         level = level + up
         o = np.lexsort((grp, cb, tb, subj))
         subj, tb, tbin, grp, n, k = subj[o], tb[o], cb[o], grp[o], n[o], k[o]
-        new = np.r_[True, (subj[1:] != subj[:-1]) | (tb[1:] != tb[:-1]) | (tbin[1:] != tbin[:-1])]
+        new = _row_starts(subj, tb, tbin)
     return _binned(subjects, subj, level, groups, grp, tables, tb, tbin, n, k, new, max_bins)
+
+
+def _row_starts(subj: np.ndarray, tb: np.ndarray, tbin: np.ndarray) -> np.ndarray:
+    """Where each (subject, table, bin) starts among rows sorted by them."""
+    return np.r_[True, (subj[1:] != subj[:-1]) | (tb[1:] != tb[:-1]) | (tbin[1:] != tbin[:-1])]
 
 
 def _binned(subjects: list, subj: np.ndarray, level: np.ndarray, groups: list, grp: np.ndarray, tables: list,

@@ -26,6 +26,9 @@ from collections.abc import Mapping
 from typing import Any
 
 ENV = "NUMBA_CACHE_DIR"
+_CONFIGURED: tuple[str | None, bool, str] = (None, False, "")  # what `configure` last chose: (the directory, kept
+# after this process or not, the directory wanted)
+_PRIVATE: set[str] = set()  # the private directories made here (removed at exit)
 
 
 def default_dir(environ: Mapping[str, str] | None = None) -> str:
@@ -56,6 +59,7 @@ def _private_dir() -> str | None:
     except OSError:
         return None
     atexit.register(shutil.rmtree, path, True)
+    _PRIVATE.add(path)
     return path
 
 
@@ -74,8 +78,14 @@ def _disable_caching() -> None:
 def configure() -> str | None:
     """Point numba's cache at a user directory (see the module docstring). Returns the directory, or None when
     caching is off. Safe to call more than once, and after numba was imported."""
+    global _CONFIGURED
     wanted = default_dir()
-    path = wanted if _usable(wanted) else _private_dir()
+    path: str | None
+    if wanted in _PRIVATE:  # a second call reads back the private directory the first one set: still private
+        path, wanted = wanted, _CONFIGURED[2]
+    else:
+        path = wanted if _usable(wanted) else _private_dir()
+    _CONFIGURED = (path, path is not None and path not in _PRIVATE, wanted)
     if path is None:
         _disable_caching()
         return None
@@ -84,3 +94,18 @@ def configure() -> str | None:
     if cfg is not None:  # numba was imported before auditor
         cfg.CACHE_DIR = path  # kernels decorated from now on use it (a reload reads the same from the environment)
     return path
+
+
+def current_dir() -> str | None:
+    """The cache directory `configure` chose for this process (None: caching is off)."""
+    return _CONFIGURED[0]
+
+
+def is_persistent() -> bool:
+    """Whether that directory outlives this process (the user's cache directory, not a private temporary one)."""
+    return _CONFIGURED[1]
+
+
+def wanted_dir() -> str:
+    """The directory `configure` wanted (the user's, usable or not)."""
+    return _CONFIGURED[2] or default_dir()

@@ -107,6 +107,13 @@ def binomial(n: int, p: float) -> Dist:
         return Dist(0, np.ones(1))
     if p >= 1.0:
         return Dist(n, np.ones(1))
+    lo, logpmf = binomial_log(n, p)
+    return Dist(lo, np.exp(logpmf))
+
+
+def binomial_log(n: int, p: float) -> tuple[int, np.ndarray]:
+    """`binomial`'s support start and log pmf over its support (n > 0, 0 < p < 1): what `_pb_kernel` exponentiates
+    too (with libm's exp; numpy's exp, which `binomial` takes, may differ from it in the last bit: tests)."""
     mean = n * p
     sd = math.sqrt(n * p * (1 - p))
     lo = max(0, math.floor(mean - _TAIL_SD * sd - 10))
@@ -115,9 +122,8 @@ def binomial(n: int, p: float) -> Dist:
     k = np.arange(lo, hi + 1, dtype=float)
     # xlogy(k, p) is k * log(p) (0 at k = 0, where this gives -0.0: the same sum); xlog1py(n - k, -p) is (n - k)
     # times scipy's own log1p(-p), which libm's log1p does not always equal to the last bit
-    logpmf = (lg[n] - lg[lo:hi + 1] - lg[n - hi:n - lo + 1][::-1]
-              + k * math.log(p) + (n - k) * float(_sp.log1p(-p)))
-    return Dist(lo, np.exp(logpmf))
+    return lo, (lg[n] - lg[lo:hi + 1] - lg[n - hi:n - lo + 1][::-1]
+                + k * math.log(p) + (n - k) * float(_sp.log1p(-p)))
 
 
 _LOG_FACTORIALS = _sp.gammaln(np.arange(4096, dtype=float) + 1.0)
@@ -200,8 +206,9 @@ def _above(a: np.ndarray, floor: float) -> tuple[int, int]:  # pragma: no cover 
 def _pb_kernel(lo0: int, pmf0: np.ndarray, ps: np.ndarray, ns: np.ndarray, l1p: np.ndarray, lg: np.ndarray,
                bfloor: float, floor: float) -> tuple[int, np.ndarray]:  # pragma: no cover - numba
     """(lo0, pmf0) convolved with Binomial(ns[g], ps[g]) for each g in turn: each binomial made as `binomial` makes
-    it (the same bounds and the same operations on the same values: libm's log and exp, which numpy's exp equals
-    on the machines measured; tests/test_exact_speed.py), trimmed to its entries above `bfloor` when that is
+    it (the same bounds and the same operations on the same values, `binomial_log`), but through libm's exp where
+    `binomial` takes numpy's: equal to the last bit on some machines, within one unit in the last place on others
+    (numpy's AVX-512 exp; tests/test_exact_speed.py), trimmed to its entries above `bfloor` when that is
     positive (`_trimmed`), then convolved as `_convolve` does: each entry of the product the sum of a[i] b[j] over
     i in order (numpy sums through BLAS, so a pmf's last bits may differ from `_pb_grouped_spec`'s), the result
     trimmed to its entries above `floor` (all kept when none is)."""

@@ -29,9 +29,7 @@ class Recorder:
 
     def __call__(self, args, env):
         self.calls.append((tuple(args), dict(env)))
-        jsonl = next(Path(a) for a in args if a.endswith("season.jsonl")) if any(
-            a.endswith("season.jsonl") for a in args) else None
-        if jsonl is not None:
+        for jsonl in (Path(a) for a in args if a.endswith("season.jsonl")):
             self.folder = jsonl.parent
             assert jsonl.is_file() and jsonl.stat().st_size > 0  # the season is there while the steps run
             with open(jsonl, encoding="utf-8") as fh:

@@ -126,8 +126,14 @@ def _dict_col(codes: np.ndarray, values: Sequence[str | None], mask: np.ndarray)
     uniq, inv = np.unique(codes, return_inverse=True)
     dvals = [values[int(u)] if u >= 0 else None for u in uniq]
     null = np.array([v is None for v in dvals], bool)[inv] | ~mask
-    idx = pa.array(inv.astype(np.int32), mask=null)
-    return pa.DictionaryArray.from_arrays(idx, pa.array([v if v is not None else "" for v in dvals], pa.string()))
+    # the dictionary holds each value once, sorted: two codes can carry one value (two rule sets of one preset,
+    # whose `options` are both null), and a dictionary with a value twice makes Arrow's Parquet writer leave bytes
+    # of its dictionary page unset, so that `convert` wrote other bytes at every run (the same values read back)
+    names = sorted({v for v in dvals if v is not None})
+    pos = {v: j for j, v in enumerate(names)}
+    remap = np.array([pos[v] if v is not None else 0 for v in dvals], np.int32)
+    idx = pa.array(remap[inv], mask=null)
+    return pa.DictionaryArray.from_arrays(idx, pa.array(names or [""], pa.string()))
 
 
 def _list_col(vals: np.ndarray, has: np.ndarray, ns: np.ndarray) -> Arrow:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
+import subprocess
+import sys
 
 import numpy as np
 import orjson
@@ -12,6 +15,7 @@ from typer.testing import CliRunner
 from auditor.cli import app
 from auditor.dealog import validate
 from auditor.errors import RecordError
+from auditor.parquet import _dict_col
 from auditor.testing.generate import Style, random_log
 from auditor.testing.mutate import mutate_log, to_jsonl
 
@@ -61,6 +65,32 @@ def test_convert_is_deterministic(tmp_path):
     for name in ("a.jsonl.gz", "b.jsonl.gz"):
         assert _run(src, tmp_path / name)[0] == 0
     assert (tmp_path / "a.jsonl.gz").read_bytes() == (tmp_path / "b.jsonl.gz").read_bytes()
+
+
+def test_convert_to_parquet_writes_the_same_bytes_in_every_process(tmp_path):
+    """Each conversion in its own process, as a user runs it: two rule sets of one preset (Scotch Whist's and All
+    Fours' "foster") once made the `rules` and `options` dictionaries hold a value twice, and Arrow's writer then
+    left bytes of those dictionary pages unset: other bytes at each run, the same values read back."""
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(_log(2))
+    digests = set()
+    for k in range(3):
+        dst = tmp_path / f"out{k}.parquet"
+        res = subprocess.run([sys.executable, "-m", "auditor", "convert", str(src), str(dst)], capture_output=True,
+                             text=True)
+        assert res.returncode == 0, res.stderr
+        digests.add(hashlib.sha256(dst.read_bytes()).hexdigest())
+    assert len(digests) == 1
+
+
+def test_parquet_dictionaries_hold_each_value_once_and_sorted():
+    codes = np.array([2, 0, 1, 2, -1, 3])
+    values = ["foster", "foster", "alpha", None]  # codes 0 and 1 carry one value; code 3 and -1 are null
+    col = _dict_col(codes, values, np.array([True, True, True, True, True, False]))
+    assert col.dictionary.to_pylist() == ["alpha", "foster"]
+    assert col.to_pylist() == ["alpha", "foster", "foster", "alpha", None, None]
+    empty = _dict_col(np.array([0, 0]), [None], np.array([True, True]))
+    assert empty.to_pylist() == [None, None] and len(empty.dictionary) == 1
 
 
 def test_usage_errors_and_unreadable_input(tmp_path):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import datetime
 import decimal
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import orjson
@@ -394,32 +394,36 @@ Other keys (`month=2026-11`) are not deal-log fields and are ignored."""
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
 
-def hive_values(path: str) -> dict[str, str]:
+def hive_values(path: str) -> dict[str, str | None]:
     """The deal-log/1 fields named by the hive-style directories of a path (`.../table=club-7/month=11/x.parquet`
-    -> {"table": "club-7"}), URI-decoded as pyarrow writes them; the innermost wins; a null partition is absent."""
+    -> {"table": "club-7"}), URI-decoded as pyarrow writes them; the innermost wins; a null partition
+    (`table=__HIVE_DEFAULT_PARTITION__`, where write_to_dataset puts the rows whose table is null: the lines that
+    are no deal) is None, a null column (it was absent, and the file refused for lacking the column: issue 15)."""
     from urllib.parse import unquote
 
-    out: dict[str, str] = {}
+    out: dict[str, str | None] = {}
     parts = path.replace("\\", "/").split("/")[:-1]
     for seg in parts:
         k, eq, v = seg.partition("=")
         if eq and k in HIVE_FIELDS:
-            if v == HIVE_NULL:
-                out.pop(k, None)
-            else:
-                out[k] = unquote(v)
+            out[k] = None if v == HIVE_NULL else unquote(v)
     return out
 
 
-def _with_constants(batch: Arrow, values: dict[str, str], native: bool) -> Arrow:
-    """A record batch with a constant column for each of `values` (the auditor layout's types when `native`)."""
+def _with_constants(batch: Arrow, values: dict[str, str | None], native: bool) -> Arrow:
+    """A record batch with a constant column for each of `values` (the auditor layout's types when `native`; a
+    null column for None)."""
     import pyarrow as pa
 
     n = batch.num_rows
     arrays = list(batch.columns)
     names = list(batch.schema.names)
     for k, v in values.items():
-        if native and k == "game":
+        if v is None:
+            typ = pa.uint8() if native and k == "game" else (
+                pa.dictionary(pa.int32(), pa.string()) if native and k != "time" else pa.string())
+            arr = pa.nulls(n, typ)
+        elif native and k == "game":
             code = GAME_ALIASES.get(norm_name(v))
             g = GAMES.index(code) if code in GAMES else (int(v) if v.isdigit() and int(v) < 255 else 255)
             arr = pa.array(np.full(n, g, np.uint8))
@@ -455,7 +459,7 @@ def _short_error(e: Exception) -> str:
 
 
 def _native_chunks(pf: Arrow, names: set[str], path: str, fi: int, reg: Registry, keep_all: KeepAll,
-                   rows: int, hive: dict[str, str] | None = None) -> Iterator[tuple[Chunk, Arrow]]:
+                   rows: int, hive: dict[str, str | None] | None = None) -> Iterator[tuple[Chunk, Arrow]]:
     """The auditor's own layout (written by `auditor convert`), a record batch at a time, each chunk with its
     batch. `hive`: values of columns the file lacks, from its hive-style directories (`table=T/`), as constant
     columns."""
@@ -541,7 +545,10 @@ def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, kee
             slow[i] = rec
             status[i] = 1 if rec.deal is not None else 2
     col = status == 0
-    game = to_numpy(c["game"], np.uint8, 255)
+    # a value a column's type in the layout cannot hold (another tool's wider or floating column): the row is
+    # judged the slow way, not cast (issue 15)
+    odd = np.zeros(n, bool)
+    game = to_numpy(c["game"], np.uint8, 255, bad=odd)
     bad |= col & (game > 1)
     # rules and options -> ruleset ids
     r_codes, r_vals = _dict_parts(c["rules"])
@@ -604,15 +611,15 @@ def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, kee
     gid = to_numpy(g_arr.indices, np.int64, -1)
     gid_vals = g_arr.dictionary
     bad |= col & (gid < 0)
-    deal_no = to_numpy(c["deal_no"], np.int64, 0)
+    deal_no = to_numpy(c["deal_no"], np.int64, 0, bad=odd)
     bad |= col & ((deal_no < 1) | (deal_no >= 2 ** 62))
-    dealer = to_numpy(c["dealer"], np.int16, -1)
+    dealer = to_numpy(c["dealer"], np.int16, -1, bad=odd)
     bad |= col & ((dealer < 0) | (dealer >= nplayers))
-    cutter = to_numpy(c["cutter"], np.int16, -1)
+    cutter = to_numpy(c["cutter"], np.int16, -1, bad=odd)
     bad |= col & (cutter >= nplayers)
-    turn_up = to_numpy(c["turn_up"], np.uint8, NOCARD)
-    shown = to_numpy(c["shown"], np.uint8, NOCARD)
-    beg = to_numpy(c["beg"], np.int8, 0)
+    turn_up = to_numpy(c["turn_up"], np.uint8, NOCARD, bad=odd)
+    shown = to_numpy(c["shown"], np.uint8, NOCARD, bad=odd)
+    beg = to_numpy(c["beg"], np.int8, 0, bad=odd)
     bad |= col & ((turn_up >= 52) | ((shown >= 52) & (shown != NOCARD)) | (beg > 3) | (beg < 0))
     bunched = to_numpy(c["bunched"], bool, False)
     rg = {name: _ragged(c[name]) for name in CARD_COLS}
@@ -648,10 +655,11 @@ def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, kee
     rp, rp_has, okp = _lists(c["rec_points"], ns, S)
     rt, rt_has, okt = _lists(c["rec_totals"], ns, S)
     bad |= col & (~okp | ~okt)
-    rw = to_numpy(c["rec_winner"], np.int16, -1)
+    rw = to_numpy(c["rec_winner"], np.int16, -1, bad=odd)
     bad |= col & (rw >= ns)
     rec_has = to_numpy(c["recorded"], bool, False)
     bad |= col & ~rec_has & (rp_has | rt_has | (rw >= 0))
+    bad |= col & odd
     claims: dict[int, tuple[tuple[int, int], ...]] = {}
     if "claims" in c and c["claims"].null_count < n:
         texts = c["claims"].to_pylist()
@@ -715,13 +723,23 @@ def _lists(arr: Arrow, ns: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, 
     out = np.zeros((n, S), np.int32)
     if pa.types.is_null(arr.type):
         return out, np.zeros(n, bool), np.ones(n, bool)
+    if pa.types.is_large_list(arr.type):  # 64-bit offsets (polars writes large_list: issue 15)
+        width = 8
+    elif pa.types.is_list(arr.type):
+        width = 4
+    else:
+        raise ValueError(f"column of type {arr.type}, not a list")
     ok_v = validity(arr)
     has = np.ones(n, bool) if ok_v is None else ok_v
-    off = np.frombuffer(arr.buffers()[1], np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
+    off = np.frombuffer(arr.buffers()[1], np.int32 if width == 4 else np.int64, count=n + 1,
+                        offset=arr.offset * width).astype(np.int64)
     lens = np.diff(off)
     ok = ~has | (lens == ns)
     values = arr.values
-    vals = to_numpy(values, np.int64, 0) if len(values) else np.zeros(0, np.int64)
+    odd = np.zeros(len(values), bool)
+    vals = to_numpy(values, np.int32, 0, bad=odd).astype(np.int64) if len(values) else np.zeros(0, np.int64)
+    if odd.any():  # a value no int32 holds (a float, a wide integer: issue 15): the row is judged the slow way
+        ok[np.searchsorted(off, np.flatnonzero(odd), side="right") - 1] = False
     fill = has & ok & (lens <= S)
     cnt = np.where(fill, lens, 0)
     rows = np.repeat(np.arange(n), cnt)
@@ -743,6 +761,20 @@ def _row_obj(batch: Arrow, i: int) -> dict[str, Any] | bytes:
     return row_dict_to_obj(row)
 
 
+def _whole(v: Any) -> Any:
+    """A float that is a whole number as that int (in a list too); any other value as it is."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, list):
+        return [_whole(x) for x in v]
+    return v
+
+
+def _index(x: Any, n: int) -> TypeGuard[int]:
+    """Whether x is an index into a table of n entries (an int in [0, n), not a bool)."""
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < n
+
+
 def _cards(b: bytes) -> list[str]:
     return [CARD_STR[x] if x < 52 else f"#{x}" for x in b]
 
@@ -760,9 +792,12 @@ def row_dict_to_obj(row: dict[str, Any]) -> dict[str, Any] | bytes:
     raw = row.get("raw")
     if raw is not None:
         return bytes(raw)
+    # another tool's columns: a whole float (pandas' nullable integers) is the integer it stands for; a code that
+    # is no index of its table (negative, fractional, too large) is kept as it is, for the validator to name
+    row = {k: _whole(v) for k, v in row.items()}
     out: dict[str, Any] = {"format": "deal-log/1"}
     g = row.get("game")
-    out["game"] = GAMES[g] if g is not None and g < len(GAMES) else g
+    out["game"] = GAMES[g] if _index(g, len(GAMES)) else g
     out["rules"] = row.get("rules")
     if row.get("options") is not None:
         out["options"] = orjson.loads(row["options"])
@@ -784,11 +819,11 @@ def row_dict_to_obj(row: dict[str, Any]) -> dict[str, Any] | bytes:
     if row.get("hands") is not None:
         out["hands"] = _split(row["hands"], row.get("hand_lens"))
     t = row.get("turn_up")
-    out["turn_up"] = CARD_STR[t] if t is not None and t < 52 else (f"#{t}" if t is not None else None)
+    out["turn_up"] = CARD_STR[t] if _index(t, 52) else (f"#{t}" if t is not None else None)
     if row.get("shown") is not None:
-        out["shown"] = CARD_STR[row["shown"]] if row["shown"] < 52 else f"#{row['shown']}"
+        out["shown"] = CARD_STR[row["shown"]] if _index(row["shown"], 52) else f"#{row['shown']}"
     if row.get("beg"):
-        out["beg"] = BEGS[row["beg"]] if row["beg"] < len(BEGS) else row["beg"]
+        out["beg"] = BEGS[row["beg"]] if _index(row["beg"], len(BEGS)) else row["beg"]
     if row.get("runs") is not None:
         n = len(out["players"] or [])
         r = row["runs"]
@@ -943,7 +978,7 @@ def column_problem(name: str, t: Arrow) -> str | None:
 
 
 def _records_table_chunks(pf: Arrow, path: str, fi: int, reg: Registry, keep_all: KeepAll,
-                          rows: int, hive: dict[str, str] | None = None) -> Iterator[Chunk]:
+                          rows: int, hive: dict[str, str | None] | None = None) -> Iterator[Chunk]:
     sch = pf.schema_arrow
     for f in sch:
         why = column_problem(f.name, f.type)

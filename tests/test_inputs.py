@@ -43,7 +43,7 @@ def test_empty_directory_is_a_one_line_error(tmp_path) -> None:
 
 def test_hive_values_of_a_path() -> None:
     assert hive_values("d/table=club%207/month=2026-11/part-0.parquet") == {"table": "club 7"}
-    assert hive_values("d/table=__HIVE_DEFAULT_PARTITION__/p.parquet") == {}
+    assert hive_values("d/table=__HIVE_DEFAULT_PARTITION__/p.parquet") == {"table": None}  # a null column
     assert hive_values("table=x.parquet") == {}  # the file's own name is not a partition
 
 

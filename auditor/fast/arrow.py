@@ -71,8 +71,14 @@ def validity(arr: Arrow) -> NDArray[np.bool_] | None:
     return out
 
 
-def to_numpy(arr: Arrow, dtype: DTypeLike, fill: Any = 0) -> NDArray[Any]:
-    """A primitive Arrow array as numpy (nulls as `fill`), straight from its buffers."""
+def to_numpy(arr: Arrow, dtype: DTypeLike, fill: Any = 0, bad: NDArray[np.bool_] | None = None) -> NDArray[Any]:
+    """A primitive Arrow array as numpy (nulls as `fill`), straight from its buffers.
+
+    Into an integer type, a value is taken only if the type holds it exactly: a floating column is read where its
+    values are whole numbers (pandas writes a nullable integer column that has nulls as double), and an integer
+    wider than the type is read where it fits (issue 15: Parquet written by other tools than the auditor's own
+    layout; the cast wrapped a dealer of 65,538 to 2 before). Any other value is `fill`, and is marked in `bad`
+    when it is given (the caller judges such rows the slow way); without `bad` it raises ValueError."""
     n = len(arr)
     t = str(arr.type)
     vals: NDArray[Any]
@@ -82,16 +88,46 @@ def to_numpy(arr: Arrow, dtype: DTypeLike, fill: Any = 0) -> NDArray[Any]:
         else:
             bits = np.unpackbits(np.frombuffer(arr.buffers()[1], np.uint8), bitorder="little")
             vals = bits[arr.offset:arr.offset + n].astype(bool)
-    elif t in _NP_TYPES:
+    elif t in _NP_TYPES or t in _FLOAT_TYPES:
+        nt = _NP_TYPES.get(t) or _FLOAT_TYPES[t]
         buf = arr.buffers()[1]
-        vals = np.frombuffer(buf, _NP_TYPES[t], count=n, offset=arr.offset * np.dtype(_NP_TYPES[t]).itemsize) \
-            if buf is not None else np.zeros(n, _NP_TYPES[t])
+        vals = np.frombuffer(buf, nt, count=n, offset=arr.offset * np.dtype(nt).itemsize) \
+            if buf is not None else np.zeros(n, nt)
     elif t == "null":
         return np.full(n, fill, dtype)
     else:
         raise ValueError(f"column of type {t}")
     ok = validity(arr)
+    target = np.dtype(dtype)
+    miss = None  # the values the target type cannot hold
+    if target.kind in "iu" and not np.can_cast(vals.dtype, target, "safe"):
+        fits = _fits(vals, target)
+        if ok is not None:
+            fits |= ~ok
+        if not fits.all():
+            if bad is None:
+                raise ValueError(f"column of type {t}: {vals[~fits][0]} is not a value of {target}")
+            miss = ~fits
+            bad |= miss
+            vals = np.where(fits, vals, 0)
     out = vals.astype(dtype, copy=True)
     if ok is not None:
         out[~ok] = fill
+    if miss is not None:
+        out[miss] = fill
     return out
+
+
+_FLOAT_TYPES: dict[str, type[np.generic]] = {"halffloat": np.float16, "float": np.float32, "double": np.float64}
+
+
+def _fits(vals: NDArray[Any], target: np.dtype[Any]) -> NDArray[np.bool_]:
+    """Which values the integer type `target` holds exactly."""
+    info = np.iinfo(target)
+    if vals.dtype.kind == "f":  # bounds as floats: the top one is a power of two, exact (int64's max is not)
+        x = vals.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            out: NDArray[np.bool_] = (np.isfinite(x) & (np.floor(x) == x) & (x >= float(info.min))
+                                      & (x < float(info.max) + 1.0))
+        return out
+    return np.asarray((vals >= info.min) & (vals <= info.max))

@@ -40,7 +40,7 @@ from ..logparse import (
     record_from_obj,
 )
 from ..rules import Rules, layout, resolve
-from .arrow import Arrow
+from .arrow import Arrow, to_numpy
 
 GAMES = ("scotch_whist", "all_fours")
 GAME_CODE = {"scotch_whist": 0, "all_fours": 1}
@@ -287,7 +287,8 @@ class DictColumn:
             uniq_vals = list(dict.fromkeys(v for v in vals if v is not None))
             pos = {v: j for j, v in enumerate(uniq_vals)}
             return DictColumn(np.array([pos[v] if v is not None else -1 for v in vals], np.int64), uniq_vals)
-        codes = arr.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+        # indices of any integer type (polars writes uint32, where Arrow's fill_null(-1) overflowed: issue 15)
+        codes = to_numpy(arr.indices, np.int64, -1)
         return DictColumn(codes, arr.dictionary.to_pylist())
 
 

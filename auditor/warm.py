@@ -1,7 +1,8 @@
 """Imported by the fork server of the audit's fresh processes (`auditor.pools.fresh_context`), so that each process
 forked from it starts with what every part needs already loaded: the modules the replay and the counts import
-lazily (pandas through pyarrow's conversions, pyarrow.compute) and numba's typing and target registries (about
-0.3 s per process otherwise, before the first cached kernel can be loaded). Nothing here starts a thread."""
+lazily (pandas through pyarrow's conversions, pyarrow.compute), scipy.stats for the tests' processes, and numba's
+typing and target registries (about 0.3 s per process otherwise, before the first cached kernel can be loaded).
+Nothing here starts a thread."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pandas  # noqa: F401
 import pyarrow.compute  # noqa: F401
 import pyarrow.pandas_compat  # noqa: F401
 import numba.typed  # noqa: F401
+import scipy.stats  # noqa: F401  (the tests use it; the detectors import it at first use: `stats.scipy_stats`)
 from numba.core.registry import cpu_target
 
 import auditor.audit  # noqa: F401

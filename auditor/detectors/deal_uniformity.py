@@ -30,7 +30,7 @@ from typing import Any, Iterator, Sequence
 
 import numba
 import numpy as np
-from scipy import stats as _st
+from scipy.special import chdtrc
 
 from ..cards import RJ, cards_of
 from ..columns import TIME_NONE, AuditColumns
@@ -46,7 +46,7 @@ from ..facts import (
     held_prob,
     location_probs,
 )
-from ..stats import exact
+from ..stats import exact, scipy_stats
 from ..stats.family import TestResult
 from .af_dealer_jack import dealt_probs as af_dealt_probs
 from .af_dealer_jack import trial_deals as af_trial_deals
@@ -586,8 +586,6 @@ class DealUniformity:
         approximation, 3.8e-4 and 1.3e-3 from 35,000 simulated seasons, 22 s). A dealer the closed form settles
         costs nothing. In the spec's units (about a second each), that season's tests now start with it. Only an
         order: the results do not depend on it."""
-        from scipy.stats import chi2
-
         draws = 0.0
         cap = self.cap(len(counts))
         for s in counts:
@@ -597,7 +595,7 @@ class DealUniformity:
             df = _df(mask)
             if df <= 0 or lr_pvalue(by_cfg, obs) <= LR_SHORTCUT:
                 continue
-            p = float(chi2.sf(_x2(obs, exp_), df))
+            p = float(chdtrc(df, _x2(obs, exp_)))  # chi2.sf, without importing scipy.stats here
             draws += min(float(cap), 10 * MC_H / max(p, 1e-300))
         return 0.5e-3 * draws
 
@@ -680,6 +678,7 @@ def _min_detectable_x2(by_cfg, exp_, mask, df, level) -> float | None:
         delta[:, j] -= moved * D
         delta[0, j] += moved.sum() * D
     lam1 = float((delta[mask] ** 2 / exp_[mask]).sum())  # non-centrality at q = 1 (scales with q²)
+    _st = scipy_stats()
     crit = _st.chi2.isf(level, df)
     if _st.ncx2.sf(crit, df, lam1) < MIN_DETECTABLE_POWER:
         return None

@@ -51,13 +51,12 @@ from typing import Any, Iterable, Sequence
 
 import numba
 import numpy as np
-from scipy import stats as st_
 
 from ..cards import cards_of, rank_of, suit_of
 from ..columns import AuditColumns, time_key
 from ..facts import DealingFacts
 from ..rules import AF_PIPS, SW_HONOURS
-from ..stats import exact
+from ..stats import exact, scipy_stats
 from ..stats.family import TestResult
 from .base import TrialSummary, pb_result
 from .play_columns import (
@@ -561,7 +560,7 @@ class RevokePattern:
                                   np.array([v[1] for v in pi_of.values()], np.int64))
             rf, gf = int(R) - r, int(G) - g  # the field without him
             # control: Fisher's exact test, one-sided: his gainful share above the field's (the old primary test)
-            p_fisher = float(st_.hypergeom.sf(g - 1, r + rf, g + gf, r)) if (r + rf) > 0 else 1.0
+            p_fisher = float(scipy_stats().hypergeom.sf(g - 1, r + rf, g + gf, r)) if (r + rf) > 0 else 1.0
             # control: revoke rate per chance vs the field's (leave-player-out), Poisson-binomial by cell
             groups = []
             for cell, v in cells.items():
@@ -579,7 +578,7 @@ class RevokePattern:
             timing: dict[str, Any] = {"chances": opp, "pay_chances": pay_opp, "revokes": r, "observed": at_pay}
             if opp > 0:
                 timing |= {"expected": r * pay_opp / opp,
-                           "pvalue": float(st_.hypergeom.sf(at_pay - 1, opp, pay_opp, min(r, opp)))}
+                           "pvalue": float(scipy_stats().hypergeom.sf(at_pay - 1, opp, pay_opp, min(r, opp)))}
             controls = {
                 "revoke_rate": rate_ctl,
                 "gainful_vs_field": {"observed": g, "revokes": r, "field_gainful": gf, "field_revokes": rf,

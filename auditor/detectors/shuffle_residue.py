@@ -34,7 +34,6 @@ from typing import Any, Sequence
 
 import numba
 import numpy as np
-from scipy import stats as _st
 
 from ..cards import cards_of
 from ..columns import NOCARD, TIME_NONE, AuditColumns, natural_key, result_order
@@ -44,7 +43,7 @@ from ..columns import (
 from ..columns import parsed_tricks as _tricks_of
 from ..facts import DealingFacts, config
 from ..rules import layout
-from ..stats import exact
+from ..stats import exact, scipy_stats
 from ..stats.family import TestResult
 from .base import MIN_DETECTABLE_POWER, Timeline
 from .spec import TestSpec
@@ -59,9 +58,9 @@ def skew_safe_p(z: float, observed: float, expected: float) -> float:
     too small in the tail (an honest dealer with 12 pairs where 3.3 were expected read p = 6e-6, Poisson 1e-4), and
     honest clubs of two-player tables were accused. Where dealers shuffle by hand the counts are overdispersed and
     the normal score, with the peers' spread, is the larger one."""
-    p = float(_st.norm.sf(z))
+    p = float(scipy_stats().norm.sf(z))
     if expected > 0 and observed > expected:
-        p = max(p, float(_st.poisson.sf(math.ceil(observed - 1e-9) - 1, expected)))
+        p = max(p, float(scipy_stats().poisson.sf(math.ceil(observed - 1e-9) - 1, expected)))
     return p
 
 
@@ -704,7 +703,7 @@ def _min_detectable(sel: list[tuple[_Stratum, int]], peer: dict[str, Fraction], 
     spread = np.sqrt(info["between_people_sd"] ** 2 + info["within_sd"] ** 2 / max(n, 1))
     if gain <= 0 or spread <= 0:
         return None
-    need = _st.norm.isf(level) + _st.norm.isf(1 - MIN_DETECTABLE_POWER)
+    need = scipy_stats().norm.isf(level) + scipy_stats().norm.isf(1 - MIN_DETECTABLE_POWER)
     q = need * spread / gain
     return round(float(q), 4) if q <= 1 else None
 
@@ -732,7 +731,7 @@ def _predictive_z(people: dict, d: str) -> tuple[float, dict] | None:
     n = int(people["n"][i])
     m = float(people["mean"][i])
     t = (m - mu) / np.sqrt(tau2 + sigma2 / n + var_mu)
-    z = float(_st.norm.isf(_st.t.sf(t, df=k - 1)))
+    z = float(scipy_stats().norm.isf(scipy_stats().t.sf(t, df=k - 1)))
     return z, {"peers": k, "mean_excess_sd_units": round(m, 4), "peers_mean": round(mu, 4),
                "between_people_sd": round(float(np.sqrt(tau2)), 4), "within_sd": round(float(np.sqrt(sigma2)), 4),
                "t": round(float(t), 3)}

@@ -45,8 +45,8 @@ from .facts import DealingFacts, facts_from_columns
 from .countfile import BlobFile, CountsFileError, Deferred, StreamedBlob, check_counts, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
-from .pools import (call_in_fresh_process, closing_pool, fresh_context, start_fork_server, stop_children,
-                    trim_heap, use_system_memory_pool)
+from .pools import (EARLY_MIN_DEALS, ISOLATE_MIN_DEALS, call_in_fresh_process, closing_pool, fresh_context,
+                    start_fork_server, stop_children, trim_heap, use_system_memory_pool)
 from .replay.chain import GameSummary
 from .replay.result import (DocEntries, Replay, dump_document, entry_bytes, entry_pieces, forward_slice,
                             write_spliced)
@@ -316,9 +316,6 @@ def spill_part_counts(det: Detector, counts: Any, spill_dir: str, k: int, n: int
     return spill_shards(det, counts, stem, n) if n > 1 else spill_part(counts, f"{stem}.pickle")
 
 
-ISOLATE_MIN_DEALS = 100_000  # parts this large (on average) are replayed each in a fresh process (`isolated`)
-
-
 def isolated(parts: Parts, isolate: bool | None = None) -> bool:
     """Whether `run_parts`, on one machine without `workers`, replays each part in a fresh process: `isolate` if
     given; by default when there are two parts or more of `ISOLATE_MIN_DEALS` deals on average. The fork server
@@ -502,7 +499,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         for p in add_counts:  # a counts file that cannot be added is refused before the split (read after it)
             check_counts(p, fp)
         # the fork server's imports while the input is split, when the parts will be run in its processes
-        early = (lambda n: start_fork_server() if n >= 2 * ISOLATE_MIN_DEALS and isolate is not False else None) \
+        early = (lambda n: start_fork_server() if n >= EARLY_MIN_DEALS and isolate is not False else None) \
             if not dask else None
         parts = split_input([str(p) for p in paths], wd, part_deals, selection=selection, progress=progress,
                             sized=early)

@@ -424,6 +424,11 @@ def audit(
     Exit 0 when no one is flagged, 1 with flags, 2 for a bad option or an --out that cannot be written (checked
     before the replay), 3 when no deal was replayed (nothing to audit: an empty or unreadable input, a selection
     that matches nothing; --out is then not written), 4 when stdout cannot be written."""
+    if engine == "batch" and dask is None:  # a large input's fork server imports while this process does (first:
+        # the checks below import the audit's modules, a second)
+        from .pools import start_fork_server_early
+
+        start_fork_server_early(paths)
     if out is not None:  # issue 12: checked before anything is read
         from .errors import UsageError as _Usage
         from .report.formats import format_of

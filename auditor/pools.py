@@ -200,6 +200,49 @@ def stop_fork_server() -> None:
             pass
 
 
+ISOLATE_MIN_DEALS = 100_000  # parts this large (on average) are replayed each in a fresh process (`audit.isolated`)
+EARLY_MIN_DEALS = 2 * ISOLATE_MIN_DEALS  # an input this large starts the fork server before it is split
+BYTES_PER_DEAL = {".parquet": 100, ".jsonl.gz": 140, ".jsonl": 800}  # typical sizes (issue 15 seasons: 83-104,
+# 131 and 721-861 bytes a deal), for `start_fork_server_early`'s guess; any other name counts as JSON Lines
+
+
+def start_fork_server_early(paths: list[str]) -> bool:
+    """Start the fork server at once when the files' sizes say that the input has `EARLY_MIN_DEALS` deals or more
+    (`BYTES_PER_DEAL`; directories walked for their log files), before the audit imports its own modules (the CLI
+    calls this first, before it checks the options). The audit starts it
+    again, a no-op then, when the split has counted that many records (`audit_input`); this only starts it sooner:
+    from the split's start, the server's imports (about 2.4 s of the other core, `auditor.warm`) ended some 0.7 s
+    after the split, and the first part waited for them (the issue-like 300k season; issue 15, a nineteenth
+    session). A wrong guess costs the other core's time and the server's memory until the command ends, never a
+    result. Returns whether it started the server."""
+    import os
+
+    def files(p: str) -> Iterator[str]:  # a directory's log files, roughly as `inputs.expand_inputs` finds them
+        if not os.path.isdir(p):
+            yield p
+            return
+        for root, dirs, names in os.walk(p):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+            yield from (os.path.join(root, n) for n in names
+                        if not n.startswith((".", "_")) and n.endswith(tuple(BYTES_PER_DEAL)))
+
+    total = 0.0
+    for p in paths:
+        for f in files(p):
+            try:
+                size = os.stat(f).st_size
+            except OSError:
+                continue
+            ext = next((e for e in BYTES_PER_DEAL if f.endswith(e)), ".jsonl")
+            total += size / BYTES_PER_DEAL[ext]
+            if total >= EARLY_MIN_DEALS:
+                break
+    if total < EARLY_MIN_DEALS:
+        return False
+    start_fork_server()
+    return True
+
+
 def start_fork_server() -> None:
     """Start `fresh_context`'s fork server now, without waiting for it: it imports the audit's modules (about 2 s of
     one core) while this process splits the input, so that it is ready when the first part needs it (issue 15, a

@@ -436,3 +436,58 @@ def test_trim_heap_gives_the_freed_heap_back() -> None:
     before, after = map(int, got.stdout.split())
     assert before > 350, before  # the 200 freed arrays were still held, with the 200 kept
     assert after < before - 150, (before, after)
+
+
+# ---------------------------------------------------------------- the fork server started early (a nineteenth session)
+
+def _sized(path, size: int) -> str:
+    """A file of `size` bytes that takes no disk (sparse)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return str(path)
+
+
+def test_the_fork_server_starts_early_for_an_input_sized_like_a_large_audit(monkeypatch, tmp_path) -> None:
+    from auditor import pools
+
+    started: list[int] = []
+    monkeypatch.setattr(pools, "start_fork_server", lambda: started.append(1))
+    need = pools.EARLY_MIN_DEALS
+    small_pq = _sized(tmp_path / "a.parquet", need * pools.BYTES_PER_DEAL[".parquet"] - 1)
+    assert not pools.start_fork_server_early([small_pq]) and not started
+    big_pq = _sized(tmp_path / "b.parquet", need * pools.BYTES_PER_DEAL[".parquet"])
+    assert pools.start_fork_server_early([big_pq]) and started == [1]
+    # JSON Lines take more bytes a deal: the Parquet file's size is not enough there
+    lines = _sized(tmp_path / "c.jsonl", need * pools.BYTES_PER_DEAL[".parquet"])
+    assert not pools.start_fork_server_early([lines])
+    # a directory: its log files add up; hidden files, `_` files and folders, and other names do not count
+    half = need * pools.BYTES_PER_DEAL[".parquet"] // 2
+    d = tmp_path / "ds"
+    _sized(d / "table=a" / "part-0.parquet", half)
+    _sized(d / ".hidden" / "x.parquet", 10 * half)
+    _sized(d / "_tmp.parquet", 10 * half)
+    _sized(d / "notes.txt", 10 * half)
+    assert not pools.start_fork_server_early([str(d)])
+    _sized(d / "table=b" / "part-0.parquet", half)
+    started.clear()
+    assert pools.start_fork_server_early([str(d)]) and started == [1]
+    # a path that is not there is no error here (the audit reports it)
+    assert not pools.start_fork_server_early([str(tmp_path / "missing.parquet")])
+
+
+def test_the_cli_audit_starts_it_before_its_checks_and_not_for_dask_or_reference(monkeypatch, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from auditor import cli, pools
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(pools, "start_fork_server_early", lambda paths: calls.append(list(paths)) or False)
+    runner = CliRunner()
+    log = str(tmp_path / "missing.jsonl")
+    res = runner.invoke(cli.app, ["audit", log, "--fdr", "2"])  # a bad option: exit 2, after the early start
+    assert res.exit_code == 2 and calls == [[log]]
+    calls.clear()
+    runner.invoke(cli.app, ["audit", log, "--engine", "reference"])
+    runner.invoke(cli.app, ["audit", log, "--dask", "local:2"])
+    assert calls == []

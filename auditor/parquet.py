@@ -616,11 +616,12 @@ def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, kee
     dealer = to_numpy(c["dealer"], np.int16, -1, bad=odd)
     bad |= col & ((dealer < 0) | (dealer >= nplayers))
     cutter = to_numpy(c["cutter"], np.int16, -1, bad=odd)
-    bad |= col & (cutter >= nplayers)
+    bad |= col & ((cutter >= nplayers) | ((cutter < 0) & _present(c["cutter"])))  # a stored -1 is no "no cutter"
     turn_up = to_numpy(c["turn_up"], np.uint8, NOCARD, bad=odd)
     shown = to_numpy(c["shown"], np.uint8, NOCARD, bad=odd)
     beg = to_numpy(c["beg"], np.int8, 0, bad=odd)
-    bad |= col & ((turn_up >= 52) | ((shown >= 52) & (shown != NOCARD)) | (beg > 3) | (beg < 0))
+    bad |= col & ((turn_up >= 52) | ((shown >= 52) & ((shown != NOCARD) | _present(c["shown"]))) | (beg > 3)
+                  | (beg < 0))
     bunched = to_numpy(c["bunched"], bool, False)
     rg = {name: _ragged(c[name]) for name in CARD_COLS}
     lens = {name: _ragged(c[LEN_COLS[name]]) for name in LEN_COLS}
@@ -656,7 +657,7 @@ def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, kee
     rt, rt_has, okt = _lists(c["rec_totals"], ns, S)
     bad |= col & (~okp | ~okt)
     rw = to_numpy(c["rec_winner"], np.int16, -1, bad=odd)
-    bad |= col & (rw >= ns)
+    bad |= col & ((rw >= ns) | ((rw < 0) & _present(c["rec_winner"])))
     rec_has = to_numpy(c["recorded"], bool, False)
     bad |= col & ~rec_has & (rp_has | rt_has | (rw >= 0))
     bad |= col & odd
@@ -759,6 +760,13 @@ def _row_obj(batch: Arrow, i: int) -> dict[str, Any] | bytes:
     card as '#code', which the replay reports as unknown cards)."""
     row = {name: batch.column(name)[i].as_py() for name in batch.schema.names}
     return row_dict_to_obj(row)
+
+
+def _present(arr: Arrow) -> np.ndarray:
+    """Which rows of a column hold a value (not null): a stored value equal to the reader's fill for null (-1, the
+    no-card code) is not taken for a missing one (another tool's column: issue 15)."""
+    ok = validity(arr)
+    return np.ones(len(arr), bool) if ok is None else ok
 
 
 def _whole(v: Any) -> Any:

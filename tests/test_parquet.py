@@ -317,7 +317,8 @@ def test_the_layout_rewritten_by_other_tools_reads_as_written(tmp_path):
 def test_values_the_layout_cannot_hold_are_judged_row_by_row(tmp_path):
     """Another tool's wider or floating columns: a value the layout's type cannot hold is not cast (a dealer of
     65,538 read as int16 was seat 2) but judged as the JSON Lines reader would, in its own row; whole floats are
-    the integers they stand for; the rest of the file reads as before."""
+    the integers they stand for; a stored -1 cutter is not taken for a missing one; the rest of the file reads as
+    before."""
     src, pqt = tmp_path / "a.jsonl", tmp_path / "a.parquet"
     src.write_bytes(to_jsonl(random_log(np.random.default_rng(6), 2, n=4)))
     convert_file(str(src), str(pqt))
@@ -327,15 +328,17 @@ def test_values_the_layout_cannot_hold_are_judged_row_by_row(tmp_path):
     wide = pa.array([65538 + dealer[0]] + dealer[1:], pa.int64())  # seat 2 if cast to int16
     as_float = pa.array([float(x) for x in dealer[:2]] + [dealer[2] + 0.5] + [float(x) for x in dealer[3:]],
                         pa.float64())
-    for k, col in enumerate((wide, as_float)):
-        t2 = t.set_column(t.schema.get_field_index("dealer"), "dealer", col)
+    cutter = t.column("cutter").to_pylist()
+    stored_none = pa.array(cutter[:1] + [-1] + cutter[2:], pa.int8())  # -1 is the reader's "no cutter": not a seat
+    for k, (name, col) in enumerate((("dealer", wide), ("dealer", as_float), ("cutter", stored_none))):
+        t2 = t.set_column(t.schema.get_field_index(name), name, col)
         bad = tmp_path / f"bad{k}.parquet"
         pq.write_table(t2, bad)
         doc = replay_paths([str(bad)]).to_json()
         assert doc == replay_records(read_records([str(bad)]), "reference").to_json()
-        row = 1 if k == 0 else 3
+        row = (1, 3, 2)[k]
         assert doc["deals"] == n
         hit = [f for f in doc["findings"] if f["source"] == f"{bad}:{row}"]
-        assert hit and hit[0]["code"] == "bad_record" and "dealer" in hit[0]["message"], hit
+        assert hit and hit[0]["code"] == "bad_record" and name in hit[0]["message"], hit
         others = [f for f in doc["findings"] if f["code"] == "bad_record" and f["source"] != f"{bad}:{row}"]
         assert not others

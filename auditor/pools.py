@@ -209,12 +209,12 @@ BYTES_PER_DEAL = {".parquet": 100, ".jsonl.gz": 140, ".jsonl": 800}  # typical s
 def start_fork_server_early(paths: list[str]) -> bool:
     """Start the fork server at once when the files' sizes say that the input has `EARLY_MIN_DEALS` deals or more
     (`BYTES_PER_DEAL`; directories walked for their log files), before the audit imports its own modules (the CLI
-    calls this first, before it checks the options). The audit starts it
-    again, a no-op then, when the split has counted that many records (`audit_input`); this only starts it sooner:
-    from the split's start, the server's imports (about 2.4 s of the other core, `auditor.warm`) ended some 0.7 s
-    after the split, and the first part waited for them (the issue-like 300k season; issue 15, a nineteenth
-    session). A wrong guess costs the other core's time and the server's memory until the command ends, never a
-    result. Returns whether it started the server."""
+    calls this first, before it checks the options). The audit starts it again, a no-op then, when the split has
+    counted that many records (`audit_input`); this only starts it sooner: from the split's start, the server's
+    imports (about 2.4 s of the other core, `auditor.warm`) ended some 0.7 s after the split, and the first part
+    waited for them (the issue-like 300k season; issue 15, a nineteenth session). A wrong guess costs the other
+    core's time and the server's memory until the command ends, never a result. Returns whether it started the
+    server."""
     import os
 
     def files(p: str) -> Iterator[str]:  # a directory's log files, roughly as `inputs.expand_inputs` finds them
@@ -227,20 +227,16 @@ def start_fork_server_early(paths: list[str]) -> bool:
                         if not n.startswith((".", "_")) and n.endswith(tuple(BYTES_PER_DEAL)))
 
     total = 0.0
-    for p in paths:
-        for f in files(p):
-            try:
-                size = os.stat(f).st_size
-            except OSError:
-                continue
-            ext = next((e for e in BYTES_PER_DEAL if f.endswith(e)), ".jsonl")
-            total += size / BYTES_PER_DEAL[ext]
-            if total >= EARLY_MIN_DEALS:
-                break
-    if total < EARLY_MIN_DEALS:
-        return False
-    start_fork_server()
-    return True
+    for f in (f for p in paths for f in files(p)):
+        try:
+            size = os.stat(f).st_size
+        except OSError:
+            continue
+        total += size / BYTES_PER_DEAL[next((e for e in BYTES_PER_DEAL if f.endswith(e)), ".jsonl")]
+        if total >= EARLY_MIN_DEALS:  # enough: the rest of a large directory is not walked
+            start_fork_server()
+            return True
+    return False
 
 
 def start_fork_server() -> None:

@@ -759,6 +759,11 @@ class DealUniformity:
             return int(self.mc_max)
         return int(min(200_000, max(2_000, np.ceil(2 * m / self.fdr))))
 
+    def importance_draws(self) -> int:
+        """`is_draws`, at most `mc_max` when a cap is set (a study or a test that caps the Monte Carlo for speed
+        caps the importance sampling too)."""
+        return self.is_draws if self.mc_max is None else min(self.is_draws, int(self.mc_max))
+
     def count(self, table: AuditColumns, rng: np.random.Generator | None = None,
               facts: DealingFacts | None = None) -> dict:
         return _uniformity_counts(facts if facts is not None else facts_from_columns(table))
@@ -782,8 +787,8 @@ class DealUniformity:
                 continue
             p = float(chdtrc(df, _x2(obs, exp_)))  # chi2.sf, without importing scipy.stats here
             guess = 10 * MC_H / max(p, 1e-300)
-            if self.is_draws and guess > min(cap, IS_AFTER):  # Besag-Clifford to its end, then importance sampling
-                draws += min(cap, IS_AFTER) + IS_COST * self.is_draws
+            if self.importance_draws() and guess > min(cap, IS_AFTER):  # Besag-Clifford, then importance sampling
+                draws += min(cap, IS_AFTER) + IS_COST * self.importance_draws()
             else:
                 draws += min(float(cap), guess)
         return 0.5e-3 * draws
@@ -816,7 +821,7 @@ class DealUniformity:
                 p, draws, method = p_lr, 0, LR_METHOD
             else:
                 p, draws, is_draws = mc_pvalue(stat, by_cfg, obs, simulate, stat_of, subject_rng(rng, base, s),
-                                               cap=self.cap(len(subjects)), is_draws=self.is_draws)
+                                               cap=self.cap(len(subjects)), is_draws=self.importance_draws())
                 method = IS_METHOD if is_draws else MC_METHOD
             df = _df(mask)
             detail: dict[str, Any] = {"mc_draws": draws, "is_draws": is_draws}

@@ -166,3 +166,11 @@ def test_a_stacker_past_the_shortcut_gets_a_pvalue_below_the_monte_carlo_floor()
     [old] = du.DealUniformity(details=False, fdr=0.05, is_draws=0).finalize({"kate": counts},
                                                                             np.random.default_rng(3))
     assert old.method == du.MC_METHOD and old.pvalue == floor
+
+
+def test_a_monte_carlo_cap_set_for_speed_caps_the_importance_draws():
+    assert du.DealUniformity().importance_draws() == du.IS_DRAWS
+    det = du.DealUniformity()
+    det.mc_max = 300  # as the studies and the tests that want a short Monte Carlo set it
+    assert det.importance_draws() == 300
+    assert du.DealUniformity(is_draws=0, mc_max=300).importance_draws() == 0

@@ -131,7 +131,10 @@ GLOSSARY = HOW_TO_READ + [
                             "default), shared out between the tests in advance."),
     ("method words", "'exact Poisson-binomial': the p-value is computed exactly from each deal's own chance, "
                      "not approximated; 'one-sided': only results in the cheat's direction count; 'Monte-Carlo': "
-                     "the p-value is estimated by simulating honest play (with the recorded seed); "
+                     "the p-value is estimated by simulating honest play (with the recorded seed); 'importance "
+                     "sampling': the same estimate from honest deals drawn leaning towards unusual tables and weighted "
+                     "back, so that a small p-value needs far fewer simulations; 'closed-form bound': a p-value from a "
+                     "formula, with no simulation, used when a result lies far beyond what simulation can reach; "
                      "'Benjamini-Hochberg': the way q-values allow for the many checks made."),
     ("Method", "the line at the end of each test's section that names its statistical method, for a statistician "
                "who wants to check the work ('null' there is the honest chance a result is compared with); the rest "

@@ -30,6 +30,7 @@ TERMS = {
     r"\bsd\b": "sd", r"X²": "Pearson X² (misfit)", r"\bstandard deviations?\b": "sd",
     r"\bpercentile\b": "percentile", r"\bstandardised\b": "standardised",
     r"Benjamini": "method words", r"Poisson-binomial": "method words", r"Monte-Carlo": "method words",
+    r"importance sampling": "method words", r"closed-form": "method words",
     r"\bSHA-256\b": "SHA-256", r"\bcontrols?\b": "controls", r"\bwatch list\b": "tiers",
     r"\bcumulative excess\b": "cumulative excess (timeline)", r"\bfunnel\b": "funnel plot",
     r"\bMethod: ": "Method", r"\bnull\b": "Method",
@@ -123,3 +124,13 @@ def test_terminal_opens_with_the_per_person_paragraphs(doc):
     names = {n for p in people for n in [p["person"], *p["subjects"]]}
     for name in names:
         assert flat.count(name) == wide.count(name), name
+
+
+def test_a_test_whose_rows_used_several_methods_names_each(texts, doc):
+    """deal_uniformity's rows on the demo: kate's closed-form bound and otto's importance sampling (issue 15); the
+    method line names both, in the rows' order, not the first row's alone."""
+    methods = {t["method"] for t in doc["tests"] if t["test"] == "deal_uniformity" and t.get("flagged")}
+    assert len(methods) >= 2
+    line = re.search(r"Methods, as the rows above have them: pearson X².*?q-values", texts["html"])
+    assert line is not None
+    assert "closed-form" in line.group(0) and "importance sampling" in line.group(0)

@@ -174,3 +174,11 @@ def test_a_monte_carlo_cap_set_for_speed_caps_the_importance_draws():
     det.mc_max = 300  # as the studies and the tests that want a short Monte Carlo set it
     assert det.importance_draws() == 300
     assert du.DealUniformity(is_draws=0, mc_max=300).importance_draws() == 0
+
+
+def test_a_configuration_without_deals_adds_no_cell():
+    base = {config(PRESETS[("scotch_whist", "foster")], 4): 50}
+    with_empty = du.canonical_cfgs({**base, config(PRESETS[("all_fours", "foster")], 2): 0})
+    a, b = du.tilt_design(du.canonical_cfgs(base)), du.tilt_design(with_empty)
+    assert np.isfinite(b.lams).all() and np.isfinite(b.log_m).all()
+    assert np.array_equal(a.cells, b.cells) and np.array_equal(a.lams, b.lams)

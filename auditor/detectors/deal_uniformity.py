@@ -594,6 +594,8 @@ def tilt_design(by_cfg: dict[Config, Any]) -> TiltDesign:
     used = np.zeros((N_CLASSES, 6), bool)
     per_cfg = []
     for cfg, entry in by_cfg.items():
+        if _n_deals(entry) == 0:  # no deal: no cell, no variance (a cell of no deal would get an infinite tilt)
+            continue
         e = _expected(cfg)
         cols = _cols(cfg)
         for j, col in enumerate(cols):

@@ -34,6 +34,7 @@ from .detectors.partner_jack import count_facts as partner_counts
 from .detectors.registry import DETECTORS, SHARES, make_detectors
 from .errors import UsageError
 from .facts import config, held_prob
+from .replay.result import Replay
 from .replay.run import replay_records
 from .report.console import Col, SafeConsole, print_table
 from .rules import resolve
@@ -318,6 +319,27 @@ def _rates(tests_per_season: list[list], seasons: int, honest: set[str] | None =
             for test, ps in sorted(pvals.items())}
 
 
+def human_shuffle_season(spec: int | str | None, rng: np.random.Generator, tables: int = 6,
+                         deals_per_table: int = 240) -> Replay:
+    """One season of `human_shuffle_study`'s honest tables of four (Scotch Whist, Foster), replayed with its table:
+    `spec` is a scenario's value in `SHUFFLE_SCENARIOS` (None: uniform shuffles; an int: that many riffles for
+    every dealer; "mixed": 2 to 6 riffles, drawn per dealer)."""
+    recs = []
+    for t in range(tables):
+        players = [f"t{t}p{k}" for k in range(4)]
+        rif: dict[str, int | None]
+        if spec is None:
+            rif = {}
+        elif spec == "mixed":
+            rif = {p: int(rng.integers(2, 7)) for p in players}
+        else:
+            rif = {p: int(spec) for p in players}
+        recs += list(dealgen.table_sequence("scotch_whist/foster", players, deals_per_table, rng, rif,
+                                            table=f"t{t}"))
+    return replay_records([record_from_obj(r, "sim", 0, k + 1) for k, r in enumerate(recs)], engine="batch",
+                          table=True)
+
+
 def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_table: int = 240, fdr: float = 0.05,
                         scenarios: dict[str, int | str | None] | None = None, simulator_deals: int = 4000,
                         tick: Callable[[int], None] | None = None) -> dict:
@@ -332,20 +354,7 @@ def human_shuffle_study(seasons: int, seed: int, tables: int = 6, deals_per_tabl
         t0 = time.perf_counter()
         for i in range(seasons):
             rng = _season_rng(seed, "shuffle", name, i)
-            recs = []
-            for t in range(tables):
-                players = [f"t{t}p{k}" for k in range(4)]
-                rif: dict[str, int | None]
-                if spec is None:
-                    rif = {}
-                elif spec == "mixed":
-                    rif = {p: int(rng.integers(2, 7)) for p in players}
-                else:
-                    rif = {p: int(spec) for p in players}
-                recs += list(dealgen.table_sequence("scotch_whist/foster", players, deals_per_table, rng, rif,
-                                                    table=f"t{t}"))
-            rep = replay_records([record_from_obj(r, "sim", 0, k + 1) for k, r in enumerate(recs)], engine="batch",
-                                 table=True)
+            rep = human_shuffle_season(spec, rng, tables, deals_per_table)
             dets = make_detectors(fdr=fdr, details=False, only=only)
             for d in dets:
                 if hasattr(d, "mc_max"):

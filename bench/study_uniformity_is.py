@@ -17,12 +17,9 @@ import time
 
 import numpy as np
 
-from auditor import dealgen
 from auditor.audit import count_table
-from auditor.calibrate import SHUFFLE_SCENARIOS, _season_rng
+from auditor.calibrate import SHUFFLE_SCENARIOS, _season_rng, human_shuffle_season
 from auditor.detectors.deal_uniformity import DealUniformity
-from auditor.logparse import record_from_obj
-from auditor.replay.run import replay_records
 
 LEVELS = (0.05, 0.01, 0.001, 1e-4, 1e-5)
 
@@ -39,23 +36,11 @@ def main() -> None:
         used = 0
         for i in range(args.seasons):
             rng = _season_rng(args.seed, "shuffle", name, i)
-            recs = []
-            for t in range(6):
-                players = [f"t{t}p{k}" for k in range(4)]
-                if spec is None:
-                    rif: dict[str, int | None] = {}
-                elif spec == "mixed":
-                    rif = {q: int(rng.integers(2, 7)) for q in players}
-                else:
-                    rif = {q: int(spec) for q in players}
-                recs += list(dealgen.table_sequence("scotch_whist/foster", players, args.deals_per_table, rng, rif,
-                                                    table=f"t{t}"))
-            rep = replay_records([record_from_obj(r, "sim", 0, k + 1) for k, r in enumerate(recs)], engine="batch",
-                                 table=True)
+            rep = human_shuffle_season(spec, rng, deals_per_table=args.deals_per_table)
             assert rep.table is not None  # asked for with table=True
+            counts = count_table(rep.table, [DealUniformity()], workers=1).by_test["deal_uniformity"]  # one count
             for key, draws in (("old", 0), ("new", DealUniformity().is_draws)):
                 det = DealUniformity(fdr=0.005, details=False, is_draws=draws)
-                counts = count_table(rep.table, [det], workers=1).by_test[det.name]
                 t0 = time.process_time()
                 res = det.finalize(counts, np.random.default_rng(i))
                 cpu[key] += time.process_time() - t0

@@ -284,14 +284,13 @@ def _chain(p: np.ndarray) -> tuple[np.ndarray, ...]:
     return tuple(out)
 
 
-def _multinomial(n: np.ndarray, p: np.ndarray, rng: np.random.Generator,
-                 chain: tuple[np.ndarray, ...] | None = None) -> np.ndarray:
-    """Multinomial counts [B, S, C] of n [B, S] trials with probabilities p [S, C] (rows sum to 1), drawn as a
-    chain of binomials (one vectorised call per category: far cheaper than numpy's per-row multinomial); `chain`:
-    `_chain(p)`, when the caller has it."""
-    out = np.empty(n.shape + (p.shape[1],), dtype=np.int64)
+def _multinomial(n: np.ndarray, chain: tuple[np.ndarray, ...], rng: np.random.Generator) -> np.ndarray:
+    """Multinomial counts [B, S, C] of n [B, S] trials with the probabilities whose binomial chain is `chain`
+    (`_chain`, C - 1 entries), drawn one vectorised binomial call per category: far cheaper than numpy's per-row
+    multinomial."""
+    out = np.empty(n.shape + (len(chain) + 1,), dtype=np.int64)
     left = n.astype(np.int64)  # a copy: the trials not yet placed, updated in place
-    for c, q in enumerate(_chain(p) if chain is None else chain):
+    for c, q in enumerate(chain):
         _take_category(rng.binomial(left, q), left, out, c)
     out[:, :, -1] = left
     return out
@@ -488,8 +487,8 @@ def _simulate_tables(by_cfg: dict[Config, Any], B: int, rng: np.random.Generator
                 out[:, TURNUP, turned] += n[:, 0]
             live_slots = tuple(int(x) for x in slots[live])
             chains = _stage_chains(live_slots, len(rest))
-            for j, (p, flat, starts) in enumerate(_stages(live_slots, len(rest))):
-                m = _multinomial(n, p, rng, chains[j])  # [B, S, C]
+            for j, (_p, flat, starts) in enumerate(_stages(live_slots, len(rest))):
+                m = _multinomial(n, chains[j], rng)  # [B, S, C]
                 n = _stage_kernel(m, flat, starts, out, live, rest[j])
     return out
 
@@ -498,22 +497,43 @@ LR_STEPS = (-2.0, -1.0, -0.5, -0.25, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0)  # the 
 LR_SHORTCUT = 1e-15  # the closed-form bound replaces the Monte Carlo when it is at most this (module docstring)
 
 
+def _per_cfg(by_cfg: dict[Config, Any]) -> list[tuple[int, np.ndarray, list[int]]]:
+    """(deals, `_expected` [N_CLASSES, H], table columns of its ranks) per configuration, in `by_cfg`'s order."""
+    return [(_n_deals(entry), _expected(cfg), _cols(cfg)) for cfg, entry in by_cfg.items()]
+
+
+def tilt_log_normalisers(per_cfg: list[tuple[int, np.ndarray, list[int]]], cells: np.ndarray,
+                         lams: np.ndarray) -> np.ndarray:
+    """[K, S] Σ_deals log(1 - p + p e^λ) for each cell (location class, table column) of `cells` [K, 2] and each
+    tilt λ of lams [K, S], p the cell's null probability in each deal (`_per_cfg`), added configuration by
+    configuration: the log normaliser of a one-cell tilt, whose season likelihood ratio is exp(λ O - this), O the
+    cell's count. The one formula of `lr_log_ratios` and `tilt_design`."""
+    log_m = np.zeros(lams.shape)
+    for D, e, cols in per_cfg:
+        for j, col in enumerate(cols):
+            sel = cells[:, 1] == col
+            log_m[sel] += D * np.log1p(e[cells[sel, 0], j][:, None] * np.expm1(lams[sel]))
+    return log_m
+
+
+def log_mean_exp(logs: np.ndarray) -> np.ndarray:
+    """log of the mean of exp(logs) over the last axis, without overflow."""
+    top = logs.max(axis=-1)
+    return top + np.log(np.exp(logs - top[..., None]).sum(axis=-1)) - np.log(logs.shape[-1])
+
+
 def lr_log_ratios(by_cfg: dict[Config, Any], obs: np.ndarray) -> np.ndarray:
     """log LR of every alternative of `lr_pvalue`'s mixture (one per (cell, step), cells in table order, steps in
     `LR_STEPS` order) for the table `obs` [N_CLASSES, 6]; `by_cfg`: {config: its number of deals (`_n_deals`)}."""
-    lam = np.array(LR_STEPS)
-    log_m = np.zeros((N_CLASSES, 6, len(lam)))
+    per_cfg = _per_cfg(by_cfg)
     used = np.zeros((N_CLASSES, 6), bool)
-    for cfg, entry in by_cfg.items():
-        D = _n_deals(entry)
-        e = _expected(cfg)
-        for j, col in enumerate(_cols(cfg)):
-            p = e[:, j]
-            used[:, col] |= p > 0
-            log_m[:, col, :] += D * np.log1p(p[:, None] * np.expm1(lam)[None, :])
+    for _D, e, cols in per_cfg:
+        for j, col in enumerate(cols):
+            used[:, col] |= e[:, j] > 0
     cells = np.argwhere(used)
+    lams = np.broadcast_to(np.array(LR_STEPS), (len(cells), len(LR_STEPS)))
     o = np.asarray(obs, float)[cells[:, 0], cells[:, 1]]
-    return (o[:, None] * lam[None, :] - log_m[cells[:, 0], cells[:, 1]]).reshape(-1)
+    return (o[:, None] * lams - tilt_log_normalisers(per_cfg, cells, lams)).reshape(-1)
 
 
 def lr_pvalue(by_cfg: dict[Config, Any], obs: np.ndarray) -> float:
@@ -530,8 +550,7 @@ def lr_pvalue(by_cfg: dict[Config, Any], obs: np.ndarray) -> float:
     logs = lr_log_ratios(by_cfg, obs)
     if not len(logs):
         return 1.0
-    top = float(logs.max())
-    log_e = top + float(np.log(np.exp(logs - top).sum())) - float(np.log(len(logs)))
+    log_e = float(log_mean_exp(logs))
     return float(min(1.0, max(float(np.exp(-log_e)), np.finfo(float).tiny)))
 
 
@@ -579,9 +598,7 @@ class TiltDesign:
         """log of the mixture likelihood ratio (1/K·S) Σ_k,z dQ_k,z/dP for tables [B, N_CLASSES, 6]: each tilt's
         ratio is exp(λ O - log_m), O the tilted cell's count (`lr_log_ratios`' form)."""
         o = np.asarray(tables, float)[:, self.cells[:, 0], self.cells[:, 1]]  # [B, K]
-        logs = (o[:, :, None] * self.lams[None] - self.log_m[None]).reshape(len(o), self.lams.size)
-        top = logs.max(axis=1)
-        return top + np.log(np.exp(logs - top[:, None]).sum(axis=1)) - np.log(logs.shape[1])
+        return log_mean_exp((o[:, :, None] * self.lams[None] - self.log_m[None]).reshape(len(o), self.lams.size))
 
     def weights(self, tables: np.ndarray) -> np.ndarray:
         """dP/dQ for the defensive proposal Q = P/2 + (mixture of tilts)/2: 1 / (1/2 + E/2), at most 2."""
@@ -590,17 +607,12 @@ class TiltDesign:
 
 def tilt_design(by_cfg: dict[Config, Any]) -> TiltDesign:
     """`TiltDesign` of a dealer from {config: its number of deals (`_n_deals`)}: per used cell, its null variance
-    Σ_deals p(1 - p), λ = z / sd for z in `IS_Z`, and the exact log normalisers."""
+    Σ_deals p(1 - p), λ = z / sd for z in `IS_Z`, and the exact log normalisers (`tilt_log_normalisers`)."""
+    per_cfg = [x for x in _per_cfg(by_cfg) if x[0]]  # a configuration of no deal: no cell (its tilt would be infinite)
     used = np.zeros((N_CLASSES, 6), bool)
-    per_cfg = []
-    for cfg, entry in by_cfg.items():
-        if _n_deals(entry) == 0:  # no deal: no cell, no variance (a cell of no deal would get an infinite tilt)
-            continue
-        e = _expected(cfg)
-        cols = _cols(cfg)
+    for _D, e, cols in per_cfg:
         for j, col in enumerate(cols):
             used[:, col] |= e[:, j] > 0
-        per_cfg.append((_n_deals(entry), e, cols))
     cells = np.argwhere(used)
     var = np.zeros(len(cells))
     for D, e, cols in per_cfg:
@@ -609,13 +621,7 @@ def tilt_design(by_cfg: dict[Config, Any]) -> TiltDesign:
             p = e[cells[sel, 0], j]
             var[sel] += D * p * (1.0 - p)
     lams = np.array(IS_Z)[None, :] / np.sqrt(np.maximum(var, 1e-300))[:, None]
-    log_m = np.zeros(lams.shape)
-    for D, e, cols in per_cfg:
-        for j, col in enumerate(cols):
-            sel = cells[:, 1] == col
-            p = e[cells[sel, 0], j]
-            log_m[sel] += D * np.log1p(p[:, None] * np.expm1(lams[sel]))
-    return TiltDesign(cells, lams, log_m)
+    return TiltDesign(cells, lams, tilt_log_normalisers(per_cfg, cells, lams))
 
 
 def _simulate_tilted(by_cfg: dict[Config, Any], classes: np.ndarray, col: int, lam: np.ndarray,
@@ -665,7 +671,7 @@ def _simulate_tilted(by_cfg: dict[Config, Any], classes: np.ndarray, col: int, l
                     pb[rows, row_ci[rows]] *= el[rows]
                     m = rng.multinomial(n[:, 0], pb / pb.sum(axis=1, keepdims=True))[:, None, :]
                 else:
-                    m = _multinomial(n, p, rng, chains[j])
+                    m = _multinomial(n, chains[j], rng)
                 n = _stage_kernel(m, flat, starts, out, live, order[j])
     return out
 

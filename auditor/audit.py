@@ -328,13 +328,14 @@ def isolated(parts: Parts, isolate: bool | None = None) -> bool:
     return parts.records >= ISOLATE_MIN_DEALS * len(parts)
 
 
-def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, dask: str | None = None,
+def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, dask: "str | DaskSession | None" = None,
               progress: Callable[[int, int], None] | None = None,
               on_result: Callable[[int, tuple[Replay, Counts]], None] | None = None,
               isolate: bool | None = None) -> list[tuple[Replay, Counts]]:
     """Every part replayed and counted: one after the other (each in a fresh process when `isolated`, else in
     this one; the detectors of a part share the cores), in `workers` local processes, or on a Dask cluster
-    (`dask`: a scheduler address, or `local:N` for a LocalCluster of N worker processes). The results come back in
+    (`dask`: a scheduler address, or `local:N` for a LocalCluster of N worker processes, or the audit's open
+    `DaskSession`). The results come back in
     part order, whoever computed them: as a list, or (`on_result`) handed over one by one in part order as soon as each is next, so that the caller can fold them
     and hold no more than the parts that arrived early (then the list is empty). A single part (an input smaller
     than a part: the original paths) is always replayed here, where its paths are."""
@@ -356,7 +357,12 @@ def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, d
             nxt += 1
 
     if dask and not parts.single:
-        _dask_parts(parts, fdr, seed, dask, say, arrive)
+        session = DaskSession(dask) if isinstance(dask, str) else dask
+        try:
+            _dask_parts(parts, fdr, seed, session, say, arrive)
+        finally:
+            if session is not dask:
+                session.close()
     elif workers is not None and workers > 1 and n > 1:
         # each worker from a fork server (`pools.fresh_context`): not a fork of this process, whose reader's and
         # numba's threads may hold locks at the fork (a hang was seen)
@@ -436,40 +442,81 @@ def _at_once(one: Callable[[int], tuple[Replay, Counts]], n: int, width: int,
     ex.shutdown(wait=True)
 
 
-def _dask_parts(parts: Parts, fdr: float, seed: int, address: str, say: Callable[[int, int], None],
-                arrive: Callable[[int, tuple[Replay, Counts]], None]) -> None:
-    try:
-        from distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise UsageError("--dask needs the 'distributed' package: pip install 'auditor[dask]'") from None
-    cluster = None
-    if address.startswith("local:"):
+class DaskSession:
+    """The Dask client of one audit (`--dask`: a scheduler address, or `local:N` for a LocalCluster of N worker
+    processes), opened at first use and closed by `close()`: the parts and then the tests run on the same cluster,
+    and an input too small for parts opens none."""
+
+    def __init__(self, address: str):
+        self.address = address
+        self.client: Any = None
+        self.cluster: Any = None
+
+    def open(self) -> Any:
+        if self.client is not None:
+            return self.client
         try:
-            nw = int(address.split(":", 1)[1])
-        except ValueError:
-            raise UsageError(f"--dask local:N needs a number of workers, got {address!r}") from None
-        if nw < 1:
-            raise UsageError(f"--dask local:N needs at least one worker, got {address!r}")
-        cluster = LocalCluster(n_workers=nw, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=40)
-        client = Client(cluster)
-    else:
-        try:
-            client = Client(address, timeout=30)
-        except (OSError, TimeoutError, ValueError) as e:
-            raise UsageError(f"--dask: cannot reach the scheduler at {address!r}: {e}") from None
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise UsageError("--dask needs the 'distributed' package: pip install 'auditor[dask]'") from None
+        address = self.address
+        if address.startswith("local:"):
+            try:
+                nw = int(address.split(":", 1)[1])
+            except ValueError:
+                raise UsageError(f"--dask local:N needs a number of workers, got {address!r}") from None
+            if nw < 1:
+                raise UsageError(f"--dask local:N needs at least one worker, got {address!r}")
+            self.cluster = LocalCluster(n_workers=nw, threads_per_worker=1, processes=True, dashboard_address=None,
+                                        silence_logs=40)
+            self.client = Client(self.cluster)
+        else:
+            try:
+                self.client = Client(address, timeout=30)
+            except (OSError, TimeoutError, ValueError) as e:
+                raise UsageError(f"--dask: cannot reach the scheduler at {address!r}: {e}") from None
+        return self.client
+
+    def width(self) -> int:
+        """The cluster's worker threads: how many tasks run at once."""
+        return max(1, sum(self.open().nthreads().values()))
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+        self.client = self.cluster = None
+
+
+def dask_map(client: Any, fn: Callable[[Any], Any], args: Iterable[Any]) -> Iterator[Any]:
+    """`fn(a)` for each of `args` on a Dask cluster, yielded as they finish; submitted in order, the earlier ones
+    first where the cluster has to choose (priority). What is still pending when the caller stops is cancelled."""
+    from distributed import as_completed
+
+    todo = list(args)
+    futures = [client.submit(fn, a, pure=False, priority=len(todo) - j) for j, a in enumerate(todo)]
     try:
-        n = len(parts)
-        futures = client.map(_part_task, [(parts, k, fdr, seed, 1) for k in range(n)], pure=False)
-        index = {f.key: k for k, f in enumerate(futures)}
-        for done, fut in enumerate(as_completed(futures), 1):
-            arrive(index[fut.key], fut.result())
+        for fut in as_completed(futures):
+            yield fut.result()
             fut.release()
-            say(done, n)
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        client.cancel([f for f in futures if not f.done()])
+
+
+def _dask_parts(parts: Parts, fdr: float, seed: int, session: DaskSession, say: Callable[[int, int], None],
+                arrive: Callable[[int, tuple[Replay, Counts]], None]) -> None:
+    n = len(parts)
+    for done, (k, res) in enumerate(dask_map(session.open(), _numbered_part_task,
+                                             [(k, (parts, k, fdr, seed, 1)) for k in range(n)]), 1):
+        arrive(k, res)
+        say(done, n)
+
+
+def _numbered_part_task(args: tuple) -> tuple[int, tuple[Replay, Counts]]:
+    """(k, `_part_task(args)`): the part's number beside its result, for `dask_map`'s order of completion."""
+    k, task = args
+    return k, _part_task(task)
 
 
 def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEED,
@@ -490,6 +537,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
     fp = fingerprint(dets)
     wd = tempfile.mkdtemp(prefix="auditor-parts-", dir=workdir)
     track_folder(wd)  # removed on SIGTERM too (the CLI's handler)
+    session = DaskSession(dask) if dask else None  # the parts, then the tests, on the same cluster
 
     def remove_wd() -> None:
         shutil.rmtree(wd, ignore_errors=True)
@@ -567,7 +615,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
                 folded[:] = [merge_counts(folded + [part], in_memory)]
                 merged[0] = True
 
-        run_parts(parts, fdr, seed, workers=workers, dask=dask, progress=parts_progress, on_result=fold,
+        run_parts(parts, fdr, seed, workers=workers, dask=session, progress=parts_progress, on_result=fold,
                   isolate=isolate)
         stage(f"parts: {len(parts)} replayed and counted", t0)
         t0 = clock()
@@ -582,14 +630,23 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         release_memory()  # before the finalize workers start (forks, without parts, start from this process)
         t0 = clock()
         # the detectors' tests in fresh processes when there were parts: a fork of this process would carry the
-        # fold of every part (its resident set grows with the number of parts)
-        tests, fams, dealing, wide = finalize_counts(counts, fdr=fdr, seed=seed, dets=dets, fresh=len(parts) > 1)
+        # fold of every part (its resident set grows with the number of parts). They run as wide as the parts
+        # did: `--workers N` processes (at least the default's), or the Dask cluster's workers, which see the
+        # working folder as the parts' processes did
+        several = len(parts) > 1
+        tests, fams, dealing, wide = finalize_counts(
+            counts, fdr=fdr, seed=seed, dets=dets, fresh=several,
+            workers=max(workers, test_width()) if workers is not None and several else None,
+            dask=session if several else None)
         stage("detectors' tests over the merged counts", t0)
         del counts, folded[:]  # the merged counts (about 1 GB at 10M deals) are not needed by the document
         release_memory()
     except BaseException:
         remove_wd()
         raise
+    finally:
+        if session is not None:
+            session.close()
     sel = selection.summary() if selection is not None and selection.active else None
     return AuditReport(replay, seed, fdr, tests, fams, dealing, selection=sel, audit=wide, presets=presets,
                        cleanup=remove_wd)
@@ -975,18 +1032,22 @@ def spills(det: Detector) -> bool:
 
 def finalize_counts(counts: Counts, fdr: float = 0.05, seed: int = DEFAULT_SEED,
                     dets: Sequence[Detector] | None = None, workers: int | None = None, fresh: bool = False,
+                    dask: "DaskSession | None" = None,
                     ) -> tuple[list[TestResult], list[Family], dict[str, int], AuditWide]:
     """Every detector's tests from its merged counts, then the audit-wide flags: (tests, families, dealing summary,
     audit-wide summary). Each detector's generator is seeded from (seed, its name) for its finalize alone, so the
     result is the same however the counts were made. `fresh`: when the detectors run in worker processes, each is
     a fresh process from the fork server that receives its detector's counts (`_finalize_task`), not a fork of
-    this process."""
+    this process. `workers`: how many run at once (default `test_width()`); `dask` (with `fresh`): they run on
+    that cluster instead, as many at once as it has worker threads."""
     dets = list(dets) if dets is not None else make_detectors(fdr=fdr)
     t0 = clock()
     tests: list[TestResult] = []
-    for got in _each(counts, None, dets, seed, _finalize_one, workers, size=counts.deals_audited,
-                     fresh=_finalize_task if fresh else None, cost_of=lambda d: finalize_cost(d, counts),
-                     pieces=lambda d: _groups(counts, d)):
+    on_dask = dask if fresh else None
+    for got in _each(counts, None, dets, seed, _finalize_one, on_dask.width() if on_dask is not None else workers,
+                     size=counts.deals_audited, fresh=_finalize_task if fresh else None,
+                     cost_of=lambda d: finalize_cost(d, counts), pieces=lambda d: _groups(counts, d),
+                     dask=on_dask.open() if on_dask is not None else None):
         tests += got
     stage("detectors' tests", t0)
     t0 = clock()
@@ -1010,9 +1071,12 @@ PARALLEL_MIN_DEALS = 100_000  # below this the detectors run one after the other
 _SHARED: tuple[Any, DealingFacts | None, list[Detector], int] | None = None  # what forked workers read
 
 
-def _count_one(i: int) -> tuple[int, Any]:
-    assert _SHARED is not None
-    table, facts, dets, seed = _SHARED
+def _count_one(i: int, shared: tuple | None = None) -> tuple[int, Any]:
+    """Detector i's counts of the table (`_each`'s `one`): from `shared` (table, facts, detectors, seed), or, in
+    a forked worker, from `_SHARED`, which the fork inherited."""
+    got = shared if shared is not None else _SHARED
+    assert got is not None
+    table, facts, dets, seed = got
     det = dets[i]
     t0 = clock()
     out = det.count(table, detector_rng(seed, det.name), facts=facts)
@@ -1031,9 +1095,12 @@ Task = int | tuple[int, int, int]
 """What a worker of `_each` runs: a detector's index, or (index, k, n), the k-th of n pieces of its groups."""
 
 
-def _finalize_one(task: Task) -> tuple[Task, list[TestResult]]:
-    assert _SHARED is not None
-    counts, _facts, dets, seed = _SHARED
+def _finalize_one(task: Task, shared: tuple | None = None) -> tuple[Task, list[TestResult]]:
+    """The tests of a detector, or of a piece of its groups (`Task`), from `shared` (counts, facts, detectors,
+    seed), or, in a forked worker, from `_SHARED`."""
+    got_shared = shared if shared is not None else _SHARED
+    assert got_shared is not None
+    counts, _facts, dets, seed = got_shared
     i, k, n = (task, 0, 1) if isinstance(task, int) else task
     det = dets[i]
     t0 = clock()
@@ -1064,14 +1131,10 @@ def _finalize_one(task: Task) -> tuple[Task, list[TestResult]]:
 
 def _finalize_task(args: tuple) -> tuple[Task, list[TestResult]]:
     """`_finalize_one(i)` in a fresh process (`finalize_counts(fresh=True)`): `args` carries the detectors, the
-    seed and the counts of detector i alone (the spilled ones are paths to the working folder's files)."""
-    global _SHARED
+    seed and the counts of detector i alone (the spilled ones are paths to the working folder's files). No global is
+    set: a Dask worker may run several of these at once in threads of one process."""
     i, dets, counts, seed = args
-    _SHARED = (counts, None, dets, seed)
-    try:
-        return _finalize_one(i)
-    finally:
-        _SHARED = None
+    return _finalize_one(i, (counts, None, dets, seed))
 
 
 def _sharded_results(det: Detector, spilled: SpilledCounts, rng: np.random.Generator, lo: int = 0,
@@ -1106,11 +1169,11 @@ def finalize_cost(det: Detector, counts: Counts) -> float:
     return float(cost(det)) + float(extra(got))
 
 
-def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: int, one: Callable[[int], tuple],
+def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: int, one: Callable[..., tuple],
           workers: int | None = None, size: int | None = None,
           fresh: Callable[[tuple], tuple] | None = None,
           cost_of: Callable[[Detector], float] | None = None,
-          pieces: Callable[[Detector], int] | None = None) -> list:
+          pieces: Callable[[Detector], int] | None = None, dask: Any = None) -> list:
     """`one(i)` for every detector, in the detectors' order. On a large input with two or more cores they run in
     forked worker processes that read `shared` copy-on-write, the costliest first (each detector owns its random
     generator, so the results are the same whichever process runs it); otherwise one after the other. `fresh`
@@ -1122,9 +1185,9 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
     (i, k, n) for each piece k of n, and the detector's result is the pieces' lists joined): a detector tested in
     groups of subjects runs in as many pieces as there are workers, so that one long detector does not leave a
     core idle at the end (issue 15: at 1M deals collusion's 17 s and dealer_cutter's 12 s ran after one another
-    beside marked_ten's 19 s)."""
+    beside marked_ten's 19 s). `dask` (a Dask client, with `fresh`): the fresh tasks run on its cluster instead."""
     global _SHARED
-    workers = workers if workers is not None else min(2, os.cpu_count() or 1)
+    workers = workers if workers is not None else test_width()
     n = size if size is not None else len(shared)
     parallel = workers > 1 and len(dets) > 1 and n >= PARALLEL_MIN_DEALS
     # the costliest first (`cost_of`, else the specs'), estimated only when the order matters
@@ -1140,22 +1203,35 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
 
     if parallel and fresh is not None:
         tasks = ((t, dets, _only(shared, dets[_index(t)].name), seed) for t in order)
+        if dask is not None:
+            return joined(dict(dask_map(dask, fresh, tasks)))
         with closing_pool(fresh_context(), workers, maxtasksperchild=1) as pool:
             got = dict(pool.imap_unordered(fresh, tasks))
         return joined(got)
-    _SHARED = (shared, facts, dets, seed)
+    if not (parallel and "fork" in mp.get_all_start_methods()):
+        # here, one after the other, handed what they read (no global: a part's task may run in one of several
+        # threads of a Dask worker, each counting its own part)
+        return [one(i, (shared, facts, dets, seed))[1] for i in range(len(dets))]
+    _SHARED = (shared, facts, dets, seed)  # what the forks inherit
     try:
-        if parallel and "fork" in mp.get_all_start_methods():
-            ctx = mp.get_context("fork")
-            # a fresh fork for each detector (maxtasksperchild=1): a worker does not carry the heap the detector
-            # before it left behind (issue 15: at 10M deals collusion's tests started in a worker already at
-            # 0.97 GB from marked_ten's, against 0.75 GB for a fresh fork of the audit's process)
-            with closing_pool(ctx, workers, maxtasksperchild=1) as pool:
-                got = dict(pool.imap_unordered(one, order))
-            return joined(got)
-        return [one(i)[1] for i in range(len(dets))]
+        ctx = mp.get_context("fork")
+        # a fresh fork for each detector (maxtasksperchild=1): a worker does not carry the heap the detector
+        # before it left behind (issue 15: at 10M deals collusion's tests started in a worker already at
+        # 0.97 GB from marked_ten's, against 0.75 GB for a fresh fork of the audit's process)
+        with closing_pool(ctx, workers, maxtasksperchild=1) as pool:
+            got = dict(pool.imap_unordered(one, order))
+        return joined(got)
     finally:
         _SHARED = None
+
+
+TEST_WIDTH = 2  # the tests run in at most this many processes by default, as the parts do (`PARTS_AT_ONCE`): each
+# holds its detector's counts, so memory, not cores, bounds it on a big machine; `--workers N` asks for more
+
+
+def test_width() -> int:
+    """How many detectors' tests run at once by default: one per core, at most `TEST_WIDTH`."""
+    return max(1, min(TEST_WIDTH, os.cpu_count() or 1))
 
 
 def _index(t: Task) -> int:

@@ -401,10 +401,11 @@ def audit(
                                                                   "all_fours (repeatable)"),
     max_record_bytes: int = typer.Option(1 << 20, "--max-record-bytes", help="longest line read as a record; a "
                                          "longer one is a bad_record (default 1 MiB)"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="replay and count the parts of a large input in "
-                                          "N local processes (the document is the same)"),
-    dask: Optional[str] = typer.Option(None, "--dask", help="replay and count the parts on a Dask cluster: the "
-                                       "scheduler's address (tcp://host:8786), or local:N for N local workers"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="replay and count the parts of a large input, "
+                                          "and run its tests, in N local processes (the document is the same)"),
+    dask: Optional[str] = typer.Option(None, "--dask", help="replay and count the parts, and run the tests, on "
+                                       "a Dask cluster: the scheduler's address (tcp://host:8786), or local:N for N "
+                                       "local workers"),
     save_counts: Optional[str] = typer.Option(None, "--save-counts", help="also write the merged counts (and the "
                                               "replay's findings and games) to FILE, for a later --add-counts"),
     add_counts: Optional[list[str]] = typer.Option(None, "--add-counts", help="counts saved by an earlier audit "

@@ -103,6 +103,57 @@ def test_dask_local_cluster_gives_the_same_bytes(months, whole):
     assert _doc(audit_input(paths, part_deals=500, dask="local:2")) == whole
 
 
+def test_more_workers_run_the_tests_in_more_pieces_with_the_same_bytes(months, whole, monkeypatch):
+    """`--workers N` is the tests' width too, not only the parts': the detectors tested in groups of subjects run
+    in N pieces (here 3, beyond the default of 2), and the document does not change."""
+    import auditor.audit as A
+
+    monkeypatch.setattr(A, "PARALLEL_MIN_DEALS", 0)
+    sent: list[str] = []
+    real = A._only
+    monkeypatch.setattr(A, "_only", lambda counts, name: sent.append(name) or real(counts, name))
+    paths = [str(p) for p in months]
+    assert _doc(audit_input(paths, part_deals=500, workers=3)) == whole
+    names = [d.name for d in A.make_detectors()]
+    assert sorted(sent) == sorted(names + ["collusion", "dealer_cutter"] * 2)
+
+
+def test_tests_run_on_the_dask_cluster_with_the_same_bytes(months, whole, monkeypatch):
+    """With `--dask`, the detectors' tests run on the cluster's workers as the parts did (the scheduler saw
+    `_finalize_task` tasks, one per detector and one more per extra piece), and the document does not change."""
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster, get_task_stream
+
+    import auditor.audit as A
+
+    monkeypatch.setattr(A, "PARALLEL_MIN_DEALS", 0)
+    paths = [str(p) for p in months]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=40) as cluster, Client(cluster) as client:
+        with get_task_stream(client) as stream:
+            assert _doc(audit_input(paths, part_deals=500, dask=cluster.scheduler_address)) == whole
+    ran = [str(t["key"]) for t in stream.data]
+    n_dets = len(A.make_detectors())
+    assert sum("_numbered_part_task" in k for k in ran) >= 2
+    assert sum("_finalize_task" in k for k in ran) == n_dets + 2  # collusion and dealer_cutter in two pieces each
+
+
+def test_a_dask_worker_of_two_threads_gives_the_same_bytes(months, whole, monkeypatch):
+    """A room's Dask workers may run several tasks at once in threads of one process: two parts counted, then two
+    detectors tested, side by side in one worker must not read each other's counts (the audit's tasks set no
+    global that another thread could overwrite)."""
+    pytest.importorskip("distributed")
+    from distributed import LocalCluster
+
+    import auditor.audit as A
+
+    monkeypatch.setattr(A, "PARALLEL_MIN_DEALS", 0)
+    paths = [str(p) for p in months]
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True, dashboard_address=None,
+                      silence_logs=40) as cluster:
+        assert _doc(audit_input(paths, part_deals=500, dask=cluster.scheduler_address)) == whole
+
+
 def test_saved_counts_plus_new_logs_equal_the_audit_of_all_logs(months, whole, tmp_path):
     m1, m2 = months
     saved = tmp_path / "m1.counts"

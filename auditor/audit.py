@@ -328,16 +328,16 @@ def isolated(parts: Parts, isolate: bool | None = None) -> bool:
     return parts.records >= ISOLATE_MIN_DEALS * len(parts)
 
 
-def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None, dask: "str | DaskSession | None" = None,
-              progress: Callable[[int, int], None] | None = None,
+def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None,
+              dask: "str | DaskSession | None" = None, progress: Callable[[int, int], None] | None = None,
               on_result: Callable[[int, tuple[Replay, Counts]], None] | None = None,
               isolate: bool | None = None) -> list[tuple[Replay, Counts]]:
     """Every part replayed and counted: one after the other (each in a fresh process when `isolated`, else in
     this one; the detectors of a part share the cores), in `workers` local processes, or on a Dask cluster
     (`dask`: a scheduler address, or `local:N` for a LocalCluster of N worker processes, or the audit's open
-    `DaskSession`). The results come back in
-    part order, whoever computed them: as a list, or (`on_result`) handed over one by one in part order as soon as each is next, so that the caller can fold them
-    and hold no more than the parts that arrived early (then the list is empty). A single part (an input smaller
+    `DaskSession`). The results come back in part order, whoever computed them: as a list, or (`on_result`) handed
+    over one by one in part order as soon as each is next, so that the caller can fold them and hold no more than
+    the parts that arrived early (then the list is empty). A single part (an input smaller
     than a part: the original paths) is always replayed here, where its paths are."""
     n = len(parts)
     say = progress or (lambda _done, _n: None)
@@ -631,13 +631,15 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         t0 = clock()
         # the detectors' tests in fresh processes when there were parts: a fork of this process would carry the
         # fold of every part (its resident set grows with the number of parts). They run as wide as the parts
-        # did: `--workers N` processes (at least the default's), or the Dask cluster's workers, which see the
-        # working folder as the parts' processes did
+        # did: `--workers N` processes (at least the default's), or on the Dask cluster's workers, which see the
+        # working folder as the parts' processes did, when it has more of them than this machine would use (a test
+        # in a long-lived Dask worker ran about 30% slower than in a fresh process at 10M deals: `--dask local:2`
+        # on two cores gains nothing from it)
         several = len(parts) > 1
+        width = max(workers, test_width()) if workers is not None else test_width()
         tests, fams, dealing, wide = finalize_counts(
-            counts, fdr=fdr, seed=seed, dets=dets, fresh=several,
-            workers=max(workers, test_width()) if workers is not None and several else None,
-            dask=session if several else None)
+            counts, fdr=fdr, seed=seed, dets=dets, fresh=several, workers=width if several else None,
+            dask=session if several and session is not None and session.width() > width else None)
         stage("detectors' tests over the merged counts", t0)
         del counts, folded[:]  # the merged counts (about 1 GB at 10M deals) are not needed by the document
         release_memory()

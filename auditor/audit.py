@@ -636,7 +636,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         # in a long-lived Dask worker ran about 30% slower than in a fresh process at 10M deals: `--dask local:2`
         # on two cores gains nothing from it)
         several = len(parts) > 1
-        width = max(workers, test_width()) if workers is not None else test_width()
+        width = max(workers, tests_at_once()) if workers is not None else tests_at_once()
         tests, fams, dealing, wide = finalize_counts(
             counts, fdr=fdr, seed=seed, dets=dets, fresh=several, workers=width if several else None,
             dask=session if several and session is not None and session.width() > width else None)
@@ -1040,8 +1040,8 @@ def finalize_counts(counts: Counts, fdr: float = 0.05, seed: int = DEFAULT_SEED,
     audit-wide summary). Each detector's generator is seeded from (seed, its name) for its finalize alone, so the
     result is the same however the counts were made. `fresh`: when the detectors run in worker processes, each is
     a fresh process from the fork server that receives its detector's counts (`_finalize_task`), not a fork of
-    this process. `workers`: how many run at once (default `test_width()`); `dask` (with `fresh`): they run on
-    that cluster instead, as many at once as it has worker threads."""
+    this process. `workers`: how many run at once (default `tests_at_once()`); `dask` (with `fresh`): they run
+    on that cluster instead, as many at once as it has worker threads."""
     dets = list(dets) if dets is not None else make_detectors(fdr=fdr)
     t0 = clock()
     tests: list[TestResult] = []
@@ -1189,7 +1189,7 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
     core idle at the end (issue 15: at 1M deals collusion's 17 s and dealer_cutter's 12 s ran after one another
     beside marked_ten's 19 s). `dask` (a Dask client, with `fresh`): the fresh tasks run on its cluster instead."""
     global _SHARED
-    workers = workers if workers is not None else test_width()
+    workers = workers if workers is not None else tests_at_once()
     n = size if size is not None else len(shared)
     parallel = workers > 1 and len(dets) > 1 and n >= PARALLEL_MIN_DEALS
     # the costliest first (`cost_of`, else the specs'), estimated only when the order matters
@@ -1227,13 +1227,13 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
         _SHARED = None
 
 
-TEST_WIDTH = 2  # the tests run in at most this many processes by default, as the parts do (`PARTS_AT_ONCE`): each
+TESTS_AT_ONCE = 2  # the tests run in at most this many processes by default, as the parts (`PARTS_AT_ONCE`): each
 # holds its detector's counts, so memory, not cores, bounds it on a big machine; `--workers N` asks for more
 
 
-def test_width() -> int:
-    """How many detectors' tests run at once by default: one per core, at most `TEST_WIDTH`."""
-    return max(1, min(TEST_WIDTH, os.cpu_count() or 1))
+def tests_at_once() -> int:
+    """How many detectors' tests run at once by default: one per core, at most `TESTS_AT_ONCE`."""
+    return max(1, min(TESTS_AT_ONCE, os.cpu_count() or 1))
 
 
 def _index(t: Task) -> int:

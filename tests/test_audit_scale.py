@@ -148,7 +148,7 @@ def test_a_cluster_no_wider_than_this_machine_leaves_the_tests_here(months, whol
     import auditor.audit as A
 
     monkeypatch.setattr(A, "PARALLEL_MIN_DEALS", 0)
-    monkeypatch.setattr(A, "test_width", lambda: 2)
+    monkeypatch.setattr(A, "tests_at_once", lambda: 2)
     paths = [str(p) for p in months]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                       silence_logs=40) as cluster, Client(cluster) as client:
@@ -171,7 +171,7 @@ def test_a_dask_worker_of_two_threads_gives_the_same_bytes(months, whole, monkey
 
     monkeypatch.setattr(A, "PARALLEL_MIN_DEALS", 0)
     paths = [str(p) for p in months]
-    monkeypatch.setattr(A, "test_width", lambda: 2)
+    monkeypatch.setattr(A, "tests_at_once", lambda: 2)
     with LocalCluster(n_workers=1, threads_per_worker=3, processes=True, dashboard_address=None,
                       silence_logs=40) as cluster:
         assert _doc(audit_input(paths, part_deals=500, dask=cluster.scheduler_address)) == whole

@@ -118,63 +118,49 @@ def test_more_workers_run_the_tests_in_more_pieces_with_the_same_bytes(months, w
     assert sorted(sent) == sorted(names + ["collusion", "dealer_cutter"] * 2)
 
 
-def test_tests_run_on_the_dask_cluster_with_the_same_bytes(months, whole, monkeypatch):
-    """With `--dask` on a cluster wider than this machine's default (three workers against two processes), the
-    detectors' tests run on the cluster's workers as the parts did (the scheduler saw `_finalize_task` tasks, one
-    per detector and two more per detector cut in three pieces), and the document does not change."""
+def _on_cluster(months, whole, monkeypatch, workers: int, threads: int = 1) -> list[str]:
+    """The months audited in parts on a LocalCluster of `workers` processes of `threads` threads, this machine's
+    test width set to two: asserts the document of the whole, returns the keys of the tasks the cluster ran."""
     pytest.importorskip("distributed")
     from distributed import Client, LocalCluster, get_task_stream
 
     import auditor.audit as A
 
     monkeypatch.setattr(A, "PARALLEL_MIN_DEALS", 0)
+    monkeypatch.setattr(A, "tests_at_once", lambda: 2)
     paths = [str(p) for p in months]
-    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True, dashboard_address=None,
                       silence_logs=40) as cluster, Client(cluster) as client:
         with get_task_stream(client) as stream:
             assert _doc(audit_input(paths, part_deals=500, dask=cluster.scheduler_address)) == whole
     ran = [str(t["key"]) for t in stream.data]
-    n_dets = len(A.make_detectors())
-    assert sum("_numbered_part_task" in k for k in ran) >= 2
+    assert sum("_numbered_part_task" in k for k in ran) >= 2  # the parts ran there
+    return ran
+
+
+def test_tests_run_on_the_dask_cluster_with_the_same_bytes(months, whole, monkeypatch):
+    """With `--dask` on a cluster wider than this machine's default (three workers against two processes), the
+    detectors' tests run on the cluster's workers as the parts did (the scheduler saw `_finalize_task` tasks, one
+    per detector and two more per detector cut in three pieces), and the document does not change."""
+    ran = _on_cluster(months, whole, monkeypatch, workers=3)
+    n_dets = len(make_detectors())
     assert sum("_finalize_task" in k for k in ran) == n_dets + 4  # collusion and dealer_cutter in three pieces
 
 
 def test_a_cluster_no_wider_than_this_machine_leaves_the_tests_here(months, whole, monkeypatch):
     """`--dask local:2` on a machine whose default is two test processes: the parts run on the cluster, the tests
     in fresh processes here (a long-lived Dask worker ran them about 30% slower at 10M deals)."""
-    pytest.importorskip("distributed")
-    from distributed import Client, LocalCluster, get_task_stream
-
-    import auditor.audit as A
-
-    monkeypatch.setattr(A, "PARALLEL_MIN_DEALS", 0)
-    monkeypatch.setattr(A, "tests_at_once", lambda: 2)
-    paths = [str(p) for p in months]
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=40) as cluster, Client(cluster) as client:
-        with get_task_stream(client) as stream:
-            assert _doc(audit_input(paths, part_deals=500, dask=cluster.scheduler_address)) == whole
-    ran = [str(t["key"]) for t in stream.data]
-    assert sum("_numbered_part_task" in k for k in ran) >= 2
+    ran = _on_cluster(months, whole, monkeypatch, workers=2)
     assert not any("_finalize_task" in k for k in ran)
 
 
-def test_a_dask_worker_of_two_threads_gives_the_same_bytes(months, whole, monkeypatch):
+def test_a_dask_worker_of_several_threads_gives_the_same_bytes(months, whole, monkeypatch):
     """A room's Dask workers may run several tasks at once in threads of one process: parts counted, then
     detectors tested, side by side in one worker must not read each other's counts (the audit's tasks set no
     global that another thread could overwrite). One worker of three threads: wider than the default two, so the
     tests run there too."""
-    pytest.importorskip("distributed")
-    from distributed import LocalCluster
-
-    import auditor.audit as A
-
-    monkeypatch.setattr(A, "PARALLEL_MIN_DEALS", 0)
-    paths = [str(p) for p in months]
-    monkeypatch.setattr(A, "tests_at_once", lambda: 2)
-    with LocalCluster(n_workers=1, threads_per_worker=3, processes=True, dashboard_address=None,
-                      silence_logs=40) as cluster:
-        assert _doc(audit_input(paths, part_deals=500, dask=cluster.scheduler_address)) == whole
+    ran = _on_cluster(months, whole, monkeypatch, workers=1, threads=3)
+    assert any("_finalize_task" in k for k in ran)
 
 
 def test_saved_counts_plus_new_logs_equal_the_audit_of_all_logs(months, whole, tmp_path):

@@ -502,6 +502,16 @@ def _per_cfg(by_cfg: dict[Config, Any]) -> list[tuple[int, np.ndarray, list[int]
     return [(_n_deals(entry), _expected(cfg), _cols(cfg)) for cfg, entry in by_cfg.items()]
 
 
+def _used_cells(per_cfg: list[tuple[int, np.ndarray, list[int]]]) -> np.ndarray:
+    """[K, 2] the cells (location class, table column) that some configuration of `per_cfg` can fill, in table
+    order: the cells the one-cell tilts of `lr_log_ratios` and `tilt_design` range over."""
+    used = np.zeros((N_CLASSES, 6), bool)
+    for _D, e, cols in per_cfg:
+        for j, col in enumerate(cols):
+            used[:, col] |= e[:, j] > 0
+    return np.argwhere(used)
+
+
 def tilt_log_normalisers(per_cfg: list[tuple[int, np.ndarray, list[int]]], cells: np.ndarray,
                          lams: np.ndarray) -> np.ndarray:
     """[K, S] Σ_deals log(1 - p + p e^λ) for each cell (location class, table column) of `cells` [K, 2] and each
@@ -526,11 +536,7 @@ def lr_log_ratios(by_cfg: dict[Config, Any], obs: np.ndarray) -> np.ndarray:
     """log LR of every alternative of `lr_pvalue`'s mixture (one per (cell, step), cells in table order, steps in
     `LR_STEPS` order) for the table `obs` [N_CLASSES, 6]; `by_cfg`: {config: its number of deals (`_n_deals`)}."""
     per_cfg = _per_cfg(by_cfg)
-    used = np.zeros((N_CLASSES, 6), bool)
-    for _D, e, cols in per_cfg:
-        for j, col in enumerate(cols):
-            used[:, col] |= e[:, j] > 0
-    cells = np.argwhere(used)
+    cells = _used_cells(per_cfg)
     lams = np.broadcast_to(np.array(LR_STEPS), (len(cells), len(LR_STEPS)))
     o = np.asarray(obs, float)[cells[:, 0], cells[:, 1]]
     return (o[:, None] * lams - tilt_log_normalisers(per_cfg, cells, lams)).reshape(-1)
@@ -609,11 +615,7 @@ def tilt_design(by_cfg: dict[Config, Any]) -> TiltDesign:
     """`TiltDesign` of a dealer from {config: its number of deals (`_n_deals`)}: per used cell, its null variance
     Σ_deals p(1 - p), λ = z / sd for z in `IS_Z`, and the exact log normalisers (`tilt_log_normalisers`)."""
     per_cfg = [x for x in _per_cfg(by_cfg) if x[0]]  # a configuration of no deal: no cell (its tilt would be infinite)
-    used = np.zeros((N_CLASSES, 6), bool)
-    for _D, e, cols in per_cfg:
-        for j, col in enumerate(cols):
-            used[:, col] |= e[:, j] > 0
-    cells = np.argwhere(used)
+    cells = _used_cells(per_cfg)
     var = np.zeros(len(cells))
     for D, e, cols in per_cfg:
         for j, col in enumerate(cols):

@@ -1,7 +1,9 @@
 """Issue 15 speed-ups of deal_uniformity and dealer_cutter, held equal to their specs: the numba stage of the
 count-form null (`_stage_kernel`) equals its numpy spec `stage_tally`; the whole count-form simulation draws the same
-tables from the same generator as the numpy loop it replaced (same draws in the same order); dealer_cutter's control
-"with other cutters" (the dealer's total less the pair) equals the merge of the other pairs."""
+tables from the same generator as the Python loop of its spec (`multinomial_spec`, the same draws in the same order);
+the binomial draws of that spec (`binomial_draw`) have the exact binomial distribution, on every branch;
+dealer_cutter's control "with other cutters" (the dealer's total less the pair) equals the merge of the other
+pairs."""
 
 import numpy as np
 import pytest
@@ -17,23 +19,9 @@ CASES = [(("scotch_whist", "foster"), 4), (("scotch_whist", "foster"), 6), (("al
          (("all_fours", "foster"), 3), (("scotch_whist", "russian"), 5)]
 
 
-def _old_multinomial(n, p, rng):
-    """The numpy chain of binomials as it was before `_take_category` (the spec of the draws)."""
-    out = np.zeros(n.shape + (p.shape[1],), dtype=np.int64)
-    left = n.astype(np.int64)
-    mass = np.ones(p.shape[0])
-    for c in range(p.shape[1] - 1):
-        q = np.clip(np.divide(p[:, c], mass, out=np.zeros_like(mass), where=mass > 0), 0.0, 1.0)
-        m = rng.binomial(left, q[None, :])
-        out[:, :, c] = m
-        left = left - m
-        mass = mass - p[:, c]
-    out[:, :, -1] = left
-    return out
-
-
 def _spec_tables(by_cfg, B, rng):
-    """The count form of `_simulate_tables` in numpy (the loop before `_stage_kernel`), count form only."""
+    """The count form of `_simulate_tables` in Python: each stage's multinomials by `multinomial_spec`, tallied by
+    `stage_tally` (count form only)."""
     out = np.zeros((B, du.N_CLASSES, 6), dtype=np.int64)
     for cfg, D in by_cfg.items():
         probs, types, slots = du._null_plan(cfg)
@@ -44,7 +32,7 @@ def _spec_tables(by_cfg, B, rng):
             if turned >= 0:
                 out[:, du.TURNUP, turned] += n[:, 0]
             for j, (p, flat, starts) in enumerate(du._stages(tuple(int(x) for x in slots[live]), len(rest))):
-                m = _old_multinomial(n, p, rng)
+                m = du.multinomial_spec(n, du.chain_of(p), rng)
                 n = du.stage_tally(m, flat, starts, out, live, rest[j])
     return out
 
@@ -80,6 +68,49 @@ def test_count_form_draws_the_same_tables_from_the_same_generator(B, monkeypatch
     want = _spec_tables(by_cfg, B, g2)
     assert (got == want).all() and got.sum() > 0
     assert g1.random() == g2.random()  # the generators are left in the same state
+
+
+@pytest.mark.parametrize("n,q", [(7, 0.3), (40, 0.05), (12, 0.8), (1, 0.5), (200, 0.4), (150, 0.75), (60, 0.5)])
+def test_binomial_draws_have_the_exact_binomial_distribution(n, q):
+    """`binomial_draw` against scipy's pmf (chi-square goodness of fit, 20,000 draws, a fixed seed), on each branch:
+    inversion of the smaller side (q <= 1/2, and n - k for q > 1/2) and numpy's own draw past INVERSION_MEAN; and
+    the kernel draws the same numbers from the same generator. A draw that errs by one at the mode fails it."""
+    from scipy import stats as st
+
+    ch = du.chain_of(np.array([[q, 1.0 - q]]))
+    assert (n * float(ch.lo[0, 0]) > du.INVERSION_MEAN) == (n in (200, 150))
+    rng = np.random.default_rng(n)
+    draws = np.array([du.binomial_draw(n, q, float(ch.lo[0, 0]), float(ch.l1m[0, 0]), float(ch.ratio[0, 0]), rng)
+                      for _ in range(20_000)])
+    g = np.random.default_rng(n)
+    kern = du._multinomial(np.full((20_000, 1), n), ch, g)[:, 0, 0]
+    assert (kern == draws).all()
+    pmf = st.binom.pmf(np.arange(n + 1), n, q)
+    keep = pmf * len(draws) >= 5  # the cells with enough expected draws; the rest pooled
+    obs = np.bincount(draws, minlength=n + 1)
+    o = np.r_[obs[keep], obs[~keep].sum()]
+    e = np.r_[pmf[keep], pmf[~keep].sum()] * len(draws)
+    o, e = o[e > 0], e[e > 0]
+    assert st.chisquare(o, e).pvalue > 1e-3
+    bent = draws.copy()
+    bent[bent == int(np.argmax(pmf))] += 1  # the mode's draws one higher: a plainly wrong sampler
+    ob = np.bincount(bent, minlength=n + 2)[:n + 1]
+    ob = np.r_[ob[keep], ob[~keep].sum()][np.r_[pmf[keep], pmf[~keep].sum()] > 0]
+    assert st.chisquare(ob * e.sum() / ob.sum(), e).pvalue < 1e-6
+
+
+def test_binomial_draw_edges():
+    """n = 0 or q = 0 draws nothing and gives 0; q = 1 gives n without drawing; a chain whose first category takes
+    everything leaves nothing to the others."""
+    rng = np.random.default_rng(1)
+    state = rng.bit_generator.state
+    ch = du.chain_of(np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
+    assert du.binomial_draw(0, 0.3, 0.3, np.log1p(-0.3), 0.3 / 0.7, rng) == 0
+    assert du.binomial_draw(5, 0.0, 0.0, 0.0, 0.0, rng) == 0
+    assert du.binomial_draw(5, 1.0, 0.0, 0.0, 0.0, rng) == 5
+    got = du._multinomial(np.array([[9, 4]]), ch, rng)
+    assert got.tolist() == [[[9, 0, 0], [0, 0, 4]]]
+    assert rng.bit_generator.state == state  # not one random number drawn
 
 
 def test_other_cutters_control_equals_the_merge_of_the_other_pairs():

@@ -297,11 +297,9 @@ def chain_of(p: np.ndarray) -> Chain:
         qs.append(np.clip(np.divide(p[:, c], mass, out=np.zeros_like(mass), where=mass > 0), 0.0, 1.0))
         mass = mass - p[:, c]
     q = np.array(qs, dtype=float).reshape(p.shape[1] - 1, p.shape[0])
-    lo = np.minimum(q, 1.0 - q)
-    with np.errstate(divide="ignore"):
-        l1m = np.array([math.log1p(-x) for x in lo.ravel()]).reshape(lo.shape)  # libm's, as the kernel's
-        ratio = np.where(lo < 1.0, lo / (1.0 - lo), 0.0)
-    return Chain(q, lo, l1m, ratio)
+    lo = np.minimum(q, 1.0 - q)  # at most 1/2: its logs and ratio are finite
+    l1m = np.array([math.log1p(-x) for x in lo.ravel()]).reshape(lo.shape)  # libm's, as the kernel's
+    return Chain(q, lo, l1m, lo / (1.0 - lo))
 
 
 def binomial_draw(n: int, q: float, lo: float, l1m: float, ratio: float, rng: np.random.Generator) -> int:

@@ -120,7 +120,8 @@ def test_more_workers_run_the_tests_in_more_pieces_with_the_same_bytes(months, w
 
 def _on_cluster(months, whole, monkeypatch, workers: int, threads: int = 1) -> list[str]:
     """The months audited in parts on a LocalCluster of `workers` processes of `threads` threads, this machine's
-    test width set to two: asserts the document of the whole, returns the keys of the tasks the cluster ran."""
+    `tests_at_once()` set to two: asserts the document of the whole, returns the keys of the tasks the cluster
+    ran."""
     pytest.importorskip("distributed")
     from distributed import Client, LocalCluster, get_task_stream
 

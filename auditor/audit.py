@@ -546,11 +546,12 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
     try:
         for p in add_counts:  # a counts file that cannot be added is refused before the split (read after it)
             check_counts(p, fp)
-        # the fork server's imports while the input is split, when the parts will be run in its processes
+        # the fork server's imports while the input is split, when the parts will be run in its processes; a large
+        # Parquet input is split by a second process of it too (`parts.split_input`'s helper)
         early = (lambda n: start_fork_server() if n >= EARLY_MIN_DEALS and isolate is not False else None) \
             if not dask else None
         parts = split_input([str(p) for p in paths], wd, part_deals, selection=selection, progress=progress,
-                            sized=early)
+                            sized=early, helper=not dask and isolate is not False)
         release_memory()
         t0 = clock()
         replays: list[Replay] = []

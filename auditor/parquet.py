@@ -327,15 +327,18 @@ def iter_parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll = F
 
 
 def iter_parquet_batches(path: str, fi: int, reg: Registry, keep_all: KeepAll = "meta",
-                         rows: int = 65536) -> Iterator[tuple[Chunk, Arrow]]:
+                         rows: int = 65536,
+                         row_groups: tuple[int, int] | None = None) -> Iterator[tuple[Chunk, Arrow]]:
     """As `iter_parquet_chunks`, each chunk with the record batch of the auditor layout it was read from (its
     rows 1:1, hive partition values added as columns), or None when the chunk is not one (a table of records, a
-    file refused or damaged): the split of `auditor.parts` spills such batches as they are."""
-    yield from _parquet_chunks(path, fi, reg, keep_all, rows)
+    file refused or damaged): the split of `auditor.parts` spills such batches as they are. `row_groups` (first,
+    stop): only those row groups of a file in the auditor layout, its rows numbered as in the whole file (the
+    split's second process, issue 15); a table of records is then one chunk without a batch."""
+    yield from _parquet_chunks(path, fi, reg, keep_all, rows, row_groups)
 
 
 def _parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll,
-                    rows: int) -> Iterator[tuple[Chunk, Arrow]]:
+                    rows: int, row_groups: tuple[int, int] | None = None) -> Iterator[tuple[Chunk, Arrow]]:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -356,6 +359,8 @@ def _parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll,
             names = set(pf.schema_arrow.names)
             hive = {k: v for k, v in hive_values(path).items() if k not in names}  # dropped by write_to_dataset
             gen: Iterator[tuple[Chunk, Arrow]]
+            if is_records_table(names) and row_groups is not None:  # not cut: the caller reads it whole
+                raise _Refused("a table of records is read whole, not by row groups")
             if is_records_table(names):
                 gen = ((ch, None) for ch in _records_table_chunks(pf, path, fi, reg, keep_all, rows, hive))
             else:
@@ -369,7 +374,7 @@ def _parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll,
                     raise _Refused(f"written in the auditor's Parquet layout {layout_v!r}: this auditor reads "
                                    f"layouts {', '.join(LAYOUTS_READ)} (a newer auditor wrote it: convert it there "
                                    "to JSON Lines)")
-                gen = _native_chunks(pf, names, path, fi, reg, keep_all, rows, hive)
+                gen = _native_chunks(pf, names, path, fi, reg, keep_all, rows, hive, row_groups)
             for ch, batch in gen:
                 done += ch.n
                 yield ch, batch
@@ -459,16 +464,22 @@ def _short_error(e: Exception) -> str:
 
 
 def _native_chunks(pf: Arrow, names: set[str], path: str, fi: int, reg: Registry, keep_all: KeepAll,
-                   rows: int, hive: dict[str, str | None] | None = None) -> Iterator[tuple[Chunk, Arrow]]:
+                   rows: int, hive: dict[str, str | None] | None = None,
+                   row_groups: tuple[int, int] | None = None) -> Iterator[tuple[Chunk, Arrow]]:
     """The auditor's own layout (written by `auditor convert`), a record batch at a time, each chunk with its
     batch. `hive`: values of columns the file lacks, from its hive-style directories (`table=T/`), as constant
-    columns."""
+    columns. `row_groups` (first, stop): those row groups only, the rows numbered from the first's place."""
     cols = list(REQUIRED) + [c for c in OPTIONAL if c in names or (hive and c in hive)]
     if not keep_all:
         cols = [c for c in cols if c in REPLAY_COLS]
     in_file = [c for c in cols if c in names]
-    batches = pf.iter_batches(batch_size=rows, columns=in_file)
     row0 = 0
+    if row_groups is None:
+        batches = pf.iter_batches(batch_size=rows, columns=in_file)
+    else:
+        first, stop = row_groups
+        row0 = sum(pf.metadata.row_group(g).num_rows for g in range(first))
+        batches = pf.iter_batches(batch_size=rows, columns=in_file, row_groups=list(range(first, stop)))
     for batch in batches:
         if hive:
             batch = _with_constants(batch, {k: v for k, v in hive.items() if k in cols}, native=True)

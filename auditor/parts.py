@@ -21,7 +21,12 @@ API (what the audit's orchestration calls)::
   through the vectorised `parquet.chunk_to_table` of their chunks. Buckets are grouped, in bucket order, into
   parts of about `part_deals` deals, of about equal size (`_grouped`; a table is never cut: a table larger than
   that is a part of its own size),
-  so the parts depend only on the input and `part_deals`, never on a number of workers. If the input has at most
+  so the parts depend only on the input and `part_deals`, never on a number of workers. The audit splits an input of
+  Parquet files in the layout of `HELPER_MIN_ROWS` rows or more in two processes (`helper`): this one takes the row
+  groups before the one nearest the middle row, a process from the fork server the rest, each into bucket files of
+  its own (`bucket-<b>.1.arrows` for the second); a part reads a bucket's files in that order, so it reads the rows
+  of one pass in the same order (a piece that meets a damaged or refused file: the whole split again in one pass).
+  If the input has at most
   `part_deals` records (known from Parquet metadata and line counts before reading, else after the pass),
   nothing is spilled: `parts.single` is true, the one part is the original paths, and `replay_part(parts, 0)` is
   today's `replay_paths` (byte for byte today's document; the caller may also just take today's path).
@@ -75,6 +80,9 @@ from .select import Selection, selected_chunks
 
 DEFAULT_BUCKETS = 256
 SPILL_ROWS = 65536  # rows gathered before they are sorted by bucket and written (bounds the split's memory)
+HELPER_MIN_ROWS = 2_000_000  # an input of Parquet files in the layout of at least this many rows is split by two
+# processes: this one and one from the fork server (which is ready about 2 s after the audit starts it; below this
+# the split takes a few seconds and the second process would mostly wait for it)
 SPILL_COMPRESSION: str | None = None  # of the spill files' buffers ("lz4": some 60% of the size, more CPU)
 GAMES_BLOCK = 65536  # games per block when games entries are merged from in-memory lists
 ENTRY_BATCH = 2048  # entries per block of a part's entries file: the document's writer holds one block of each part
@@ -105,13 +113,16 @@ class Parts:
     # the detectors whose counts each part writes to `workdir/counts` itself, by name, with their groups of
     # subjects (`audit.SpilledCounts`; set by the audit when it holds them out of memory, else empty)
     count_spill: dict[str, int] = field(default_factory=dict)
+    # the pieces of the input split by processes of their own, each into its own bucket files (`split_input`'s
+    # `helper`): a bucket's rows are those of piece 0, then piece 1 (input order)
+    pieces: int = 1
 
     def __len__(self) -> int:
         return 1 if self.single else len(self.parts)
 
-    def bucket_path(self, b: int) -> str:
+    def bucket_path(self, b: int, piece: int = 0) -> str:
         assert self.workdir is not None
-        return os.path.join(self.workdir, f"bucket-{b:04d}.arrows")
+        return os.path.join(self.workdir, f"bucket-{b:04d}.arrows" if piece == 0 else f"bucket-{b:04d}.{piece}.arrows")
 
     def games_path(self, k: int) -> str:
         assert self.workdir is not None
@@ -298,8 +309,9 @@ class _Spill:
     """Per bucket, an Arrow IPC stream of its rows in input order. Rows are gathered up to SPILL_ROWS, then sorted
     by bucket at once (one `take`) and each bucket's slice written as one record batch."""
 
-    def __init__(self, parts: Parts) -> None:
+    def __init__(self, parts: Parts, piece: int = 0) -> None:
         self.parts = parts
+        self.piece = piece
         self.sch = spill_schema()
         self.pending: list[Arrow] = []
         self.bucket: list[np.ndarray] = []
@@ -336,7 +348,7 @@ class _Spill:
             k = int(sb[a])
             w = self.writers.get(k)
             if w is None:
-                f = pa.OSFile(self.parts.bucket_path(k), "wb")
+                f = pa.OSFile(self.parts.bucket_path(k, self.piece), "wb")
                 opts = pa.ipc.IpcWriteOptions(compression=SPILL_COMPRESSION)
                 w = self.writers[k] = (f, pa.ipc.new_stream(f, self.sch, options=opts))
             w[1].write_batch(batch.slice(a, e - a))
@@ -367,9 +379,13 @@ def _split_source(paths: list[str], reg: Registry, selection: Selection | None) 
 
 def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: Selection | None = None,
                 progress: Callable[[int], None] | None = None, buckets: int = DEFAULT_BUCKETS,
-                sized: Callable[[int], None] | None = None) -> Parts:
+                sized: Callable[[int], None] | None = None, helper: bool = False,
+                helper_min_rows: int | None = None) -> Parts:
     """Split the input into parts of whole tables of about `part_deals` deals (module docstring). `sized(n)`: told
-    the number of records before the pass when it is known then (Parquet metadata, lines of plain JSON Lines)."""
+    the number of records before the pass when it is known then (Parquet metadata, lines of plain JSON Lines).
+    `helper`: an input of Parquet files in the layout with `helper_min_rows` (default `HELPER_MIN_ROWS`) rows or
+    more is split by two processes, each half of the row groups into bucket files of its own
+    (`_split_in_pieces`); the parts read the same rows in the same order."""
     paths = [str(p) for p in paths]
     active = selection is not None and selection.active
     parts = Parts(paths=paths, workdir=str(workdir), part_deals=int(part_deals), buckets=int(buckets), parts=[],
@@ -386,25 +402,15 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
             sized(known)
     os.makedirs(workdir, exist_ok=True)
     parts.cleanup()
-    reg = Registry()
-    spill = _Spill(parts)
-    deals: dict[str, int] = {}
-    n_read = 0
-    nb_of: dict[str, int] = {}
-    for ch, batch in _split_source(paths, reg, selection):
-        n_read += ch.n
-        if progress is not None:
-            progress(n_read)
-        codes, names = _row_tables(ch)
-        nb = np.array([nb_of.get(x) if x in nb_of else nb_of.setdefault(x, bucket_of(x, buckets)) for x in names]
-                      + [0], np.int64)
-        bucket = nb[codes]  # code -1 picks bucket 0
-        cnt = np.bincount(codes[codes >= 0], minlength=len(names))
-        for j in np.flatnonzero(cnt).tolist():
-            deals[names[j]] = deals.get(names[j], 0) + int(cnt[j])
-        spill.add(_spill_chunk(ch, reg) if batch is None else _spill_batch(ch, batch, reg), bucket)
-        reg.forget_lineups()  # the chunk is spilled: its line-ups are not needed again (bounded memory)
-    used = spill.close()
+    min_rows = HELPER_MIN_ROWS if helper_min_rows is None else helper_min_rows
+    plan = _pieces_plan(paths, min_rows) if helper and not active else None
+    got = _split_in_pieces(parts, plan, progress) if plan is not None else None
+    if got is None:
+        if plan is not None:  # a piece met a file it could not read as record batches: the whole input again, here
+            parts.cleanup()
+        reg = Registry()
+        got = _split_pass(_split_source(paths, reg, selection), reg, _Spill(parts), progress)
+    deals, n_read, used, _regular = got
     parts.records = n_read
     if n_read <= part_deals:
         parts.cleanup()
@@ -423,6 +429,132 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
         per_bucket[bucket_of(name, buckets)] = per_bucket.get(bucket_of(name, buckets), 0) + d
     parts.parts = _grouped(per_bucket, part_deals)
     return parts
+
+
+def _split_pass(source: Iterator[tuple[Chunk, Arrow]], reg: Registry, spill: _Spill,
+                progress: Callable[[int], None] | None,
+                ) -> tuple[dict[str, int], int, list[int], bool]:
+    """Every chunk of `source` spilled to its table's bucket: (deals per table, records read, the buckets written,
+    whether every chunk was a record batch of the layout as read)."""
+    buckets = spill.parts.buckets
+    deals: dict[str, int] = {}
+    n_read = 0
+    regular = True
+    nb_of: dict[str, int] = {}
+    for ch, batch in source:
+        n_read += ch.n
+        regular = regular and batch is not None
+        if progress is not None:
+            progress(n_read)
+        codes, names = _row_tables(ch)
+        nb = np.array([nb_of.get(x) if x in nb_of else nb_of.setdefault(x, bucket_of(x, buckets)) for x in names]
+                      + [0], np.int64)
+        bucket = nb[codes]  # code -1 picks bucket 0
+        cnt = np.bincount(codes[codes >= 0], minlength=len(names))
+        for j in np.flatnonzero(cnt).tolist():
+            deals[names[j]] = deals.get(names[j], 0) + int(cnt[j])
+        spill.add(_spill_chunk(ch, reg) if batch is None else _spill_batch(ch, batch, reg), bucket)
+        reg.forget_lineups()  # the chunk is spilled: its line-ups are not needed again (bounded memory)
+    return deals, n_read, spill.close(), regular
+
+
+# -- the split in two processes (issue 15, a twenty-third session)
+
+Segment = tuple[int, int, int]  # (file index, first row group, stop row group)
+
+
+def _pieces_plan(paths: list[str], min_rows: int) -> tuple[list[Segment], list[Segment]] | None:
+    """The input cut in two at the row group boundary nearest its middle row, as (first piece, second piece) of
+    segments in input order; None (the split stays in one process) unless every file is a Parquet file in the
+    auditor's layout, whose metadata reads, with `min_rows` rows in all and a boundary to cut at. A file refused
+    or damaged later makes the pieces fall back to one pass (`_split_in_pieces`)."""
+    import pyarrow.parquet as pq
+
+    from .parquet import LAYOUTS_READ, REQUIRED, hive_values, is_records_table
+
+    groups: list[tuple[int, int, int]] = []  # (file index, row group, rows)
+    try:
+        for fi, path in enumerate(paths):
+            if not path.endswith(".parquet") or not os.path.isfile(path):
+                return None
+            pf = pq.ParquetFile(path)
+            names = set(pf.schema_arrow.names)
+            hive = hive_values(path)
+            layout_v = (pf.schema_arrow.metadata or {}).get(b"auditor.layout", b"1").decode(errors="replace")
+            if is_records_table(names) or layout_v not in LAYOUTS_READ or any(
+                    c not in names and c not in hive for c in REQUIRED):
+                return None
+            md = pf.metadata
+            groups.extend((fi, g, md.row_group(g).num_rows) for g in range(md.num_row_groups))
+    except Exception:  # noqa: BLE001 - any doubt: one pass (which reports the problem as the direct run does)
+        return None
+    total = sum(n for *_, n in groups)
+    if total < min_rows or len(groups) < 2:
+        return None
+    cum = np.cumsum([n for *_, n in groups])
+    cut = int(np.clip(np.searchsorted(cum, total / 2), 0, len(groups) - 2)) + 1  # groups[:cut] | groups[cut:]
+
+    def segments(gs: list[tuple[int, int, int]]) -> list[Segment]:
+        out: list[Segment] = []
+        for fi, g, _n in gs:
+            if out and out[-1][0] == fi and out[-1][2] == g:
+                out[-1] = (fi, out[-1][1], g + 1)
+            else:
+                out.append((fi, g, g + 1))
+        return out
+
+    return segments(groups[:cut]), segments(groups[cut:])
+
+
+def _segments_source(paths: list[str], segments: list[Segment], reg: Registry) -> Iterator[tuple[Chunk, Arrow]]:
+    """The chunks of `segments` (row groups of Parquet files in the layout), each with its record batch."""
+    reg.paths.extend(paths)
+    for fi, first, stop in segments:
+        yield from iter_parquet_batches(paths[fi], fi, reg, "meta", CHUNK_ROWS, row_groups=(first, stop))
+
+
+def _split_piece(args: tuple) -> tuple[dict[str, int], int, list[int], bool]:
+    """The split of one piece of the input into its own bucket files (in a process of its own)."""
+    paths, workdir, buckets, segments, piece = args
+    parts = Parts(paths=paths, workdir=workdir, part_deals=0, buckets=buckets, parts=[])
+    reg = Registry()
+    return _split_pass(_segments_source(paths, segments, reg), reg, _Spill(parts, piece), None)
+
+
+def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
+                     progress: Callable[[int], None] | None) -> tuple[dict[str, int], int, list[int], bool] | None:
+    """The split in two processes: the second piece in a fresh process (`pools.fresh_context`) into bucket files
+    of its own, the first here at the same time; then the two merged (deals per table added, the buckets
+    written). Each bucket's rows are then piece 0's then piece 1's, the input's order, so the parts read exactly
+    what one pass spills. None when a piece met a chunk that was not a record batch (a file damaged or refused
+    after its metadata read): the caller splits the whole input again in one pass, as the direct run reads it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .pools import call_in_fresh_process, fresh_context, stop_children
+
+    assert parts.workdir is not None
+    first, second = plan
+    args = (parts.paths, parts.workdir, parts.buckets, second, 1)
+    with ThreadPoolExecutor(1) as ex:
+        fut = ex.submit(call_in_fresh_process, fresh_context(), _split_piece, args,
+                        os.path.join(parts.workdir, "split-1.pickle"), "the split's second process")
+        try:
+            reg = Registry()
+            mine = _split_pass(_segments_source(parts.paths, first, reg), reg, _Spill(parts, 0), progress)
+        except BaseException:
+            stop_children()  # the other process too (an error or an interrupt here)
+            raise
+        theirs = fut.result()
+    deals = dict(mine[0])
+    for name, n in theirs[0].items():
+        deals[name] = deals.get(name, 0) + n
+    n_read = mine[1] + theirs[1]
+    if progress is not None:
+        progress(n_read)
+    if not (mine[3] and theirs[3]):
+        return None
+    parts.pieces = 2
+    return deals, n_read, sorted(set(mine[2]) | set(theirs[2])), True
 
 
 def _grouped(per_bucket: dict[int, int], part_deals: int) -> list[list[int]]:
@@ -492,16 +624,17 @@ class _PartSource:
         acc: list[Arrow] = []
         n = 0
         for b in self.parts.parts[self.k]:
-            path = self.parts.bucket_path(b)
-            if not os.path.exists(path):
-                continue
-            with pa.OSFile(path, "rb") as f:
-                for batch in pa.ipc.open_stream(f):
-                    acc.append(batch)
-                    n += batch.num_rows
-                    if n >= CHUNK_ROWS:
-                        yield _joined(acc)
-                        acc, n = [], 0
+            for piece in range(self.parts.pieces):
+                path = self.parts.bucket_path(b, piece)
+                if not os.path.exists(path):
+                    continue
+                with pa.OSFile(path, "rb") as f:
+                    for batch in pa.ipc.open_stream(f):
+                        acc.append(batch)
+                        n += batch.num_rows
+                        if n >= CHUNK_ROWS:
+                            yield _joined(acc)
+                            acc, n = [], 0
         if acc:
             yield _joined(acc)
 

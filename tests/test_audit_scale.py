@@ -97,6 +97,28 @@ def test_tests_in_fresh_processes_give_the_same_bytes(months, whole, monkeypatch
     assert sorted(sent) == sorted(names + ["collusion", "dealer_cutter"])
 
 
+def test_parquet_split_in_two_processes_gives_the_same_bytes(months, tmp_path, monkeypatch):
+    """A Parquet input of at least `parts.HELPER_MIN_ROWS` rows is split by this process and one from the fork
+    server, half its row groups each (issue 15, a twenty-third session): forced here on the months as Parquet files
+    of small row groups, the document is the one process's, and the second process did take its half."""
+    from auditor import parts as P
+    from auditor.fast.convert import convert_file
+
+    pytest.importorskip("pyarrow")
+    paths = []
+    for p in months:
+        dst = tmp_path / (p.stem + ".parquet")
+        convert_file(str(p), str(dst), rows=100)
+        paths.append(str(dst))
+    one = audit(replay_for_audit(paths)).json_bytes()
+    monkeypatch.setattr(P, "HELPER_MIN_ROWS", 0)
+    pieces: list[int] = []
+    real = P._split_in_pieces
+    monkeypatch.setattr(P, "_split_in_pieces", lambda parts, *a: [real(parts, *a), pieces.append(parts.pieces)][0])
+    assert _doc(audit_input(paths, part_deals=500)) == one
+    assert pieces == [2]
+
+
 def test_dask_local_cluster_gives_the_same_bytes(months, whole):
     pytest.importorskip("distributed")
     paths = [str(p) for p in months]

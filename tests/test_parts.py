@@ -74,9 +74,11 @@ def _sorted_table(c: AuditColumns) -> AuditColumns:
     return reorder(c, np.argsort(c.order, kind="stable"))
 
 
-def _check(paths: list[str], workdir: str, part_deals: int, min_parts: int = 3, buckets: int = 64) -> None:
+def _check(paths: list[str], workdir: str, part_deals: int, min_parts: int = 3, buckets: int = 64,
+           pieces: int = 1) -> None:
     direct = replay_paths(paths, table=True)
-    parts = split_input(paths, workdir, part_deals, buckets=buckets)
+    parts = split_input(paths, workdir, part_deals, buckets=buckets, helper=pieces > 1, helper_min_rows=0)
+    assert parts.pieces == pieces
     assert not parts.single
     assert len(parts) >= min_parts
     reps = [replay_part(parts, k) for k in reversed(range(len(parts)))]  # any order
@@ -301,3 +303,111 @@ def test_parquet_columns_of_other_types(inputs: list[str], tmp_path) -> None:
     direct = replay_paths([str(b)])
     assert any(f.code == "bad_record" and f.source == f"{b}:{i + 1}" for f in direct.findings)
     _check([str(a), str(b)], str(tmp_path / "w"), part_deals=10, min_parts=2, buckets=64)
+
+
+# -- the split in two processes (issue 15, a twenty-third session)
+
+
+@pytest.fixture(scope="module")
+def row_groups(inputs: list[str], tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The inputs as Parquet files of the layout in row groups of 7 rows: the JSON Lines ones converted (their bad
+    line and bad record become rows of `raw`), the Parquet one as it is. Tables spread over files and row groups."""
+    d = tmp_path_factory.mktemp("row_groups")
+    out = []
+    for p in inputs:
+        if p.endswith(".parquet"):
+            out.append(p)
+            continue
+        dst = d / (os.path.basename(p).split(".")[0] + ".parquet")
+        convert_file(p, str(dst), rows=7)
+        out.append(str(dst))
+    return out
+
+
+def _bucket_rows(parts, b: int):  # noqa: ANN001, ANN202
+    """A bucket's spilled rows, its pieces in order, as one table (None without rows)."""
+    import pyarrow as pa
+
+    batches = []
+    for piece in range(parts.pieces):
+        path = parts.bucket_path(b, piece)
+        if os.path.exists(path):
+            with pa.OSFile(path, "rb") as f:
+                batches.extend(pa.ipc.open_stream(f))
+    return pa.Table.from_batches(batches).combine_chunks() if batches else None
+
+
+def _same_split(one, two) -> None:  # noqa: ANN001
+    assert (one.parts, one.table_deals, one.table_offset, one.records) == (
+        two.parts, two.table_deals, two.table_offset, two.records)
+    for b in range(one.buckets):
+        a, c = _bucket_rows(one, b), _bucket_rows(two, b)
+        assert (a is None) == (c is None), b
+        if a is not None:
+            assert a.equals(c), b
+
+
+def test_split_in_two_processes_spills_what_one_pass_spills(row_groups: list[str], tmp_path) -> None:
+    """The input cut at the row group boundary nearest its middle, the second piece split by a process from the
+    fork server into bucket files of its own: every bucket holds the rows of one pass, in the same order (the
+    first piece's, then the second's), bad records included; within one file cut in two as across files."""
+    from auditor.parts import _pieces_plan
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    big = max(row_groups, key=lambda p: pq.ParquetFile(p).metadata.num_row_groups)
+    for paths in ([big], row_groups):
+        plan = _pieces_plan(paths, 0)
+        assert plan is not None and plan[0] and plan[1]
+        if paths == [big]:
+            assert plan[0][-1][0] == plan[1][0][0] == 0 and plan[0][-1][2] == plan[1][0][1]  # cut inside the file
+        one = split_input(paths, str(tmp_path / "one"), 25, buckets=64)
+        two = split_input(paths, str(tmp_path / "two"), 25, buckets=64, helper=True, helper_min_rows=0)
+        assert (one.pieces, two.pieces) == (1, 2)
+        assert any(os.path.exists(two.bucket_path(b, 1)) for b in range(64))
+        _same_split(one, two)
+        two.cleanup()
+        assert not os.listdir(tmp_path / "two")
+        one.cleanup()
+    # and so the parts replay to the direct run
+    _check(row_groups, str(tmp_path / "w"), part_deals=25, pieces=2)
+    # below the threshold, or for an input that is not all Parquet in the layout, one pass
+    assert split_input(row_groups, str(tmp_path / "x"), 25, helper=True, helper_min_rows=10 ** 6).pieces == 1
+    assert _pieces_plan(row_groups + [inputs_jsonl(row_groups)], 0) is None
+
+
+def inputs_jsonl(row_groups: list[str]) -> str:
+    """A JSON Lines file beside the Parquet ones (the split of such an input stays in one process)."""
+    p = os.path.join(os.path.dirname(row_groups[0]), "one.jsonl")
+    if not os.path.exists(p):
+        with open(p, "wb") as f:
+            f.write(b"{}\n")
+    return p
+
+
+def test_split_in_two_processes_falls_back_to_one_pass_on_a_damaged_file(row_groups: list[str], tmp_path,
+                                                                          monkeypatch) -> None:
+    """A row group damaged after the metadata was read: the piece that meets it says so, and the whole input is
+    split again in one pass, which reports the damage as the direct run does (the same parts, rows and finding)."""
+    from auditor import parts as P
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    tried: list = []
+    real = P._split_in_pieces
+    monkeypatch.setattr(P, "_split_in_pieces", lambda *a: tried.append(real(*a)) or tried[-1])
+    big = max(row_groups, key=lambda p: pq.ParquetFile(p).metadata.num_row_groups)
+    md = pq.ParquetFile(big).metadata
+    col = md.row_group(md.num_row_groups * 3 // 4).column(3)
+    data = bytearray(open(big, "rb").read())
+    for i in range(col.data_page_offset, col.data_page_offset + min(col.total_compressed_size, 64)):
+        data[i] = 0xAB
+    bad = tmp_path / "damaged.parquet"
+    bad.write_bytes(bytes(data))
+    paths = [str(bad)] + [p for p in row_groups if p != big]
+    one = split_input(paths, str(tmp_path / "one"), 5, buckets=64)
+    two = split_input(paths, str(tmp_path / "two"), 5, buckets=64, helper=True, helper_min_rows=0)
+    assert two.pieces == 1 and tried == [None]  # cut in two, then split again in one pass
+    _same_split(one, two)
+    direct = replay_paths(paths)
+    merged = merge_replays([replay_part(two, k, table=False) for k in range(len(two))])
+    assert merged.to_json_bytes() == direct.to_json_bytes()
+    assert any("cannot read as Parquet" in f.message or "unreadable" in f.message for f in direct.findings)

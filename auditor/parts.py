@@ -515,10 +515,15 @@ def _segments_source(paths: list[str], segments: list[Segment], reg: Registry) -
 
 def _split_piece(args: tuple) -> tuple[dict[str, int], int, list[int], bool]:
     """The split of one piece of the input into its own bucket files (in a process of its own)."""
-    paths, workdir, buckets, segments, piece = args
+    paths, workdir, buckets, segments, piece, seen = args
     parts = Parts(paths=paths, workdir=workdir, part_deals=0, buckets=buckets, parts=[])
     reg = Registry()
-    return _split_pass(_segments_source(paths, segments, reg), reg, _Spill(parts, piece), None)
+
+    def told(n: int) -> None:  # the rows read so far, for the progress the first process shows
+        seen.value = n
+
+    return _split_pass(_segments_source(paths, segments, reg), reg, _Spill(parts, piece),
+                       told if seen is not None else None)
 
 
 def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
@@ -534,13 +539,16 @@ def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
 
     assert parts.workdir is not None
     first, second = plan
-    args = (parts.paths, parts.workdir, parts.buckets, second, 1)
+    ctx = fresh_context()
+    seen = ctx.Value("q", 0, lock=False) if progress is not None else None  # the second process's rows so far
+    args = (parts.paths, parts.workdir, parts.buckets, second, 1, seen)
+    both = (lambda n: progress(n + seen.value)) if progress is not None and seen is not None else None
     with ThreadPoolExecutor(1) as ex:
-        fut = ex.submit(call_in_fresh_process, fresh_context(), _split_piece, args,
+        fut = ex.submit(call_in_fresh_process, ctx, _split_piece, args,
                         os.path.join(parts.workdir, "split-1.pickle"), "the split's second process")
         try:
             reg = Registry()
-            mine = _split_pass(_segments_source(parts.paths, first, reg), reg, _Spill(parts, 0), progress)
+            mine = _split_pass(_segments_source(parts.paths, first, reg), reg, _Spill(parts, 0), both)
         except BaseException:
             stop_children()  # the other process too (an error or an interrupt here)
             raise

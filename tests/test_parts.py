@@ -361,8 +361,11 @@ def test_split_in_two_processes_spills_what_one_pass_spills(row_groups: list[str
         if paths == [big]:
             assert plan[0][-1][0] == plan[1][0][0] == 0 and plan[0][-1][2] == plan[1][0][1]  # cut inside the file
         one = split_input(paths, str(tmp_path / "one"), 25, buckets=64)
-        two = split_input(paths, str(tmp_path / "two"), 25, buckets=64, helper=True, helper_min_rows=0)
+        told: list[int] = []  # the progress: both processes' rows, never backwards, all of them at the end
+        two = split_input(paths, str(tmp_path / "two"), 25, buckets=64, helper=True, helper_min_rows=0,
+                          progress=told.append)
         assert (one.pieces, two.pieces) == (1, 2)
+        assert told == sorted(told) and told[-1] == two.records
         assert any(os.path.exists(two.bucket_path(b, 1)) for b in range(64))
         _same_split(one, two)
         two.cleanup()

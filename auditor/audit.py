@@ -550,9 +550,11 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         # Parquet input is split by a second process of it too (`parts.split_input`'s helper)
         early = (lambda n: start_fork_server() if n >= EARLY_MIN_DEALS and isolate is not False else None) \
             if not dask else None
+        t0 = clock()
         parts = split_input([str(p) for p in paths], wd, part_deals, selection=selection, progress=progress,
                             sized=early, helper=not dask and isolate is not False)
         release_memory()
+        stage(f"split: {len(parts)} parts" + (", in two processes" if parts.pieces > 1 else ""), t0)
         t0 = clock()
         replays: list[Replay] = []
         # the detectors' counts held out of memory until their tests run (`SpilledCounts`): with more than one part.

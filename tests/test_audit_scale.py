@@ -116,7 +116,9 @@ def test_parquet_split_in_two_processes_gives_the_same_bytes(months, tmp_path, m
     real = P._split_in_pieces
     monkeypatch.setattr(P, "_split_in_pieces", lambda parts, *a: [real(parts, *a), pieces.append(parts.pieces)][0])
     assert _doc(audit_input(paths, part_deals=500)) == one
-    assert pieces == [2]
+    assert _doc(audit_input(paths, part_deals=500, workers=2)) == one  # the parts in a pool: the same split
+    assert _doc(audit_input(paths, part_deals=500, isolate=False)) == one  # all in this process: one pass
+    assert pieces == [2, 2]
 
 
 def test_dask_local_cluster_gives_the_same_bytes(months, whole):

@@ -549,10 +549,10 @@ def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
         try:
             reg = Registry()
             mine = _split_pass(_segments_source(parts.paths, first, reg), reg, _Spill(parts, 0), both)
+            theirs = fut.result()
         except BaseException:
-            stop_children()  # the other process too (an error or an interrupt here)
+            stop_children()  # the other process too (an error or an interrupt here, or while waiting for it)
             raise
-        theirs = fut.result()
     deals = dict(mine[0])
     for name, n in theirs[0].items():
         deals[name] = deals.get(name, 0) + n

@@ -73,7 +73,9 @@ from .fast.pipeline import replay_paths
 from .fast.read import CHUNK_ROWS, iter_chunks
 from .findings import Finding
 from .logparse import Record
-from .parquet import batch_chunk, chunk_to_table, iter_parquet_batches, schema
+from .parquet import (LAYOUTS_READ, REQUIRED, batch_chunk, chunk_to_table, hive_values, is_records_table,
+                      iter_parquet_batches, schema)
+from .pools import call_in_fresh_process, fresh_context, stop_children
 from .replay.chain import GameSummary
 from .replay.result import Replay, entry_bytes
 from .select import Selection, selected_chunks
@@ -470,8 +472,6 @@ def _pieces_plan(paths: list[str], min_rows: int) -> tuple[list[Segment], list[S
     or damaged later makes the pieces fall back to one pass (`_split_in_pieces`)."""
     import pyarrow.parquet as pq
 
-    from .parquet import LAYOUTS_READ, REQUIRED, hive_values, is_records_table
-
     groups: list[tuple[int, int, int]] = []  # (file index, row group, rows)
     try:
         for fi, path in enumerate(paths):
@@ -534,8 +534,6 @@ def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
     what one pass spills. None when a piece met a chunk that was not a record batch (a file damaged or refused
     after its metadata read): the caller splits the whole input again in one pass, as the direct run reads it."""
     from concurrent.futures import ThreadPoolExecutor
-
-    from .pools import call_in_fresh_process, fresh_context, stop_children
 
     assert parts.workdir is not None
     first, second = plan

@@ -364,16 +364,9 @@ def _parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll,
             if is_records_table(names):
                 gen = ((ch, None) for ch in _records_table_chunks(pf, path, fi, reg, keep_all, rows, hive))
             else:
-                missing = [c for c in REQUIRED if c not in names and c not in hive]
-                if missing:
-                    raise ValueError(f"not a deal-log/1 Parquet file: neither the auditor layout (no column "
-                                     f"{missing[0]!r}) nor a table of records (no column 'format', 'hands' or "
-                                     f"'tricks')")
-                layout_v = (pf.schema_arrow.metadata or {}).get(b"auditor.layout", b"1").decode(errors="replace")
-                if layout_v not in LAYOUTS_READ:
-                    raise _Refused(f"written in the auditor's Parquet layout {layout_v!r}: this auditor reads "
-                                   f"layouts {', '.join(LAYOUTS_READ)} (a newer auditor wrote it: convert it there "
-                                   "to JSON Lines)")
+                problem = layout_problem(pf, hive)
+                if problem is not None:
+                    raise problem
                 gen = _native_chunks(pf, names, path, fi, reg, keep_all, rows, hive, row_groups)
             for ch, batch in gen:
                 done += ch.n
@@ -388,6 +381,22 @@ def _parquet_chunks(path: str, fi: int, reg: Registry, keep_all: KeepAll,
             yield b.finish(), None
         else:
             yield _file_error(reg, fi, path, f"cannot read as Parquet: {_short_error(e)}"), None
+
+
+def layout_problem(pf: Arrow, hive: dict[str, str | None]) -> Exception | None:
+    """Why a Parquet file that is not a table of records cannot be read in the auditor's layout (a column missing
+    from the file and from its hive-style directories `hive`, or a newer layout), as the exception its reader
+    raises; None when it can."""
+    names = set(pf.schema_arrow.names)
+    missing = [c for c in REQUIRED if c not in names and c not in hive]
+    if missing:
+        return ValueError(f"not a deal-log/1 Parquet file: neither the auditor layout (no column {missing[0]!r}) "
+                          f"nor a table of records (no column 'format', 'hands' or 'tricks')")
+    layout_v = (pf.schema_arrow.metadata or {}).get(b"auditor.layout", b"1").decode(errors="replace")
+    if layout_v not in LAYOUTS_READ:
+        return _Refused(f"written in the auditor's Parquet layout {layout_v!r}: this auditor reads layouts "
+                        f"{', '.join(LAYOUTS_READ)} (a newer auditor wrote it: convert it there to JSON Lines)")
+    return None
 
 
 # ---------------------------------------------------------------- hive-style partitions (issue 15)

@@ -73,8 +73,8 @@ from .fast.pipeline import replay_paths
 from .fast.read import CHUNK_ROWS, iter_chunks
 from .findings import Finding
 from .logparse import Record
-from .parquet import (LAYOUTS_READ, REQUIRED, batch_chunk, chunk_to_table, hive_values, is_records_table,
-                      iter_parquet_batches, schema)
+from .parquet import (batch_chunk, chunk_to_table, hive_values, is_records_table, iter_parquet_batches,
+                      layout_problem, schema)
 from .pools import call_in_fresh_process, fresh_context, stop_children
 from .replay.chain import GameSummary
 from .replay.result import Replay, entry_bytes
@@ -478,11 +478,7 @@ def _pieces_plan(paths: list[str], min_rows: int) -> tuple[list[Segment], list[S
             if not path.endswith(".parquet") or not os.path.isfile(path):
                 return None
             pf = pq.ParquetFile(path)
-            names = set(pf.schema_arrow.names)
-            hive = hive_values(path)
-            layout_v = (pf.schema_arrow.metadata or {}).get(b"auditor.layout", b"1").decode(errors="replace")
-            if is_records_table(names) or layout_v not in LAYOUTS_READ or any(
-                    c not in names and c not in hive for c in REQUIRED):
+            if is_records_table(pf.schema_arrow.names) or layout_problem(pf, hive_values(path)) is not None:
                 return None
             md = pf.metadata
             groups.extend((fi, g, md.row_group(g).num_rows) for g in range(md.num_row_groups))

@@ -18,9 +18,10 @@ API (what the audit's orchestration calls)::
   values included), never rebuilt from a chunk: each row's bucket comes from the `table` dictionary (crc32 per
   value, then the codes), and SPILL_ROWS rows at a time are sorted by bucket with one `take` and written as one
   record batch per bucket. Other inputs (JSON Lines, a selection, a table of records, a file-level error) go
-  through the vectorised `parquet.chunk_to_table` of their chunks. Buckets are grouped, in bucket order, into
-  parts of about `part_deals` deals, of about equal size (`_grouped`; a table is never cut: a table larger than
-  that is a part of its own size),
+  through the vectorised `parquet.chunk_to_table` of their chunks. Buckets are grouped into parts of at most
+  `part_deals` deals, of about equal work (`_grouped`: a deal's work is WORK_BASE plus its players; the number of
+  parts is even, and they come the most work first, since they run two at a time; a table is never cut: a table
+  larger than `part_deals` is a part of its own size),
   so the parts depend only on the input and `part_deals`, never on a number of workers. The audit splits an input of
   Parquet files in the layout of `HELPER_MIN_ROWS` rows or more in two processes (`helper`): this one takes the row
   groups before the one nearest the middle row, a process from the fork server the rest, each into bucket files of
@@ -85,6 +86,12 @@ SPILL_ROWS = 65536  # rows gathered before they are sorted by bucket and written
 HELPER_MIN_ROWS = 2_000_000  # an input of Parquet files in the layout of at least this many rows is split by two
 # processes: this one and one from the fork server (which is ready about 2 s after the audit starts it; below this
 # the split takes a few seconds and the second process would mostly wait for it)
+WORK_BASE = 5  # a deal's work, for sharing it out evenly among the parts: this plus its players. Per deal, a part's
+# replay and counts of the 1M bench season took (2 cores): All Fours at 2 35 us, at 4 43; Scotch Whist at 4 39, at
+# 5 51, at 6 50-55; which 5 + players follows to about 10%, All Fours at 3 (63 us) the one far off. Only the balance
+# depends on it, never a result.
+PART_MULTIPLE = 2  # more than one part: a multiple of this many (the audit runs its parts two at a time,
+# `audit.PARTS_AT_ONCE`: five parts of equal cost take three rounds, six take three rounds of smaller parts)
 SPILL_COMPRESSION: str | None = None  # of the spill files' buffers ("lz4": some 60% of the size, more CPU)
 GAMES_BLOCK = 65536  # games per block when games entries are merged from in-memory lists
 ENTRY_BATCH = 2048  # entries per block of a part's entries file: the document's writer holds one block of each part
@@ -412,7 +419,7 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
             parts.cleanup()
         reg = Registry()
         got = _split_pass(_split_source(paths, reg, selection), reg, _Spill(parts), progress)
-    deals, n_read, used, _regular = got
+    deals, work, n_read, used, _regular = got
     parts.records = n_read
     if n_read <= part_deals:
         parts.cleanup()
@@ -425,21 +432,26 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
         parts.table_offset[name] = off
         off += deals[name]
     parts.table_deals = {name: deals[name] for name in names_sorted}
-    # buckets into parts, in bucket order
+    # buckets into parts of about equal work
     per_bucket = dict.fromkeys(used, 0)
+    work_of = dict.fromkeys(used, 0)
     for name, d in deals.items():
-        per_bucket[bucket_of(name, buckets)] = per_bucket.get(bucket_of(name, buckets), 0) + d
-    parts.parts = _grouped(per_bucket, part_deals)
+        b = bucket_of(name, buckets)
+        per_bucket[b] = per_bucket.get(b, 0) + d
+        work_of[b] = work_of.get(b, 0) + work.get(name, 0)
+    parts.parts = _grouped(per_bucket, part_deals, work_of)
     return parts
 
 
 def _split_pass(source: Iterator[tuple[Chunk, Arrow]], reg: Registry, spill: _Spill,
                 progress: Callable[[int], None] | None,
-                ) -> tuple[dict[str, int], int, list[int], bool]:
-    """Every chunk of `source` spilled to its table's bucket: (deals per table, records read, the buckets written,
-    whether every chunk was a record batch of the layout as read)."""
+                ) -> tuple[dict[str, int], dict[str, int], int, list[int], bool]:
+    """Every chunk of `source` spilled to its table's bucket: (deals per table, their work per table (`WORK_BASE`
+    plus the players, summed over the deals: the parts' balance), records read, the buckets written, whether every
+    chunk was a record batch of the layout as read)."""
     buckets = spill.parts.buckets
     deals: dict[str, int] = {}
+    work: dict[str, int] = {}
     n_read = 0
     regular = True
     nb_of: dict[str, int] = {}
@@ -452,12 +464,15 @@ def _split_pass(source: Iterator[tuple[Chunk, Arrow]], reg: Registry, spill: _Sp
         nb = np.array([nb_of.get(x) if x in nb_of else nb_of.setdefault(x, bucket_of(x, buckets)) for x in names]
                       + [0], np.int64)
         bucket = nb[codes]  # code -1 picks bucket 0
-        cnt = np.bincount(codes[codes >= 0], minlength=len(names))
+        ok = codes >= 0
+        cnt = np.bincount(codes[ok], minlength=len(names))
+        wk = np.bincount(codes[ok], weights=WORK_BASE + ch.nplayers[ok].astype(np.int64), minlength=len(names))
         for j in np.flatnonzero(cnt).tolist():
             deals[names[j]] = deals.get(names[j], 0) + int(cnt[j])
+            work[names[j]] = work.get(names[j], 0) + int(wk[j])
         spill.add(_spill_chunk(ch, reg) if batch is None else _spill_batch(ch, batch, reg), bucket)
         reg.forget_lineups()  # the chunk is spilled: its line-ups are not needed again (bounded memory)
-    return deals, n_read, spill.close(), regular
+    return deals, work, n_read, spill.close(), regular
 
 
 # -- the split in two processes (issue 15, a twenty-third session)
@@ -509,7 +524,7 @@ def _segments_source(paths: list[str], segments: list[Segment], reg: Registry) -
         yield from iter_parquet_batches(paths[fi], fi, reg, "meta", CHUNK_ROWS, row_groups=(first, stop))
 
 
-def _split_piece(args: tuple) -> tuple[dict[str, int], int, list[int], bool]:
+def _split_piece(args: tuple) -> tuple[dict[str, int], dict[str, int], int, list[int], bool]:
     """The split of one piece of the input into its own bucket files (in a process of its own)."""
     paths, workdir, buckets, segments, piece, seen = args
     parts = Parts(paths=paths, workdir=workdir, part_deals=0, buckets=buckets, parts=[])
@@ -523,7 +538,8 @@ def _split_piece(args: tuple) -> tuple[dict[str, int], int, list[int], bool]:
 
 
 def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
-                     progress: Callable[[int], None] | None) -> tuple[dict[str, int], int, list[int], bool] | None:
+                     progress: Callable[[int], None] | None,
+                     ) -> tuple[dict[str, int], dict[str, int], int, list[int], bool] | None:
     """The split in two processes: the second piece in a fresh process (`pools.fresh_context`) into bucket files
     of its own, the first here at the same time; then the two merged (deals per table added, the buckets
     written). Each bucket's rows are then piece 0's then piece 1's, the input's order, so the parts read exactly
@@ -547,37 +563,52 @@ def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
         except BaseException:
             stop_children()  # the other process too (an error or an interrupt here, or while waiting for it)
             raise
-    deals = dict(mine[0])
+    deals, work = dict(mine[0]), dict(mine[1])
     for name, n in theirs[0].items():
         deals[name] = deals.get(name, 0) + n
-    n_read = mine[1] + theirs[1]
+    for name, n in theirs[1].items():
+        work[name] = work.get(name, 0) + n
+    n_read = mine[2] + theirs[2]
     if progress is not None:
         progress(n_read)
-    if not (mine[3] and theirs[3]):
+    if not (mine[4] and theirs[4]):
         return None
     parts.pieces = 2
-    return deals, n_read, sorted(set(mine[2]) | set(theirs[2])), True
+    return deals, work, n_read, sorted(set(mine[3]) | set(theirs[3])), True
 
 
-def _grouped(per_bucket: dict[int, int], part_deals: int) -> list[list[int]]:
-    """Buckets (with their deals) into parts, in bucket order: as many parts as `part_deals` asks for (the total
-    over `part_deals`, rounded up), of about equal size (issue 15: parts run two at a time, and a 300,000-deal
-    input cut 250,000 + 50,000 left one core idle for most of it). A bucket goes to the part where its middle
-    falls (in integers); when that makes a part of several buckets larger than `part_deals`, one part more."""
+def _grouped(per_bucket: dict[int, int], part_deals: int, work: dict[int, int] | None = None) -> list[list[int]]:
+    """Buckets (with their deals) into parts: as many parts as `part_deals` asks for (the total over `part_deals`,
+    rounded up to a multiple of PART_MULTIPLE), of about equal work (`work` per bucket, default its deals; issue 15:
+    parts run two at a time, and a 300,000-deal input cut 250,000 + 50,000 left one core idle for most of it).
+    Each bucket, the most work first, goes to the part with the least work so far (ties: the bucket's number, the
+    part's); when that makes a part of several buckets larger than `part_deals` deals, more parts. The parts come
+    the most work first, so that run in their order two at a time no large part runs alone at the end (issue 15, a
+    twenty-fourth session: at 1M deals the fifth of five parts ran 7.5-8.5 s alone, one core idle); each part's
+    buckets in bucket order. Only how the work is shared depends on this, never a result."""
+    import heapq
+
+    w = work if work is not None else per_bucket
     buckets = sorted(per_bucket)
     total = sum(per_bucket.values())
-    m = max(1, -(-total // max(1, part_deals)))
+    m = _rounded_up(max(1, -(-total // max(1, part_deals))))
+    by_work = sorted(buckets, key=lambda b: (-w.get(b, 0), b))
     while True:
-        groups: dict[int, list[int]] = {}
-        cum = 0
-        for b in buckets:
-            d = per_bucket[b]
-            groups.setdefault(min(m - 1, (2 * cum + d) * m // (2 * total)) if total else 0, []).append(b)
-            cum += d
-        out = [groups[j] for j in sorted(groups)]
+        width = min(m, len(buckets))
+        heap = [(0, j) for j in range(width)]  # (work so far, part)
+        groups: list[list[int]] = [[] for _ in range(width)]
+        for b in by_work:
+            load, j = heapq.heappop(heap)
+            groups[j].append(b)
+            heapq.heappush(heap, (load + w.get(b, 0), j))
+        out = sorted((sorted(g) for g in groups if g), key=lambda g: (-sum(w.get(b, 0) for b in g), g[0]))
         if m >= len(buckets) or all(len(g) == 1 or sum(per_bucket[b] for b in g) <= part_deals for g in out):
             return out
-        m += 1
+        m = _rounded_up(m + 1)
+
+
+def _rounded_up(m: int) -> int:
+    return m if m <= 1 else -(-m // PART_MULTIPLE) * PART_MULTIPLE
 
 
 # ---------------------------------------------------------------- replaying a part

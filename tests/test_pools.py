@@ -333,28 +333,52 @@ def test_parts_at_once_is_one_per_core_at_most_two(monkeypatch) -> None:
 
 
 def test_parts_are_about_equal_and_none_above_the_size() -> None:
-    """`parts._grouped`: as many parts as the size asks for, of about equal size (a 300,000-deal input in two
-    parts of about 150,000, not 250,000 + 50,000), in bucket order, every bucket once, none above `part_deals`
-    unless one bucket is."""
+    """`parts._grouped`: as many parts as the size asks for, rounded up to an even number (they run two at a
+    time), of about equal size (a 300,000-deal input in two parts of about 150,000, not 250,000 + 50,000), every
+    bucket once, none above `part_deals` unless one bucket is; the largest first, each part's buckets in bucket
+    order."""
     import random
 
-    from auditor.parts import _grouped
+    from auditor.parts import PART_MULTIPLE, _grouped
 
     rng = random.Random(7)
     per = {b: rng.randint(800, 1500) for b in range(256)}
     total = sum(per.values())
     for size in (total, total - 1, total // 2, total // 3 + 1, 20_000, 5_000):
         got = _grouped(per, size)
-        assert [b for g in got for b in g] == sorted(per)  # bucket order, each once
+        assert sorted(b for g in got for b in g) == sorted(per)  # each bucket once
+        assert all(g == sorted(g) for g in got)
         sums = [sum(per[b] for b in g) for g in got]
+        assert sums == sorted(sums, reverse=True)  # the largest first
         want = -(-total // size)
         assert len(got) >= want and max(sums) <= size
+        assert len(got) == 1 or len(got) % PART_MULTIPLE == 0
         if size >= 50 * max(per.values()):  # buckets small next to a part: the count asked for, about equal
-            assert len(got) <= want + 1
-            assert max(sums) - min(sums) <= 3 * max(per.values())
-    assert _grouped(per, 1) == [[b] for b in sorted(per)]  # one bucket per part when the size is smaller
-    assert _grouped({0: 0, 5: 4000, 9: 1}, 1000) == [[0], [5], [9]]  # a bucket above the size is a part of its own
+            assert len(got) <= want + PART_MULTIPLE
+            assert max(sums) - min(sums) <= max(per.values())
+    assert sorted(_grouped(per, 1)) == [[b] for b in sorted(per)]  # one bucket per part when the size is smaller
+    assert sorted(_grouped({0: 0, 5: 4000, 9: 1}, 1000)) == [[0], [5], [9]]  # a bucket above the size is its own
     assert _grouped({0: 3}, 10) == [[0]]
+
+
+def test_parts_share_the_work_not_the_deals() -> None:
+    """`parts._grouped` with each bucket's work: the parts share the work, not the deals (under the size); five
+    parts' worth of equal buckets make six parts (two at a time: three rounds of smaller parts, not a fifth part
+    alone at the end)."""
+    from auditor.parts import _grouped
+
+    deals = {0: 60_000, 1: 50_000, 2: 40_000}
+    work = {0: 100, 1: 500, 2: 450}  # bucket 0: many cheap deals (All Fours at 2), 1 and 2 fewer, dearer
+    assert _grouped(deals, 100_000) == [[1, 2], [0]]  # by deals: 90,000 + 60,000 deals, work 950 + 100
+    assert _grouped(deals, 100_000, work) == [[0, 2], [1]]  # by work: 550 + 500, deals 100,000 + 50,000
+    assert _grouped(deals, 99_999, work) == [[1], [2], [0]]  # [0, 2] would be over the size: more parts
+    # the 300k bench season's tables (deals, players): the parts' work within a quarter of a table's
+    deals = {0: 49_700, 1: 49_700, 2: 37_500, 3: 37_500, 4: 31_000, 5: 31_000, 6: 31_000, 7: 32_000}
+    players = {0: 2, 1: 2, 2: 5, 3: 5, 4: 4, 5: 4, 6: 4, 7: 6}
+    work = {b: deals[b] * (5 + players[b]) for b in deals}
+    loads = [sum(work[b] for b in g) for g in _grouped(deals, 250_000, work)]
+    assert len(loads) == 2 and max(loads) - min(loads) <= min(work.values()) // 4
+    assert len(_grouped({b: 100 for b in range(50)}, 1_000)) == 6
 
 
 # ---------------------------------------------------------------- the console entry's quick exit (issue 15, a tenth session)

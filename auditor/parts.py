@@ -58,6 +58,7 @@ The workdir must be shared by every process that replays a part (a Dask cluster:
 
 from __future__ import annotations
 
+import heapq
 import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -586,8 +587,6 @@ def _grouped(per_bucket: dict[int, int], part_deals: int, work: dict[int, int] |
     the most work first, so that run in their order two at a time no large part runs alone at the end (issue 15, a
     twenty-fourth session: at 1M deals the fifth of five parts ran 7.5-8.5 s alone, one core idle); each part's
     buckets in bucket order. Only how the work is shared depends on this, never a result."""
-    import heapq
-
     w = work if work is not None else per_bucket
     buckets = sorted(per_bucket)
     total = sum(per_bucket.values())

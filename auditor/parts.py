@@ -117,6 +117,7 @@ class Parts:
     parts: list[list[int]]  # the buckets of each part, in bucket order (empty when single)
     table_deals: dict[str, int] = field(default_factory=dict)  # every table's number of deals (valid records)
     table_offset: dict[str, int] = field(default_factory=dict)  # its first deal's rank in the canonical order
+    table_work: dict[str, int] = field(default_factory=dict)  # its deals' work (WORK_BASE + players each): `_grouped`
     records: int = 0  # records read by the split (0 when single without reading)
     single: bool = False
     selection: Selection | None = None
@@ -433,6 +434,7 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
         parts.table_offset[name] = off
         off += deals[name]
     parts.table_deals = {name: deals[name] for name in names_sorted}
+    parts.table_work = {name: work.get(name, 0) for name in names_sorted}
     # buckets into parts of about equal work
     per_bucket = dict.fromkeys(used, 0)
     work_of = dict.fromkeys(used, 0)
@@ -467,7 +469,11 @@ def _split_pass(source: Iterator[tuple[Chunk, Arrow]], reg: Registry, spill: _Sp
         bucket = nb[codes]  # code -1 picks bucket 0
         ok = codes >= 0
         cnt = np.bincount(codes[ok], minlength=len(names))
-        wk = np.bincount(codes[ok], weights=WORK_BASE + ch.nplayers[ok].astype(np.int64), minlength=len(names))
+        players = ch.nplayers.astype(np.int64)
+        for i, rec in ch.slow.items():  # a record judged the slow way: its players from the record
+            if rec.deal is not None:
+                players[i] = len(rec.deal.players)
+        wk = np.bincount(codes[ok], weights=WORK_BASE + players[ok], minlength=len(names))
         for j in np.flatnonzero(cnt).tolist():
             deals[names[j]] = deals.get(names[j], 0) + int(cnt[j])
             work[names[j]] = work.get(names[j], 0) + int(wk[j])

@@ -16,7 +16,7 @@ from auditor.columns import AuditColumns
 from auditor.fast.audit_cols import reorder
 from auditor.fast.convert import convert_file
 from auditor.fast.pipeline import replay_paths
-from auditor.parts import bucket_of, merge_replays, replay_part, split_input
+from auditor.parts import WORK_BASE, bucket_of, merge_replays, replay_part, split_input
 from auditor.replay.result import dump_document
 from auditor.select import Selection
 from auditor.testing.generate import Style, random_game, random_log
@@ -66,7 +66,12 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     p3 = d / "c.parquet"
     convert_file(str(src), str(p3))
     p4 = d / "d.jsonl"
-    p4.write_bytes(_dumps(random_log(rng, 2, table="club-2", style=style, id_prefix="late-")))
+    sheet = {"format": "deal-log/1", "game": "scotch_whist", "rules": "foster", "table": "sheet-1",  # a score
+             "game_id": "sheet-1/1", "deal_no": 1, "players": ["ann", "bob", "cy", "dee"],  # sheet's row: read the
+             "sides": [[0, 2], [1, 3]], "dealer": 3, "turn_up": "7d",  # slow way, a deal all the same
+             "recorded": {"points": [30, 2], "totals": [30, 2]}, "observed": {"jack": 2, "ten": 2}}
+    p4.write_bytes(_dumps(random_log(rng, 2, table="club-2", style=style, id_prefix="late-")) + orjson.dumps(sheet)
+                   + b"\n")
     return [str(p1), str(p2), str(p3), str(p4)]
 
 
@@ -94,6 +99,10 @@ def _check(paths: list[str], workdir: str, part_deals: int, min_parts: int = 3, 
     assert sorted(union.order.tolist()) == list(range(len(direct.table)))
     assert _sorted_table(union).equal(_sorted_table(direct.table)) == []
     assert sum(parts.table_deals.values()) == len(direct.table)
+    work: dict[str, int] = {}  # each table's work for the parts' balance: WORK_BASE plus the players, per deal
+    for t, n in zip(direct.table.table.tolist(), direct.table.n.tolist(), strict=True):
+        work[direct.table.tables[t]] = work.get(direct.table.tables[t], 0) + WORK_BASE + n
+    assert parts.table_work == work
     parts.cleanup()
     assert not os.listdir(workdir)
 
@@ -338,8 +347,8 @@ def _bucket_rows(parts, b: int):  # noqa: ANN001, ANN202
 
 
 def _same_split(one, two) -> None:  # noqa: ANN001
-    assert (one.parts, one.table_deals, one.table_offset, one.records) == (
-        two.parts, two.table_deals, two.table_offset, two.records)
+    assert (one.parts, one.table_deals, one.table_offset, one.table_work, one.records) == (
+        two.parts, two.table_deals, two.table_offset, two.table_work, two.records)
     for b in range(one.buckets):
         a, c = _bucket_rows(one, b), _bucket_rows(two, b)
         assert (a is None) == (c is None), b

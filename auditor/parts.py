@@ -89,7 +89,7 @@ HELPER_MIN_ROWS = 2_000_000  # an input of Parquet files in the layout of at lea
 # the split takes a few seconds and the second process would mostly wait for it)
 WORK_BASE = 5  # a deal's work, for sharing it out evenly among the parts: this plus its players. Per deal, a part's
 # replay and counts of the 1M bench season took (2 cores): All Fours at 2 35 us, at 4 43; Scotch Whist at 4 39, at
-# 5 51, at 6 50-55; which 5 + players follows to about 10%, All Fours at 3 (63 us) the one far off. Only the balance
+# 5 51, at 6 50-55; which 5 + players follows to about 15%, All Fours at 3 (63 us) the one far off. Only the balance
 # depends on it, never a result.
 PART_MULTIPLE = 2  # more than one part: a multiple of this many (the audit runs its parts two at a time,
 # `audit.PARTS_AT_ONCE`: five parts of equal cost take three rounds, six take three rounds of smaller parts)

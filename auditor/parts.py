@@ -63,7 +63,7 @@ import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import orjson
@@ -421,7 +421,7 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
             parts.cleanup()
         reg = Registry()
         got = _split_pass(_split_source(paths, reg, selection), reg, _Spill(parts), progress)
-    deals, work, n_read, used, _regular = got
+    deals, work, n_read, used = got.deals, got.work, got.n_read, got.used
     parts.records = n_read
     if n_read <= part_deals:
         parts.cleanup()
@@ -446,12 +446,29 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
     return parts
 
 
+class _Tally(NamedTuple):
+    """What a split pass (or the two pieces of one, added) found."""
+
+    deals: dict[str, int]  # deals per table
+    work: dict[str, int]  # their work per table (`WORK_BASE` plus the players, summed over the deals)
+    n_read: int  # records read
+    used: list[int]  # the buckets written
+    regular: bool  # every chunk was a record batch of the layout as read
+
+    def plus(self, other: "_Tally") -> "_Tally":
+        def added(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+            out = dict(a)
+            for name, n in b.items():
+                out[name] = out.get(name, 0) + n
+            return out
+
+        return _Tally(added(self.deals, other.deals), added(self.work, other.work), self.n_read + other.n_read,
+                      sorted(set(self.used) | set(other.used)), self.regular and other.regular)
+
+
 def _split_pass(source: Iterator[tuple[Chunk, Arrow]], reg: Registry, spill: _Spill,
-                progress: Callable[[int], None] | None,
-                ) -> tuple[dict[str, int], dict[str, int], int, list[int], bool]:
-    """Every chunk of `source` spilled to its table's bucket: (deals per table, their work per table (`WORK_BASE`
-    plus the players, summed over the deals: the parts' balance), records read, the buckets written, whether every
-    chunk was a record batch of the layout as read)."""
+                progress: Callable[[int], None] | None) -> _Tally:
+    """Every chunk of `source` spilled to its table's bucket, and what was found (`_Tally`)."""
     buckets = spill.parts.buckets
     deals: dict[str, int] = {}
     work: dict[str, int] = {}
@@ -479,7 +496,7 @@ def _split_pass(source: Iterator[tuple[Chunk, Arrow]], reg: Registry, spill: _Sp
             work[names[j]] = work.get(names[j], 0) + int(wk[j])
         spill.add(_spill_chunk(ch, reg) if batch is None else _spill_batch(ch, batch, reg), bucket)
         reg.forget_lineups()  # the chunk is spilled: its line-ups are not needed again (bounded memory)
-    return deals, work, n_read, spill.close(), regular
+    return _Tally(deals, work, n_read, spill.close(), regular)
 
 
 # -- the split in two processes (issue 15, a twenty-third session)
@@ -531,7 +548,7 @@ def _segments_source(paths: list[str], segments: list[Segment], reg: Registry) -
         yield from iter_parquet_batches(paths[fi], fi, reg, "meta", CHUNK_ROWS, row_groups=(first, stop))
 
 
-def _split_piece(args: tuple) -> tuple[dict[str, int], dict[str, int], int, list[int], bool]:
+def _split_piece(args: tuple) -> _Tally:
     """The split of one piece of the input into its own bucket files (in a process of its own)."""
     paths, workdir, buckets, segments, piece, seen = args
     parts = Parts(paths=paths, workdir=workdir, part_deals=0, buckets=buckets, parts=[])
@@ -545,8 +562,7 @@ def _split_piece(args: tuple) -> tuple[dict[str, int], dict[str, int], int, list
 
 
 def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
-                     progress: Callable[[int], None] | None,
-                     ) -> tuple[dict[str, int], dict[str, int], int, list[int], bool] | None:
+                     progress: Callable[[int], None] | None) -> _Tally | None:
     """The split in two processes: the second piece in a fresh process (`pools.fresh_context`) into bucket files
     of its own, the first here at the same time; then the two merged (deals per table added, the buckets
     written). Each bucket's rows are then piece 0's then piece 1's, the input's order, so the parts read exactly
@@ -570,18 +586,13 @@ def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
         except BaseException:
             stop_children()  # the other process too (an error or an interrupt here, or while waiting for it)
             raise
-    deals, work = dict(mine[0]), dict(mine[1])
-    for name, n in theirs[0].items():
-        deals[name] = deals.get(name, 0) + n
-    for name, n in theirs[1].items():
-        work[name] = work.get(name, 0) + n
-    n_read = mine[2] + theirs[2]
+    whole = mine.plus(theirs)
     if progress is not None:
-        progress(n_read)
-    if not (mine[4] and theirs[4]):
+        progress(whole.n_read)
+    if not whole.regular:
         return None
     parts.pieces = 2
-    return deals, work, n_read, sorted(set(mine[3]) | set(theirs[3])), True
+    return whole
 
 
 def _grouped(per_bucket: dict[int, int], part_deals: int, work: dict[int, int] | None = None) -> list[list[int]]:

@@ -13,15 +13,17 @@ API (what the audit's orchestration calls)::
   row to one of `buckets` hash buckets of its table (`zlib.crc32` of the table name; records that are not deals,
   having no table, go to bucket 0), as Arrow IPC streams in `workdir` (`bucket-<b>.arrows`): the project's Parquet
   layout with its dictionary columns as plain strings, plus private columns: the row's ORIGINAL file index and
-  line, its source when it is not "path:line", and what a bad record's finding says. A Parquet input in the
+  line, its source when it is not "path:line", what a bad record's finding says, and its table's unit (`_u`:
+  `unit_of`, the crc32 of which the bucket is the remainder; LOOSE for the records of no table's deal). A Parquet input in the
   layout is spilled as it is read, record batch by record batch (`parquet.iter_parquet_batches`: hive partition
   values included), never rebuilt from a chunk: each row's bucket comes from the `table` dictionary (crc32 per
   value, then the codes), and SPILL_ROWS rows at a time are sorted by bucket with one `take` and written as one
   record batch per bucket. Other inputs (JSON Lines, a selection, a table of records, a file-level error) go
-  through the vectorised `parquet.chunk_to_table` of their chunks. Buckets are grouped into parts of at most
-  `part_deals` deals, of about equal work (`_grouped`: a deal's work is WORK_BASE plus its players; the number of
-  parts is even, and they come the most work first, since they run two at a time; a table is never cut: a table
-  larger than `part_deals` is a part of its own size),
+  through the vectorised `parquet.chunk_to_table` of their chunks. Units (tables, not buckets: two tables of one
+  bucket can go to two parts, each reading only its own rows of the bucket's file) are grouped into parts of at
+  most `part_deals` deals, of about equal work (`_grouped`: a deal's work is WORK_BASE plus its players; the number
+  of parts is even, and they come the most work first, since they run two at a time; a table is never cut: a
+  table larger than `part_deals` is a part of its own size),
   so the parts depend only on the input and `part_deals`, never on a number of workers. The audit splits an input of
   Parquet files in the layout of `HELPER_MIN_ROWS` rows or more in two processes (`helper`): this one takes the row
   groups before the one nearest the middle row, a process from the fork server the rest, each into bucket files of
@@ -98,12 +100,19 @@ GAMES_BLOCK = 65536  # games per block when games entries are merged from in-mem
 ENTRY_BATCH = 2048  # entries per block of a part's entries file: the document's writer holds one block of each part
 # (issue 15: blocks of 65,536 entries, some 15 MB each, made 0.7 GB over the 56 parts of a 10M audit)
 
-_PRIVATE = ("_fi", "_line", "_src", "_bad")
+_PRIVATE = ("_fi", "_line", "_src", "_bad", "_u")
+LOOSE = 0  # the unit of the records that are not a table's deal (bad records, score sheets read the slow way)
+
+
+def unit_of(table: str) -> int:
+    """A table's unit: crc32 of its UTF-8 name (stable across runs and machines). The parts are made of units, so
+    two tables of one bucket can go to two parts; two tables of one crc32 are one unit."""
+    return zlib.crc32(table.encode("utf-8", "surrogatepass"))
 
 
 def bucket_of(table: str, buckets: int) -> int:
-    """The hash bucket of a table (stable across runs and machines: crc32 of its UTF-8 name)."""
-    return zlib.crc32(table.encode("utf-8", "surrogatepass")) % buckets
+    """The hash bucket of a table: its unit modulo the number of buckets (one spill file per bucket)."""
+    return unit_of(table) % buckets
 
 
 @dataclass
@@ -114,7 +123,8 @@ class Parts:
     workdir: str | None
     part_deals: int
     buckets: int
-    parts: list[list[int]]  # the buckets of each part, in bucket order (empty when single)
+    parts: list[list[int]]  # the units of each part (`unit_of` its tables; LOOSE for the records of no table), in
+    # the order their rows are read: by bucket (unit % buckets), then unit (empty when single)
     table_deals: dict[str, int] = field(default_factory=dict)  # every table's number of deals (valid records)
     table_offset: dict[str, int] = field(default_factory=dict)  # its first deal's rank in the canonical order
     table_work: dict[str, int] = field(default_factory=dict)  # its deals' work (WORK_BASE + players each): `_grouped`
@@ -228,9 +238,16 @@ def spill_schema() -> Arrow:
     import pyarrow as pa
 
     fields = [pa.field(f.name, pa.string()) if pa.types.is_dictionary(f.type) else f for f in schema()]
-    for name, typ in (("_fi", pa.int32()), ("_line", pa.int64()), ("_src", pa.string()), ("_bad", pa.string())):
+    for name, typ in (("_fi", pa.int32()), ("_line", pa.int64()), ("_src", pa.string()), ("_bad", pa.string()),
+                      ("_u", pa.uint32())):
         fields.append(pa.field(name, typ))
-    return pa.schema(fields, metadata={"auditor.spill": "2"})
+    return pa.schema(fields, metadata={"auditor.spill": "3"})
+
+
+def _row_schema() -> Arrow:
+    """The spill schema without `_u` (which `_Spill` adds when it writes the rows out)."""
+    sch = spill_schema()
+    return sch.remove(sch.get_field_index("_u"))
 
 
 def _bad_text(rec: Record) -> str:
@@ -247,10 +264,10 @@ def _bad_text(rec: Record) -> str:
 def _as_spill(cols: dict[str, Arrow], n: int, fi: int, line: np.ndarray, src: list[str | None] | None,
               bad: list[str | None] | None) -> Arrow:
     """A record batch of the spill schema from layout columns by name (a missing one is null; dictionary columns
-    decoded; another type cast, which may raise) and the private columns."""
+    decoded; another type cast, which may raise) and the private columns but `_u`."""
     import pyarrow as pa
 
-    sch = spill_schema()
+    sch = _row_schema()
     arrays = []
     for f in sch:
         if f.name == "_fi":
@@ -317,24 +334,27 @@ def _spill_batch(ch: Chunk, batch: Arrow, reg: Registry) -> Arrow:
 
 
 class _Spill:
-    """Per bucket, an Arrow IPC stream of its rows in input order. Rows are gathered up to SPILL_ROWS, then sorted
-    by bucket at once (one `take`) and each bucket's slice written as one record batch."""
+    """Per bucket, an Arrow IPC stream of its rows in input order, each row with its unit (`_u`). Rows are gathered
+    up to SPILL_ROWS, then sorted by bucket at once (one `take`) and each bucket's slice written as one record
+    batch."""
 
     def __init__(self, parts: Parts, piece: int = 0) -> None:
         self.parts = parts
         self.piece = piece
         self.sch = spill_schema()
+        self.rows = _row_schema()
         self.pending: list[Arrow] = []
-        self.bucket: list[np.ndarray] = []
+        self.unit: list[np.ndarray] = []
         self.total = 0
         self.writers: dict[int, tuple[Any, Any]] = {}
 
-    def add(self, t: Arrow, bucket: np.ndarray) -> None:
-        if not len(bucket):
+    def add(self, t: Arrow, unit: np.ndarray) -> None:
+        """A batch of `_row_schema` and each row's unit."""
+        if not len(unit):
             return
         self.pending.append(t)
-        self.bucket.append(bucket)
-        self.total += len(bucket)
+        self.unit.append(unit)
+        self.total += len(unit)
         if self.total >= SPILL_ROWS:
             self._flush()
 
@@ -343,9 +363,10 @@ class _Spill:
 
         if not self.pending:
             return
-        b = np.concatenate(self.bucket)
-        t = pa.Table.from_batches(self.pending, schema=self.sch)
-        self.pending, self.bucket, self.total = [], [], 0
+        u = np.concatenate(self.unit).astype(np.uint32)
+        t = pa.Table.from_batches(self.pending, schema=self.rows).append_column(self.sch.field("_u"), pa.array(u))
+        self.pending, self.unit, self.total = [], [], 0
+        b = (u % self.parts.buckets).astype(np.int64)
         order = np.argsort(b, kind="stable")
         sb = b[order]
         if (order != np.arange(len(order))).any():
@@ -364,12 +385,11 @@ class _Spill:
                 w = self.writers[k] = (f, pa.ipc.new_stream(f, self.sch, options=opts))
             w[1].write_batch(batch.slice(a, e - a))
 
-    def close(self) -> list[int]:
+    def close(self) -> None:
         self._flush()
         for f, w in self.writers.values():
             w.close()
             f.close()
-        return sorted(self.writers)
 
 
 def _split_source(paths: list[str], reg: Registry, selection: Selection | None) -> Iterator[tuple[Chunk, Arrow]]:
@@ -421,7 +441,7 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
             parts.cleanup()
         reg = Registry()
         got = _split_pass(_split_source(paths, reg, selection), reg, _Spill(parts), progress)
-    deals, work, n_read, used = got.deals, got.work, got.n_read, got.used
+    deals, work, n_read = got.deals, got.work, got.n_read
     parts.records = n_read
     if n_read <= part_deals:
         parts.cleanup()
@@ -435,14 +455,15 @@ def split_input(paths: Sequence[str], workdir: str, part_deals: int, selection: 
         off += deals[name]
     parts.table_deals = {name: deals[name] for name in names_sorted}
     parts.table_work = {name: work.get(name, 0) for name in names_sorted}
-    # buckets into parts of about equal work
-    per_bucket = dict.fromkeys(used, 0)
-    work_of = dict.fromkeys(used, 0)
+    # units (tables; two tables of one crc32 are one) into parts of about equal work; the records of no table's
+    # deal are a unit too (no deals, each counted as one of work)
+    per_unit: dict[int, int] = {LOOSE: 0} if got.loose else {}
+    work_of: dict[int, int] = {LOOSE: got.loose} if got.loose else {}
     for name, d in deals.items():
-        b = bucket_of(name, buckets)
-        per_bucket[b] = per_bucket.get(b, 0) + d
-        work_of[b] = work_of.get(b, 0) + work.get(name, 0)
-    parts.parts = _grouped(per_bucket, part_deals, work_of)
+        u = unit_of(name)
+        per_unit[u] = per_unit.get(u, 0) + d
+        work_of[u] = work_of.get(u, 0) + work.get(name, 0)
+    parts.parts = [sorted(g, key=lambda u: (u % buckets, u)) for g in _grouped(per_unit, part_deals, work_of)]
     return parts
 
 
@@ -452,7 +473,7 @@ class _Tally(NamedTuple):
     deals: dict[str, int]  # deals per table
     work: dict[str, int]  # their work per table (`WORK_BASE` plus the players, summed over the deals)
     n_read: int  # records read
-    used: list[int]  # the buckets written
+    loose: int  # of them, the records of no table's deal (unit LOOSE)
     regular: bool  # every chunk was a record batch of the layout as read
 
     def plus(self, other: "_Tally") -> "_Tally":
@@ -463,28 +484,29 @@ class _Tally(NamedTuple):
             return out
 
         return _Tally(added(self.deals, other.deals), added(self.work, other.work), self.n_read + other.n_read,
-                      sorted(set(self.used) | set(other.used)), self.regular and other.regular)
+                      self.loose + other.loose, self.regular and other.regular)
 
 
 def _split_pass(source: Iterator[tuple[Chunk, Arrow]], reg: Registry, spill: _Spill,
                 progress: Callable[[int], None] | None) -> _Tally:
-    """Every chunk of `source` spilled to its table's bucket, and what was found (`_Tally`)."""
-    buckets = spill.parts.buckets
+    """Every chunk of `source` spilled to its table's bucket, with its table's unit, and what was found
+    (`_Tally`)."""
     deals: dict[str, int] = {}
     work: dict[str, int] = {}
-    n_read = 0
+    n_read = loose = 0
     regular = True
-    nb_of: dict[str, int] = {}
+    nu_of: dict[str, int] = {}
     for ch, batch in source:
         n_read += ch.n
         regular = regular and batch is not None
         if progress is not None:
             progress(n_read)
         codes, names = _row_tables(ch)
-        nb = np.array([nb_of.get(x) if x in nb_of else nb_of.setdefault(x, bucket_of(x, buckets)) for x in names]
-                      + [0], np.int64)
-        bucket = nb[codes]  # code -1 picks bucket 0
+        nu = np.array([nu_of.get(x) if x in nu_of else nu_of.setdefault(x, unit_of(x)) for x in names] + [LOOSE],
+                      np.uint32)
+        unit = nu[codes]  # code -1 picks LOOSE (bucket 0)
         ok = codes >= 0
+        loose += int(ch.n - np.count_nonzero(ok))
         cnt = np.bincount(codes[ok], minlength=len(names))
         players = ch.nplayers.astype(np.int64)
         for i, rec in ch.slow.items():  # a record judged the slow way: its players from the record
@@ -494,9 +516,10 @@ def _split_pass(source: Iterator[tuple[Chunk, Arrow]], reg: Registry, spill: _Sp
         for j in np.flatnonzero(cnt).tolist():
             deals[names[j]] = deals.get(names[j], 0) + int(cnt[j])
             work[names[j]] = work.get(names[j], 0) + int(wk[j])
-        spill.add(_spill_chunk(ch, reg) if batch is None else _spill_batch(ch, batch, reg), bucket)
+        spill.add(_spill_chunk(ch, reg) if batch is None else _spill_batch(ch, batch, reg), unit)
         reg.forget_lineups()  # the chunk is spilled: its line-ups are not needed again (bounded memory)
-    return _Tally(deals, work, n_read, spill.close(), regular)
+    spill.close()
+    return _Tally(deals, work, n_read, loose, regular)
 
 
 # -- the split in two processes (issue 15, a twenty-third session)
@@ -596,14 +619,16 @@ def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
 
 
 def _grouped(per_bucket: dict[int, int], part_deals: int, work: dict[int, int] | None = None) -> list[list[int]]:
-    """Buckets (with their deals) into parts: as many parts as `part_deals` asks for (the total over `part_deals`,
+    """Units (keys: the split's tables' units, `unit_of`; here called buckets, their first meaning; with their
+    deals) into parts: as many parts as `part_deals` asks for (the total over `part_deals`,
     rounded up to a multiple of PART_MULTIPLE), of about equal work (`work` per bucket, default its deals; issue 15:
     parts run two at a time, and a 300,000-deal input cut 250,000 + 50,000 left one core idle for most of it).
     Each bucket, the most work first, goes to the part with the least work so far (ties: the bucket's number, the
     part's); when that makes a part of several buckets larger than `part_deals` deals, more parts. The parts come
     the most work first, so that run in their order two at a time no large part runs alone at the end (issue 15, a
     twenty-fourth session: at 1M deals the fifth of five parts ran 7.5-8.5 s alone, one core idle); each part's
-    buckets in bucket order. Only how the work is shared depends on this, never a result."""
+    buckets in order (the split then orders a part's units by bucket). Only how the work is shared depends on this,
+    never a result."""
     w = work if work is not None else per_bucket
     buckets = sorted(per_bucket)
     total = sum(per_bucket.values())
@@ -639,7 +664,7 @@ def _joined(batches: list[Arrow]) -> Arrow:
 
 
 class _PartSource:
-    """The `chunks` hook of `replay_paths` for one part: its buckets' rows as chunks of their original file index
+    """The `chunks` hook of `replay_paths` for one part: its units' rows as chunks of their original file index
     and lines; it notes each game's first valid deal (file index, line) and the sources that are not path:line."""
 
     def __init__(self, parts: Parts, k: int) -> None:
@@ -667,18 +692,30 @@ class _PartSource:
 
     def _batches(self) -> Iterator[Arrow]:
         """The part's spilled rows, bucket after bucket, as record batches of about CHUNK_ROWS rows (a bucket's
-        small record batches joined)."""
+        small record batches joined): a bucket's rows of the part's units only, when other parts have units in
+        it too (two tables whose names hash to one bucket)."""
         import pyarrow as pa
+        import pyarrow.compute as pc
 
+        P = self.parts
+        mine: dict[int, list[int]] = {}
+        for u in P.parts[self.k]:
+            mine.setdefault(u % P.buckets, []).append(u)
+        shared = {u % P.buckets for j, g in enumerate(P.parts) if j != self.k for u in g} & set(mine)
         acc: list[Arrow] = []
         n = 0
-        for b in self.parts.parts[self.k]:
-            for piece in range(self.parts.pieces):
-                path = self.parts.bucket_path(b, piece)
+        for b in sorted(mine):
+            keep = pa.array(np.array(mine[b], np.uint32)) if b in shared else None
+            for piece in range(P.pieces):
+                path = P.bucket_path(b, piece)
                 if not os.path.exists(path):
                     continue
                 with pa.OSFile(path, "rb") as f:
                     for batch in pa.ipc.open_stream(f):
+                        if keep is not None:
+                            batch = batch.filter(pc.is_in(batch.column("_u"), value_set=keep))
+                            if not batch.num_rows:
+                                continue
                         acc.append(batch)
                         n += batch.num_rows
                         if n >= CHUNK_ROWS:

@@ -115,6 +115,31 @@ def test_one_bucket_per_table_and_one_table_per_part(inputs: list[str], tmp_path
     _check(inputs, str(tmp_path / "w"), part_deals=1, min_parts=5, buckets=256)
 
 
+def test_tables_of_one_bucket_go_to_parts_of_their_own(inputs: list[str], tmp_path) -> None:
+    """Every table's name hashed to the one bucket: the parts are still made of tables (units), each part reading
+    only its own units' rows of the shared bucket file (issue 15, a twenty-fifth session: at 10M deals two tables
+    of 114,000 deals in one of 256 buckets made a part of 228,339, above the parts of any other table)."""
+    from auditor.parts import LOOSE, unit_of
+
+    _check(inputs, str(tmp_path / "w"), part_deals=1, min_parts=9, buckets=1)
+    parts = split_input(inputs, str(tmp_path / "p"), 1, buckets=1)
+    names = {unit_of(t): t for t in parts.table_deals}
+    assert len(names) == len(parts.table_deals) == 8
+    assert sorted(u for g in parts.parts for u in g) == sorted([*names, LOOSE])  # each unit in one part
+    assert all(len(g) == 1 for g in parts.parts)
+    assert len(os.listdir(tmp_path / "p")) == 1  # one bucket file for all of them
+    parts.cleanup()
+    # parts of about 40 deals: whole tables, the union of their tables every table once
+    parts = split_input(inputs, str(tmp_path / "q"), 40, buckets=1)
+    assert len(parts) > 2
+    seen = [names[u] for g in parts.parts for u in g if u != LOOSE]
+    assert sorted(seen) == sorted(parts.table_deals)
+    for g in parts.parts:
+        assert len(g) == 1 or sum(parts.table_deals[names[u]] for u in g if u != LOOSE) <= 40
+    parts.cleanup()
+    _check(inputs, str(tmp_path / "w2"), part_deals=40, min_parts=3, buckets=1)
+
+
 def test_parts_depend_only_on_the_input_and_size(inputs: list[str], tmp_path) -> None:
     a = split_input(inputs, str(tmp_path / "a"), 25, buckets=64)
     b = split_input(inputs, str(tmp_path / "b"), 25, buckets=64)
@@ -122,7 +147,7 @@ def test_parts_depend_only_on_the_input_and_size(inputs: list[str], tmp_path) ->
     assert a.table_offset["club-2"] < a.table_offset["club-10"]  # natural order of table names
     assert a.table_deals["solo"] == 1
     assert [bucket_of(t, 64) for t in ("club-1", "af-3")] == [bucket_of(t, 64) for t in ("club-1", "af-3")]
-    # bad records (no table) are in bucket 0, which is in one part
+    # bad records (no table) are the unit LOOSE, in bucket 0, in one part
     assert sum(g.count(0) for g in a.parts) == 1
 
 

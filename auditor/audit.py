@@ -237,7 +237,10 @@ def audit(replay: Replay, fdr: float = 0.05, seed: int = DEFAULT_SEED, selection
                        presets=presets_seen(table))
 
 
-PART_DEALS = 250_000  # a large input is audited in parts of about this many deals (whole tables)
+PART_DEALS = 200_000  # a large input is audited in parts of at most this many deals (whole tables). A part's process
+# peaks at about 2.6 KB a deal; at 250,000 the parts of the 10M bench (120 tables of 63,000-121,000 deals, 52 parts)
+# reached 248,000 deals and 661 MB, at 200,000 (60 parts) 198,000 and 523 MB, as at 1M, in the same time (issue 15,
+# a twenty-fifth session)
 COUNTS_LAYOUT = 1  # the version of the detectors' counts as --save-counts writes them
 
 

@@ -410,8 +410,9 @@ def audit(
                                               "replay's findings and games) to FILE, for a later --add-counts"),
     add_counts: Optional[list[str]] = typer.Option(None, "--add-counts", help="counts saved by an earlier audit "
                                                    "(--save-counts), added before these logs (repeatable)"),
-    part_deals: int = typer.Option(250_000, "--part-deals", help="a large input is audited in parts of about this "
-                                   "many deals (whole tables); memory grows with it"),
+    part_deals: int = typer.Option(200_000, "--part-deals", help="a large input is audited in parts of at most this "
+                                   "many deals (whole tables; a larger table is a part of its own); memory grows "
+                                   "with it"),
     workdir: Optional[str] = typer.Option(None, "--workdir", help="where the parts of a large input are spilled "
                                           "(default: the temporary folder, TMPDIR); with --dask, a folder every "
                                           "worker sees"),

@@ -1,6 +1,6 @@
 """Peak memory of the audit's streaming stages against the number of deals (issue 15: flat in deals).
 
-    python bench/bench_memory.py LOG [LOG ...] [--workers N] [--part-deals 250000] [--finalize]
+    python bench/bench_memory.py LOG [LOG ...] [--workers N] [--part-deals 200000] [--finalize]
 
 For each log, in a fresh process under /usr/bin/time -v: split the input into parts of whole tables, replay and
 count every part (here, or in `--workers` processes), merge the replays and the counts, and (with `--finalize`)
@@ -18,6 +18,8 @@ import re
 import subprocess
 import sys
 import tempfile
+
+from auditor.audit import PART_DEALS
 
 CHILD = r'''
 import json, sys, time, tempfile, os, shutil
@@ -83,7 +85,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("logs", nargs="+")
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--part-deals", type=int, default=250_000)
+    ap.add_argument("--part-deals", type=int, default=PART_DEALS)
     ap.add_argument("--finalize", action="store_true")
     ap.add_argument("--json")
     a = ap.parse_args()

@@ -49,6 +49,18 @@ def deals(season):
     return auditor.read_deals([season])
 
 
+def test_part_deals_default_is_the_audits():
+    """The CLI's --part-deals default (a literal, so that `auditor --help` imports nothing heavy) is the API's."""
+    import inspect
+
+    from auditor import cli
+    from auditor.audit import PART_DEALS
+
+    assert inspect.signature(cli.audit).parameters["part_deals"].default.default == PART_DEALS
+    assert inspect.signature(api.run_audit).parameters["part_deals"].default == PART_DEALS
+    assert inspect.signature(api.check_options).parameters["part_deals"].default == PART_DEALS
+
+
 def test_tests_are_the_documents_tests(audited):
     doc = audited.document
     t = audited.tests

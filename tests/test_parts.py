@@ -405,8 +405,10 @@ def test_split_in_two_processes_spills_what_one_pass_spills(row_groups: list[str
         two.cleanup()
         assert not os.listdir(tmp_path / "two")
         one.cleanup()
-    # and so the parts replay to the direct run
+    # and so the parts replay to the direct run, also when every table shares the one bucket (each part then
+    # takes its own tables' rows from both pieces' files)
     _check(row_groups, str(tmp_path / "w"), part_deals=25, pieces=2)
+    _check(row_groups, str(tmp_path / "w1"), part_deals=25, pieces=2, buckets=1)
     # below the threshold, or for an input that is not all Parquet in the layout, one pass
     assert split_input(row_groups, str(tmp_path / "x"), 25, helper=True, helper_min_rows=10 ** 6).pieces == 1
     assert _pieces_plan(row_groups + [inputs_jsonl(row_groups)], 0) is None

@@ -14,8 +14,8 @@ API (what the audit's orchestration calls)::
   having no table, go to bucket 0), as Arrow IPC streams in `workdir` (`bucket-<b>.arrows`): the project's Parquet
   layout with its dictionary columns as plain strings, plus private columns: the row's ORIGINAL file index and
   line, its source when it is not "path:line", what a bad record's finding says, and its table's unit (`_u`:
-  `unit_of`, the crc32 of which the bucket is the remainder; LOOSE for the records of no table's deal). A Parquet input in the
-  layout is spilled as it is read, record batch by record batch (`parquet.iter_parquet_batches`: hive partition
+  `unit_of`, the crc32 of which the bucket is the remainder; LOOSE for the records of no table's deal). A Parquet
+  input in the layout is spilled as it is read, record batch by record batch (`parquet.iter_parquet_batches`: hive partition
   values included), never rebuilt from a chunk: each row's bucket comes from the `table` dictionary (crc32 per
   value, then the codes), and SPILL_ROWS rows at a time are sorted by bucket with one `take` and written as one
   record batch per bucket. Other inputs (JSON Lines, a selection, a table of records, a file-level error) go
@@ -618,32 +618,31 @@ def _split_in_pieces(parts: Parts, plan: tuple[list[Segment], list[Segment]],
     return whole
 
 
-def _grouped(per_bucket: dict[int, int], part_deals: int, work: dict[int, int] | None = None) -> list[list[int]]:
-    """Units (keys: the split's tables' units, `unit_of`; here called buckets, their first meaning; with their
-    deals) into parts: as many parts as `part_deals` asks for (the total over `part_deals`,
-    rounded up to a multiple of PART_MULTIPLE), of about equal work (`work` per bucket, default its deals; issue 15:
-    parts run two at a time, and a 300,000-deal input cut 250,000 + 50,000 left one core idle for most of it).
-    Each bucket, the most work first, goes to the part with the least work so far (ties: the bucket's number, the
-    part's); when that makes a part of several buckets larger than `part_deals` deals, more parts. The parts come
-    the most work first, so that run in their order two at a time no large part runs alone at the end (issue 15, a
-    twenty-fourth session: at 1M deals the fifth of five parts ran 7.5-8.5 s alone, one core idle); each part's
-    buckets in order (the split then orders a part's units by bucket). Only how the work is shared depends on this,
-    never a result."""
-    w = work if work is not None else per_bucket
-    buckets = sorted(per_bucket)
-    total = sum(per_bucket.values())
+def _grouped(per_unit: dict[int, int], part_deals: int, work: dict[int, int] | None = None) -> list[list[int]]:
+    """Units (the split's tables, `unit_of`, with their deals) into parts: as many parts as `part_deals` asks for
+    (the total over `part_deals`, rounded up to a multiple of PART_MULTIPLE), of about equal work (`work` per unit,
+    default its deals; issue 15: parts run two at a time, and a 300,000-deal input cut 250,000 + 50,000 left one
+    core idle for most of it). Each unit, the most work first, goes to the part with the least work so far (ties:
+    the unit's number, the part's); when that makes a part of several units larger than `part_deals` deals, more
+    parts. The parts come the most work first, so that run in their order two at a time no large part runs alone at
+    the end (issue 15, a twenty-fourth session: at 1M deals the fifth of five parts ran 7.5-8.5 s alone, one core
+    idle); each part's units in order (the split then orders them by bucket). Only how the work is shared depends
+    on this, never a result."""
+    w = work if work is not None else per_unit
+    units = sorted(per_unit)
+    total = sum(per_unit.values())
     m = _rounded_up(max(1, -(-total // max(1, part_deals))))
-    by_work = sorted(buckets, key=lambda b: (-w.get(b, 0), b))
+    by_work = sorted(units, key=lambda u: (-w.get(u, 0), u))
     while True:
-        width = min(m, len(buckets))
+        width = min(m, len(units))
         heap = [(0, j) for j in range(width)]  # (work so far, part)
         groups: list[list[int]] = [[] for _ in range(width)]
-        for b in by_work:
+        for u in by_work:
             load, j = heapq.heappop(heap)
-            groups[j].append(b)
-            heapq.heappush(heap, (load + w.get(b, 0), j))
-        out = sorted((sorted(g) for g in groups if g), key=lambda g: (-sum(w.get(b, 0) for b in g), g[0]))
-        if m >= len(buckets) or all(len(g) == 1 or sum(per_bucket[b] for b in g) <= part_deals for g in out):
+            groups[j].append(u)
+            heapq.heappush(heap, (load + w.get(u, 0), j))
+        out = sorted((sorted(g) for g in groups if g), key=lambda g: (-sum(w.get(u, 0) for u in g), g[0]))
+        if m >= len(units) or all(len(g) == 1 or sum(per_unit[u] for u in g) <= part_deals for g in out):
             return out
         m = _rounded_up(m + 1)
 

@@ -118,7 +118,7 @@ def test_one_bucket_per_table_and_one_table_per_part(inputs: list[str], tmp_path
 def test_tables_of_one_bucket_go_to_parts_of_their_own(inputs: list[str], tmp_path) -> None:
     """Every table's name hashed to the one bucket: the parts are still made of tables (units), each part reading
     only its own units' rows of the shared bucket file (issue 15, a twenty-fifth session: at 10M deals two tables
-    of 114,000 deals in one of 256 buckets made a part of 228,339, above the parts of any other table)."""
+    in one of 256 buckets made a part of 228,339 deals, larger than any table)."""
     from auditor.parts import LOOSE, unit_of
 
     _check(inputs, str(tmp_path / "w"), part_deals=1, min_parts=9, buckets=1)

@@ -15,11 +15,11 @@ API (what the audit's orchestration calls)::
   layout with its dictionary columns as plain strings, plus private columns: the row's ORIGINAL file index and
   line, its source when it is not "path:line", what a bad record's finding says, and its table's unit (`_u`:
   `unit_of`, the crc32 of which the bucket is the remainder; LOOSE for the records of no table's deal). A Parquet
-  input in the layout is spilled as it is read, record batch by record batch (`parquet.iter_parquet_batches`: hive partition
-  values included), never rebuilt from a chunk: each row's bucket comes from the `table` dictionary (crc32 per
-  value, then the codes), and SPILL_ROWS rows at a time are sorted by bucket with one `take` and written as one
-  record batch per bucket. Other inputs (JSON Lines, a selection, a table of records, a file-level error) go
-  through the vectorised `parquet.chunk_to_table` of their chunks. Units (tables, not buckets: two tables of one
+  input in the layout is spilled as it is read, record batch by record batch (`parquet.iter_parquet_batches`:
+  hive partition values included), never rebuilt from a chunk: each row's unit and bucket come from the `table`
+  dictionary (crc32 per value, then the codes), and SPILL_ROWS rows at a time are sorted by bucket with one
+  `take` and written as one record batch per bucket. Other inputs (JSON Lines, a selection, a table of records, a
+  file-level error) go through the vectorised `parquet.chunk_to_table` of their chunks. Units (tables, not buckets: two tables of one
   bucket can go to two parts, each reading only its own rows of the bucket's file) are grouped into parts of at
   most `part_deals` deals, of about equal work (`_grouped`: a deal's work is WORK_BASE plus its players; the number
   of parts is even, and they come the most work first, since they run two at a time; a table is never cut: a

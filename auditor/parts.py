@@ -9,21 +9,21 @@ API (what the audit's orchestration calls)::
     merged = merge_replays([rep_0, rep_1, ...])                  # -> Replay, no table
     parts.cleanup()                                              # removes the spill files (not workdir itself)
 
-- `split_input` reads every input once (the files, or the audit's `Selection` when it is active) and spills each
-  row to one of `buckets` hash buckets of its table (`zlib.crc32` of the table name; records that are not deals,
-  having no table, go to bucket 0), as Arrow IPC streams in `workdir` (`bucket-<b>.arrows`): the project's Parquet
-  layout with its dictionary columns as plain strings, plus private columns: the row's ORIGINAL file index and
-  line, its source when it is not "path:line", what a bad record's finding says, and its table's unit (`_u`:
-  `unit_of`, the crc32 of which the bucket is the remainder; LOOSE for the records of no table's deal). A Parquet
-  input in the layout is spilled as it is read, record batch by record batch (`parquet.iter_parquet_batches`:
-  hive partition values included), never rebuilt from a chunk: each row's unit and bucket come from the `table`
-  dictionary (crc32 per value, then the codes), and SPILL_ROWS rows at a time are sorted by bucket with one
-  `take` and written as one record batch per bucket. Other inputs (JSON Lines, a selection, a table of records, a
-  file-level error) go through the vectorised `parquet.chunk_to_table` of their chunks. Units (tables, not buckets: two tables of one
-  bucket can go to two parts, each reading only its own rows of the bucket's file) are grouped into parts of at
-  most `part_deals` deals, of about equal work (`_grouped`: a deal's work is WORK_BASE plus its players; the number
-  of parts is even, and they come the most work first, since they run two at a time; a table is never cut: a
-  table larger than `part_deals` is a part of its own size),
+- `split_input` reads every input once (the files, or the audit's `Selection` when it is active) and spills each row
+  to one of `buckets` hash buckets of its table (`zlib.crc32` of the table name; records that are not deals, having
+  no table, go to bucket 0), as Arrow IPC streams in `workdir` (`bucket-<b>.arrows`): the project's Parquet layout
+  with its dictionary columns as plain strings, plus private columns: the row's ORIGINAL file index and line, its
+  source when it is not "path:line", what a bad record's finding says, and its table's unit (`_u`: `unit_of`, the
+  crc32 of which the bucket is the remainder; LOOSE for the records of no table's deal). A Parquet input in the
+  layout is spilled as it is read, record batch by record batch (`parquet.iter_parquet_batches`: hive partition
+  values included), never rebuilt from a chunk: each row's unit and bucket come from the `table` dictionary (crc32
+  per value, then the codes), and SPILL_ROWS rows at a time are sorted by bucket with one `take` and written as one
+  record batch per bucket. Other inputs (JSON Lines, a selection, a table of records, a file-level error) go through
+  the vectorised `parquet.chunk_to_table` of their chunks. Units (tables, not buckets: two tables of one bucket can
+  go to two parts, each reading only its own rows of the bucket's file) are grouped into parts of at most
+  `part_deals` deals, of about equal work (`_grouped`: a deal's work is WORK_BASE plus its players; the number of
+  parts is even, and they come the most work first, since they run two at a time; a table is never cut: a table
+  larger than `part_deals` is a part of its own size),
   so the parts depend only on the input and `part_deals`, never on a number of workers. The audit splits an input of
   Parquet files in the layout of `HELPER_MIN_ROWS` rows or more in two processes (`helper`): this one takes the row
   groups before the one nearest the middle row, a process from the fork server the rest, each into bucket files of

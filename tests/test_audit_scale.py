@@ -127,6 +127,48 @@ def test_dask_local_cluster_gives_the_same_bytes(months, whole):
     assert _doc(audit_input(paths, part_deals=500, dask="local:2")) == whole
 
 
+def test_dask_parts_in_fresh_processes_of_the_workers_give_the_same_bytes(months, whole):
+    """`--dask local:N` with parts large enough to be isolated (forced here): each part runs in a fresh process of
+    its worker's own fork server (the LocalCluster's workers are started as no daemons, so they may start
+    processes), and the document does not change."""
+    pytest.importorskip("distributed")
+    paths = [str(p) for p in months]
+    assert _doc(audit_input(paths, part_deals=500, dask="local:2", isolate=True)) == whole
+
+
+def test_a_dask_part_runs_in_a_fresh_process_only_where_the_worker_may_start_one(months, tmp_path, monkeypatch):
+    """The worker's side of the choice (`_numbered_part_task`): an isolated part goes to `call_in_fresh_process`
+    unless the worker is a daemon (a room's cluster left at `distributed.worker.daemon: true`), where it runs in
+    the worker itself; a part not isolated always runs in the worker. The result is the part's either way."""
+    import multiprocessing as mp
+
+    import auditor.audit as A
+    from auditor.parts import split_input
+
+    parts = split_input([str(p) for p in months], str(tmp_path), 500)
+    assert len(parts) >= 2
+    task = (parts, 1, 0.05, A.DEFAULT_SEED, 1)
+    fresh: list[str] = []
+    real = A.call_in_fresh_process
+    monkeypatch.setattr(A, "call_in_fresh_process",
+                        lambda ctx, fn, args, path, name: fresh.append(name) or real(ctx, fn, args, path, name))
+    k, (rep, counts) = A._numbered_part_task((1, task, True))
+    assert k == 1 and fresh == [f"part 2 of {len(parts)}"]
+    k, (rep_here, counts_here) = A._numbered_part_task((1, task, False))
+    assert len(fresh) == 1
+    assert rep.deals == rep_here.deals > 0
+    assert pickle_bytes(counts.by_test["dealer_jack"]) == pickle_bytes(counts_here.by_test["dealer_jack"])
+    monkeypatch.setattr(mp.current_process(), "daemon", True)
+    A._numbered_part_task((1, task, True))
+    assert len(fresh) == 1  # a daemon may not start processes: the part ran here
+
+
+def pickle_bytes(x) -> bytes:
+    import pickle
+
+    return pickle.dumps(x, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 def test_more_workers_run_the_tests_in_more_pieces_with_the_same_bytes(months, whole, monkeypatch):
     """`--workers N` is the tests' width too, not only the parts': the detectors tested in groups of subjects run
     in N pieces (here 3, beyond the default of 2), and the document does not change."""

@@ -155,6 +155,54 @@ def test_rounded_is_pythons_round_to_the_last_bit():
             assert (a == b and np.copysign(1, a) == np.copysign(1, b)) or (a != a and b != b), (v, digits, a, b)
 
 
+def test_clean_floats_are_the_documents_floats_to_the_last_bit():
+    """`clean_floats` against the rule it vectorises, `_clean(float(v))` (`float(f"{v:.6g}")`, None for NaN and
+    the infinities), on values of every size, on the 4-digit values a timeline holds (`rounded(x, 4)`, up to
+    millions), on near ties at the sixth digit, and next to powers of ten."""
+    from auditor.detectors.base import rounded
+    from auditor.stats.family import _clean, clean_floats
+
+    rng = np.random.default_rng(29)
+    decades = 10.0 ** np.arange(-30, 31)
+    values = np.concatenate([
+        rng.uniform(-1e3, 1e3, 20000), rng.uniform(0, 1, 20000),
+        rounded(rng.uniform(0, 5e6, 40000), 4), rounded(np.exp(rng.uniform(-5, 15, 20000)), 4),
+        np.round(rng.uniform(1, 10, 20000), 5) + 0.000005,  # near ties at the sixth digit
+        rng.integers(10 ** 5, 10 ** 6, 20000) + 0.5,  # exact binary ties at the sixth digit
+        np.exp(rng.uniform(-700, 700, 5000)),
+        decades, np.nextafter(decades, 0), np.nextafter(decades, np.inf), 0.9999995 * decades, 9.999995 * decades,
+        [0.0, -0.0, np.nan, np.inf, -np.inf, 1e300, 2.5e-5, 0.03125, -0.03125, 999999.5, 99999.95, 5e-324, -1e-9]])
+    got = clean_floats(values)
+    want = [_clean(float(v)) for v in values]
+    assert len(got) == len(want)
+    for v, a, b in zip(values, got, want, strict=True):
+        assert (a is None and b is None) or (a == b and np.copysign(1, a) == np.copysign(1, b)), (v, a, b)
+
+
+def test_timeline_points_are_clean_as_they_are_made():
+    """A timeline's points are what `_clean` makes of them (so packing a test's detail need not walk them) and the
+    same numbers `rounded` gave before they were made clean, once cleaned."""
+    from auditor.detectors.base import Timeline, rounded
+    from auditor.stats.family import CleanList, _clean
+
+    rng = np.random.default_rng(3)
+    n = 5000
+    tl = Timeline.of(["t1", "t2"], rng.integers(0, 2, n), np.arange(n) * 60_000_000, rng.random(n) * 3000,
+                     rng.random(n) * 3000, rng.random(n) * 1e4)
+    for counts in (True, False):
+        pts = tl.points(counts=counts, variance=True)
+        assert type(pts) is CleanList and len(pts) > 10
+        plain = [list(r) for r in pts]
+        assert _clean(plain) == plain  # already clean
+        assert _clean(pts) is pts
+    pts = tl.points(counts=False)
+    assert any(v >= 100 for row in pts for v in row[1:])  # values that 6 digits round further than 4 decimals
+    rank = np.lexsort((tl.tbin, np.argsort(np.argsort(tl.tables))[tl.tb]))
+    ce = np.cumsum(tl.exp[rank])
+    last = pts[-1]
+    assert last[2] == _clean(rounded(ce[-1:], 4)[0])
+
+
 # ---------------------------------------------------------------- the smallest detectable cheat (a fifteenth session)
 
 

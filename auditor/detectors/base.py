@@ -37,7 +37,7 @@ import numpy as np
 from ..columns import TIME_NONE, AuditColumns, input_key, natural_ranks, result_order
 from ..facts import DealingFacts, facts_from_columns
 from ..stats import exact
-from ..stats.family import TestResult
+from ..stats.family import CleanList, TestResult, clean_floats
 from .spec import TestSpec
 
 MIN_DETECTABLE_POWER = 0.8
@@ -242,10 +242,16 @@ class Timeline:
             targets = np.linspace(cn[-1] / max_points, cn[-1], max_points)
             idx = np.unique(np.concatenate([np.searchsorted(cn, targets, "left").clip(0, B - 1), [B - 1]]))
         cols = [cn[idx].astype(np.int64).tolist(),
-                np.rint(co[idx]).astype(np.int64).tolist() if counts else rounded(co[idx], 4), rounded(ce[idx], 4)]
+                np.rint(co[idx]).astype(np.int64).tolist() if counts else _clean4(co[idx]), _clean4(ce[idx])]
         if variance:
-            cols.append(rounded(np.maximum(cv[idx], 0.0), 4))
-        return [list(row) for row in zip(*cols, strict=True)]
+            cols.append(_clean4(np.maximum(cv[idx], 0.0)))
+        return CleanList([list(row) for row in zip(*cols, strict=True)])
+
+
+def _clean4(values: np.ndarray) -> list[float | None]:
+    """`rounded(values, 4)`, then as the document writes them (`clean_floats`): a timeline's points are made
+    clean, so that the tests' details are packed without walking them (`stats.family.CleanList`)."""
+    return clean_floats(_rounded(values, 4))
 
 
 def rounded(values: np.ndarray, digits: int) -> list[float]:
@@ -255,6 +261,11 @@ def rounded(values: np.ndarray, digits: int) -> list[float]:
     for the integer d = rint(v * 10^digits) unless v * 10^digits lies within a few units in the last place of a
     half-integer (where the product's own rounding could decide), and the IEEE division of the integer d by the
     exact 10^digits is correctly rounded. Those near-ties, and values too large or not finite, go through `round`."""
+    return _rounded(values, digits).tolist()
+
+
+def _rounded(values: np.ndarray, digits: int) -> np.ndarray:
+    """`rounded` as an array."""
     v = np.asarray(values, dtype=float)
     scale = 10.0 ** digits
     with np.errstate(invalid="ignore", over="ignore"):
@@ -266,7 +277,7 @@ def rounded(values: np.ndarray, digits: int) -> list[float]:
     if bad.any():
         for i in np.flatnonzero(bad).tolist():
             out[i] = round(float(v[i]), digits)
-    return out.tolist()
+    return out
 
 
 def _coarsen(tbin: np.ndarray, by: int) -> np.ndarray:

@@ -66,6 +66,41 @@ class Cleaned(dict[str, Any]):
     it as it is."""
 
 
+class CleanList(list[Any]):
+    """A list whose items are already what `_clean` makes of them (ints, strings, `clean_floats`' floats and None,
+    and lists of those): `_clean` takes it as it is, without walking it. Issue 15, speed: a timeline is some 56
+    small lists of numbers, walked item by item and each float formatted, a fifth of `dealer_cutter`'s and
+    `collusion`'s tests."""
+
+
+def clean_floats(values: Any) -> list[float | None]:
+    """`[_clean(float(v)) for v in values]`, the same floats to the last bit, vectorised: None for NaN and the
+    infinities, else `float(f"{v:.6g}")`. That is v correctly rounded (ties to even) to 6 significant digits, the
+    decimal r / 10^d with d = 5 - floor(log10|v|) and r the integer nearest v 10^d; its double is the IEEE quotient
+    of r by the exact 10^d (0 <= d <= 22). Like `detectors.base.rounded`, the values whose product v 10^d lies
+    within a few units in the last place of a half-integer, those near a power of ten (where log10's floor is
+    unsure), and those with d outside 0..22 go through the formatting itself."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=float).reshape(-1)
+    a = np.abs(v)
+    finite = np.isfinite(v)
+    with np.errstate(all="ignore"):
+        lg = np.log10(np.where(finite & (a > 0), a, 1.0))
+        d = 5.0 - np.floor(lg)
+        ok_d = (d >= 0) & (d <= 22)
+        scale = 10.0 ** np.where(ok_d, d, 0.0)
+        y = v * scale
+        r = np.rint(y)
+        near = np.abs(np.abs(y - np.floor(y)) - 0.5) <= 8 * np.spacing(np.abs(y)) + 1e-300
+        edge = np.abs(lg - np.rint(lg)) < 1e-9
+        slow = ~finite | ((a > 0) & (near | edge | ~ok_d))
+        out = (r / scale).tolist()
+    for i in np.flatnonzero(slow).tolist():
+        out[i] = _clean(float(v[i]))
+    return out
+
+
 def cleaned(obj: dict[str, Any]) -> Cleaned:
     return obj if type(obj) is Cleaned else Cleaned(_clean(obj))
 
@@ -127,7 +162,7 @@ def packed(obj: dict[str, Any]) -> Cleaned | Packed:
 
 def _clean(obj: Any) -> Any:
     t = type(obj)
-    if t is Cleaned:
+    if t is Cleaned or t is CleanList:
         return obj  # the common exact types first: a timeline is thousands of small lists of numbers
     if t is Packed:
         return obj.decoded()

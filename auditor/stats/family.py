@@ -95,7 +95,7 @@ def clean_floats(values: Any) -> list[float | None]:
         near = np.abs(np.abs(y - np.floor(y)) - 0.5) <= 8 * np.spacing(np.abs(y)) + 1e-300
         edge = np.abs(lg - np.rint(lg)) < 1e-9
         slow = ~finite | ((a > 0) & (near | edge | ~ok_d))
-        out = (r / scale).tolist()
+        out: list[float | None] = (r / scale).tolist()
     for i in np.flatnonzero(slow).tolist():
         out[i] = _clean(float(v[i]))
     return out

@@ -46,7 +46,7 @@ from .countfile import BlobFile, CountsFileError, Deferred, StreamedBlob, check_
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
 from .pools import (EARLY_MIN_DEALS, ISOLATE_MIN_DEALS, call_in_fresh_process, closing_pool, fresh_context,
-                    start_fork_server, stop_children, trim_heap, use_system_memory_pool)
+                    start_fork_server, stop_children, stop_fork_server, trim_heap, use_system_memory_pool)
 from .replay.chain import GameSummary
 from .replay.result import (DocEntries, Replay, dump_document, entry_bytes, entry_pieces, forward_slice,
                             write_spliced)
@@ -490,6 +490,12 @@ class DaskSession:
 
     def close(self) -> None:
         if self.client is not None:
+            # the workers' own fork servers (`_numbered_part_task`) stopped and waited for, as the CLI stops its own:
+            # they hold the audit's modules between audits, and the parts' usage then adds up in the workers'
+            try:
+                self.client.run(stop_fork_server)
+            except Exception:  # noqa: BLE001 - a worker already gone has nothing to stop
+                pass
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()

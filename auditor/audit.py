@@ -495,12 +495,14 @@ class DaskSession:
 
     def close(self) -> None:
         if self.client is not None:
-            # the workers' own fork servers (`_numbered_part_task`) stopped and waited for, as the CLI stops its own:
-            # they hold the audit's modules between audits, and the parts' usage then adds up in the workers'
-            try:
-                self.client.run(stop_fork_server)
-            except Exception:  # noqa: BLE001 - a worker already gone has nothing to stop
-                pass
+            if self.cluster is not None:
+                # the workers' own fork servers (`_numbered_part_task`) stopped and waited for, as the CLI stops its
+                # own, so that the parts' usage adds up in the workers'. Only on the cluster this audit started: on
+                # a room's cluster another audit may be forking a part from them at this moment
+                try:
+                    self.client.run(stop_fork_server)
+                except Exception:  # noqa: BLE001 - a worker already gone has nothing to stop
+                    pass
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()

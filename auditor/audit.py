@@ -378,18 +378,13 @@ def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None,
         # each part in a fresh process (its detectors still share the cores in forks of it): the heap a part
         # leaves behind goes with its process (issue 15: run here, one part after the other, the audit's process
         # grew by some 250 MB over the 56 parts of a 10M-deal audit, Python's arenas pinned by a few objects each)
-        ctx = fresh_context()
-        wd = parts.workdir
-        assert wd is not None
-
         width = parts_at_once(n)
         # a part counts in forks of its process only when it runs alone: two parts at once already fill two cores,
         # and their forks on top of them took 46 s of wall time on the issue-like 300k season against 40 s
         count_workers = 1 if width > 1 else None
 
         def one(k: int) -> tuple[Replay, Counts]:
-            return call_in_fresh_process(ctx, _part_task, (parts, k, fdr, seed, count_workers),
-                                         os.path.join(wd, f"result-{k:04d}.pickle"), name=f"part {k + 1} of {n}")
+            return _part_in_fresh_process((parts, k, fdr, seed, count_workers))
 
         _at_once(one, n, width, arrive, say, lambda: nxt)
     else:
@@ -542,12 +537,19 @@ def _numbered_part_task(args: tuple) -> tuple[int, tuple[Replay, Counts]]:
     a long-lived worker kept some 430 MB between the parts it ran, and its peak was a part on top of that, so the
     more parts it ran the higher its peak reached (`--dask local:2`: 620 MB at 1M deals, 689 MB at 10M)."""
     k, task, fresh = args
-    parts = task[0]
-    if fresh and parts.workdir is not None and not mp.current_process().daemon:
-        return k, call_in_fresh_process(fresh_context(), _part_task, task,
-                                        os.path.join(parts.workdir, f"result-{k:04d}.pickle"),
-                                        name=f"part {k + 1} of {len(parts)}")
+    if fresh and task[0].workdir is not None and not mp.current_process().daemon:
+        return k, _part_in_fresh_process(task)
     return k, _part_task(task)
+
+
+def _part_in_fresh_process(task: tuple) -> tuple[Replay, Counts]:
+    """`_part_task(task)` in a fresh process of this process's fork server (`pools.call_in_fresh_process`), its
+    result passed back through a file of the parts' working folder."""
+    parts, k = task[0], task[1]
+    assert parts.workdir is not None
+    return call_in_fresh_process(fresh_context(), _part_task, task,
+                                 os.path.join(parts.workdir, f"result-{k:04d}.pickle"),
+                                 name=f"part {k + 1} of {len(parts)}")
 
 
 def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEED,

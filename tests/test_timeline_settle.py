@@ -91,3 +91,67 @@ def test_binned_settle_is_its_spec(args):
     for name in ("level", "subj", "tb", "tbin", "grp", "n", "k"):
         a, b = getattr(got, name), getattr(want, name)
         assert a.dtype == b.dtype and np.array_equal(a, b), name
+
+
+def _same_summary(a: base.TrialSummary, b: base.TrialSummary) -> bool:
+    same = all(x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+               for x, y in ((a.p, b.p), (a.n, b.n), (a.k, b.k)))
+    if a.timeline is None or b.timeline is None:
+        return same and a.timeline is None and b.timeline is None
+    ta, tb = a.timeline, b.timeline
+    return same and ta.level == tb.level and ta.tables == tb.tables and all(
+        x.dtype == y.dtype and x.tobytes() == y.tobytes()
+        for x, y in ((ta.tb, tb.tb), (ta.tbin, tb.tbin), (ta.n, tb.n), (ta.obs, tb.obs), (ta.exp, tb.exp),
+                     (ta.var, tb.var)))
+
+
+@st.composite
+def trials(draw):
+    """Trials of many subjects (some of none: -1) at a few tables, over minutes to years (so that some subjects'
+    timelines climb and others do not), some untimed, some before 1970, with a handful of distinct probabilities or
+    all distinct ones, in any order."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    m = draw(st.sampled_from([1, 7, 300, 5000, 20000]))
+    subjects = draw(st.sampled_from([1, 3, 40, 400]))
+    subject = rng.integers(-1, subjects, m)
+    if draw(st.booleans()):  # one subject with most of the trials: it climbs
+        subject[rng.random(m) < 0.6] = 0
+    tables = draw(st.integers(1, 12))
+    table_idx = rng.integers(0, tables, m)
+    spread = 2 ** draw(st.integers(0, 30))
+    time_us = rng.integers(-spread // 4, spread, m) * base.MINUTE_US + rng.integers(0, base.MINUTE_US, m)
+    time_us[rng.random(m) < 0.05] = base.TIME_NONE
+    obs = (rng.random(m) < 0.3).astype(np.int8)
+    if draw(st.booleans()):
+        p = rng.choice(np.array([0.1, 0.25, 1 / 3, 0.5]), m)
+    else:
+        p = rng.random(m)
+    names = [f"s{i}" for i in range(subjects)]
+    table_names = [f"table {i}" for i in range(tables + 3)]
+    return subject, names, obs, p, table_idx, table_names, time_us
+
+
+@settings(max_examples=120, deadline=None)
+@given(trials(), st.booleans())
+def test_summarise_is_its_spec_to_the_last_bit(args, with_timeline):
+    """Every subject at once gives each subject what its own trials give: the same subjects in the same order, the
+    same groups, and the same timeline (level, tables, bins, sums) to the last bit."""
+    got = base.summarise(*args, with_timeline=with_timeline)
+    want = base.summarise_spec(*args, with_timeline=with_timeline)
+    assert list(got) == list(want)
+    assert all(_same_summary(got[k], want[k]) for k in want)
+
+
+def test_summarise_climbs_only_the_subjects_that_need_it():
+    """A subject with thousands of minutes climbs to the level its own timeline reaches; one with a few stays at
+    level 0; and both equal the spec's."""
+    rng = np.random.default_rng(27)
+    m = 6000
+    subject = np.where(np.arange(m) < 50, 1, 0)
+    time_us = rng.integers(0, 10**6, m) * base.MINUTE_US
+    args = (subject, ["busy", "quiet"], (rng.random(m) < 0.4).astype(np.int8), rng.random(m) / 2,
+            rng.integers(0, 3, m), ["a", "b", "c"], time_us)
+    got, want = base.summarise(*args), base.summarise_spec(*args)
+    assert got["busy"].timeline.level > 0 and len(got["busy"].timeline) <= MAX_BINS
+    assert got["quiet"].timeline.level == 0 and len(got["quiet"].timeline) == 50
+    assert all(_same_summary(got[k], want[k]) for k in want)

@@ -430,7 +430,99 @@ class TrialSummary:
 def summarise(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p: np.ndarray, table_idx: np.ndarray,
               table_names: Sequence[str], time_us: np.ndarray, with_timeline: bool = True) -> dict[str, TrialSummary]:
     """Parallel arrays of trials (subject index, -1: none) as {name: TrialSummary}, each with its timeline when
-    `with_timeline` (the bounded counts of issue 15; `split_trials` keeps every trial)."""
+    `with_timeline` (the bounded counts of issue 15; `split_trials` keeps every trial).
+
+    `summarise_spec` for every subject at once (held equal to it, bit for bit, by tests/test_timeline_settle.py):
+    the trials sorted once by (subject, p) for the groups, and by (subject, table, bin) for the timelines, stably, so
+    that each subject's trials meet in the order its own sort gives them and each bin's floats add in that order.
+    Only the subjects with more than MAX_BINS bins at level 0 climb, each by `_levels_up` as `_settle` does, and
+    their bins are sorted again at their level (issue 15, a twenty-seventh session: 3,540 pairs a part took
+    dealer_cutter's counts a third of a second, one subject at a time)."""
+    subject = np.asarray(subject, np.int64)
+    keep = subject >= 0
+    if not keep.any():
+        return {}
+    idx = np.flatnonzero(keep)
+    o = idx[np.argsort(subject[idx], kind="stable")]
+    s = subject[o]
+    m = len(s)
+    obs_o = np.asarray(obs)[o]
+    p_o = np.asarray(p, float)[o]
+    # the groups of equal p within each subject (np.unique's sorted values), their trials and events
+    g = np.lexsort((p_o, s))
+    gs, gp = s[g], p_o[g]
+    gnew = np.ones(m, bool)
+    gnew[1:] = (gs[1:] != gs[:-1]) | (gp[1:] != gp[:-1])
+    gstart = np.flatnonzero(gnew)
+    g_n = np.diff(np.append(gstart, m)).astype(np.int64)
+    g_k = np.add.reduceat(np.asarray(obs_o, np.int64)[g], gstart).astype(np.int64) if m else np.zeros(0, np.int64)
+    g_p = gp[gstart]
+    subj_g = gs[gstart]
+    cuts = np.flatnonzero(np.diff(s)) + 1
+    first = np.concatenate([[0], cuts])  # each subject's first trial in o
+    subs = s[first]
+    gb = np.searchsorted(subj_g, subs, "left").tolist() + [len(gstart)]  # each subject's groups
+    if not with_timeline:
+        return {names[int(x)]: TrialSummary(g_p[gb[j]:gb[j + 1]], g_n[gb[j]:gb[j + 1]], g_k[gb[j]:gb[j + 1]], None)
+                for j, x in enumerate(subs.tolist())}
+    tls = _timelines(s, subs, np.asarray(table_idx, np.int64)[o], np.asarray(time_us, np.int64)[o],
+                     np.asarray(obs_o, float), p_o, table_names)
+    return {names[int(x)]: TrialSummary(g_p[gb[j]:gb[j + 1]], g_n[gb[j]:gb[j + 1]], g_k[gb[j]:gb[j + 1]], tls[j])
+            for j, x in enumerate(subs.tolist())}
+
+
+def _timelines(s: np.ndarray, subs: np.ndarray, tidx: np.ndarray, time_us: np.ndarray, obs: np.ndarray,
+               exp: np.ndarray, table_names: Sequence[str]) -> list[Timeline]:
+    """`Timeline.of` of each subject's trials (s: the subjects, sorted; `subs`: each subject once), in one sort."""
+    m = len(s)
+    tbin = np.where(time_us == TIME_NONE, NO_TIME_BIN, time_us // MINUTE_US)
+
+    def bins(tb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        order = np.lexsort((tb, tidx, s))  # stable: a subject's trials keep the order given
+        new = np.ones(m, bool)
+        new[1:] = (s[order][1:] != s[order][:-1]) | (tidx[order][1:] != tidx[order][:-1]) | (
+            tb[order][1:] != tb[order][:-1])
+        return order, new
+
+    order, new = bins(tbin)
+    bstart = np.flatnonzero(new)
+    b_sub = s[order][bstart]
+    per = np.searchsorted(b_sub, subs, "left").tolist() + [len(bstart)]  # each subject's bins
+    level = np.zeros(len(subs), np.int64)
+    for j in np.flatnonzero(np.diff(per) > MAX_BINS).tolist():  # only these climb
+        a, b = bstart[per[j]], bstart[per[j + 1]] if per[j + 1] < len(bstart) else m
+        rows = order[a:b]
+        level[j] = _levels_up(tidx[rows], tbin[rows], new[a:b], 0)
+    if level.any():
+        by = level[np.searchsorted(subs, s)]
+        tbin = np.where(tbin == NO_TIME_BIN, NO_TIME_BIN, tbin >> by)
+        order, new = bins(tbin)
+        bstart = np.flatnonzero(new)
+        b_sub = s[order][bstart]
+        per = np.searchsorted(b_sub, subs, "left").tolist() + [len(bstart)]
+    b_t = tidx[order][bstart]
+    b_bin = tbin[order][bstart]
+    b_n = np.add.reduceat(np.ones(m, np.int64), bstart) if m else np.zeros(0, np.int64)
+    b_obs = np.add.reduceat(obs[order], bstart) if m else np.zeros(0)
+    b_exp = np.add.reduceat(exp[order], bstart) if m else np.zeros(0)
+    b_var = np.zeros(len(bstart))
+    # each bin's table as an index into its subject's tables (in the order of their indices, as np.unique gives)
+    tnew = np.ones(len(bstart), bool)
+    tnew[1:] = (b_sub[1:] != b_sub[:-1]) | (b_t[1:] != b_t[:-1])
+    tcum = np.cumsum(tnew) - 1
+    out = []
+    for j in range(len(subs)):
+        a, b = per[j], per[j + 1]
+        tb = (tcum[a:b] - tcum[a]).astype(np.int32)
+        names = [table_names[int(i)] for i in b_t[a:b][tnew[a:b]].tolist()]
+        out.append(Timeline(int(level[j]), names, tb, b_bin[a:b], b_n[a:b], b_obs[a:b], b_exp[a:b], b_var[a:b]))
+    return out
+
+
+def summarise_spec(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p: np.ndarray, table_idx: np.ndarray,
+              table_names: Sequence[str], time_us: np.ndarray, with_timeline: bool = True) -> dict[str, TrialSummary]:
+    """`summarise`'s spec: each subject's trials through `TrialSummary.of` and `Timeline.of`, one subject at a
+    time."""
     subject = np.asarray(subject, np.int64)
     keep = subject >= 0
     if not keep.any():

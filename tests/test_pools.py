@@ -515,3 +515,13 @@ def test_the_cli_audit_starts_it_before_its_checks_and_not_for_dask_or_reference
     runner.invoke(cli.app, ["audit", log, "--engine", "reference"])
     runner.invoke(cli.app, ["audit", log, "--dask", "local:2"])
     assert calls == []
+
+
+def test_the_fork_server_has_loaded_what_each_process_imports_for_the_main_module() -> None:
+    """Each process forked from the fork server first imports the parent's main module again (`python -m auditor`
+    and the `auditor` script both import `auditor.cli`): `auditor.warm` loads it in the server once, so that the
+    import costs a process nothing (it took 30-60 ms of each of the 15 processes of a 300,000-deal audit)."""
+    code = ("import sys, auditor.warm; before = set(sys.modules); import auditor.__main__; "
+            "print(sorted(set(sys.modules) - before - {'auditor.__main__'}))")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert got.stdout.strip() == "[]"

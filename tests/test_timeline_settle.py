@@ -155,3 +155,72 @@ def test_summarise_climbs_only_the_subjects_that_need_it():
     assert got["busy"].timeline.level > 0 and len(got["busy"].timeline) <= MAX_BINS
     assert got["quiet"].timeline.level == 0 and len(got["quiet"].timeline) == 50
     assert all(_same_summary(got[k], want[k]) for k in want)
+
+
+@st.composite
+def summary_pairs(draw):
+    """Pairs of summaries of two parts' trials, as the parts' counts give them: the same subjects or others, tables
+    shared or not, one part over minutes and the other over years (so that the levels differ and some merges
+    climb), some summaries empty, some without a timeline or with an empty one."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    out = []
+    for _ in range(draw(st.sampled_from([1, 5, 60]))):
+        pair = []
+        for _side in range(2):
+            kind = rng.integers(0, 8)
+            if kind == 0:
+                pair.append(base.TrialSummary())
+                continue
+            m = int(rng.choice([1, 4, 100, 2000]))
+            spread = 2 ** int(rng.integers(0, 30))
+            time_us = rng.integers(-spread // 4, spread, m) * base.MINUTE_US
+            time_us[rng.random(m) < 0.05] = base.TIME_NONE
+            p = rng.choice(np.array([0.125, 0.25, 0.5]), m) if rng.random() < 0.5 else rng.random(m)
+            tl = None
+            if kind == 1:
+                tl = base.Timeline()
+            elif kind > 2:
+                tl = Timeline.of([f"table {i}" for i in range(6)], rng.integers(0, 6, m), time_us,
+                                 (rng.random(m) < 0.3).astype(float), p, rng.random(m))
+            pair.append(base.TrialSummary.of((rng.random(m) < 0.3).astype(np.int8), p, tl))
+        out.append(tuple(pair))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(summary_pairs())
+def test_merge_pairs_is_the_merge_of_each_pair_to_the_last_bit(pairs):
+    got = base.merge_pairs(pairs)
+    want = [base.TrialSummary.merge([a, b]) for a, b in pairs]
+    assert len(got) == len(want)
+    assert all(_same_summary(g, w) for g, w in zip(got, want, strict=True))
+
+
+def test_merge_summaries_into_is_the_merge_of_both():
+    """A part folded into a running total gives what merging the two gives: the same subjects and streams in the
+    same order, each the same to the last bit."""
+    rng = np.random.default_rng(15)
+
+    def counts(seed_shift: int) -> dict:
+        m = 30000
+        subject = rng.integers(-1, 300, m)
+        args = (subject, [f"s{i}" for i in range(300)], (rng.random(m) < 0.2).astype(np.int8), rng.random(m) / 3,
+                rng.integers(0, 4, m), ["a", "b", "c", "d"],
+                (rng.integers(0, 10**5, m) + seed_shift) * base.MINUTE_US)
+        return {"own": base.summarise(*args), "other": base.summarise(*args, with_timeline=False)}
+
+    def by_subject(c: dict) -> dict:
+        out: dict = {}
+        for stream, subs in c.items():
+            for s, t in subs.items():
+                out.setdefault(s, {})[stream] = t
+        return out
+
+    total, part = by_subject(counts(0)), by_subject(counts(10**6))
+    del part["s3"]["own"]
+    part["new"] = {"own": base.TrialSummary()}
+    want = base.merge_summaries([total, part])
+    got = base.merge_summaries_into({s: dict(v) for s, v in total.items()}, part)
+    assert list(got) == list(want)
+    assert all(list(got[s]) == list(want[s]) and all(_same_summary(got[s][k], want[s][k]) for k in want[s])
+               for s in want)

@@ -194,6 +194,13 @@ def test_merge_pairs_is_the_merge_of_each_pair_to_the_last_bit(pairs):
     want = [base.TrialSummary.merge([a, b]) for a, b in pairs]
     assert len(got) == len(want)
     assert all(_same_summary(g, w) for g, w in zip(got, want, strict=True))
+    # what was merged owns its arrays: none holds the batch's whole array alive (a fold replaces some of a batch's
+    # summaries, not all)
+    for (a, b), g in zip(pairs, got, strict=True):
+        if len(a) and len(b):
+            arrays = [g.p, g.n, g.k] + ([] if g.timeline is None else [
+                g.timeline.tb, g.timeline.tbin, g.timeline.n, g.timeline.obs, g.timeline.exp, g.timeline.var])
+            assert all(x.base is None for x in arrays)
 
 
 def test_merge_summaries_into_is_the_merge_of_both():

@@ -558,9 +558,9 @@ def merge_pairs(pairs: Sequence[tuple["TrialSummary", "TrialSummary"]]) -> list[
         g_p = gp[gstart]
         gb = np.searchsorted(gs[gstart], np.arange(len(both) + 1), "left").tolist()
         tls = _merge_timelines([(pairs[i][0].timeline, pairs[i][1].timeline) for i in both])
-        for j, i in enumerate(both):
-            a, b = gb[j], gb[j + 1]
-            out[i] = TrialSummary(g_p[a:b], g_n[a:b], g_k[a:b], tls[j])
+        for j, i in enumerate(both):  # copies: a slice would hold the whole batch's array for as long as it lives,
+            a, b = gb[j], gb[j + 1]  # and a later merge replaces some of a batch's summaries but not all
+            out[i] = TrialSummary(g_p[a:b].copy(), g_n[a:b].copy(), g_k[a:b].copy(), tls[j])
     return cast(list[TrialSummary], out)
 
 
@@ -602,8 +602,8 @@ def _merge_timelines(pairs: Sequence[tuple[Timeline | None, Timeline | None]]) -
     b_t = b_t.astype(np.int32)
     for j, i in enumerate(both):
         lo, hi = int(per[j]), int(per[j + 1])
-        out[i] = Timeline(int(lv_got[j]), names_of[j], b_t[lo:hi], b_bin[lo:hi], b_n[lo:hi], b_obs[lo:hi],
-                          b_exp[lo:hi], b_var[lo:hi])
+        out[i] = Timeline(int(lv_got[j]), names_of[j], b_t[lo:hi].copy(), b_bin[lo:hi].copy(), b_n[lo:hi].copy(),
+                          b_obs[lo:hi].copy(), b_exp[lo:hi].copy(), b_var[lo:hi].copy())  # copies, as above
     return out
 
 

@@ -231,3 +231,34 @@ def test_merge_summaries_into_is_the_merge_of_both():
     assert list(got) == list(want)
     assert all(list(got[s]) == list(want[s]) and all(_same_summary(got[s][k], want[s][k]) for k in want[s])
                for s in want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(trials())
+def test_summaries_pickle_back_to_the_same_arrays(args):
+    """A summary and its timeline pickled in one buffer (`__reduce_ex__`) come back the same to the last bit, with
+    the same dtypes, writable and aligned (numba's kernels take them), as a deep copy does."""
+    import copy
+    import pickle
+
+    want = base.summarise(*args)
+    for got in (pickle.loads(pickle.dumps(want, protocol=pickle.HIGHEST_PROTOCOL)), copy.deepcopy(want)):
+        assert list(got) == list(want) and all(_same_summary(got[k], want[k]) for k in want)
+        for t in got.values():
+            arrays = [t.p, t.n, t.k] + ([] if t.timeline is None else [
+                t.timeline.tb, t.timeline.tbin, t.timeline.n, t.timeline.obs, t.timeline.exp, t.timeline.var])
+            assert all(a.flags.writeable and a.flags.aligned for a in arrays)
+
+
+def test_a_summary_of_other_dtypes_pickles_as_a_dataclass():
+    """Arrays of other dtypes than the counts give (a caller's own) are pickled as they are, not cast."""
+    import pickle
+
+    tl = Timeline(2, ["a"], np.zeros(3, np.int64), np.arange(3), np.ones(3, np.int64), np.ones(3, np.float32),
+                  np.ones(3), np.zeros(3))
+    t = base.TrialSummary(np.array([0.5], np.float32), np.array([3]), np.array([1]), tl)
+    got = pickle.loads(pickle.dumps(t))
+    assert got.p.dtype == np.float32 and got.timeline.obs.dtype == np.float32 and got.timeline.tb.dtype == np.int64
+    assert _same_summary(got, t)
+    empty = pickle.loads(pickle.dumps(base.TrialSummary()))
+    assert _same_summary(empty, base.TrialSummary())

@@ -6,6 +6,7 @@
     python bench/bench_scale.py --deals-scale 0.02     # 20,000 and 200,000 deals: a quick check of the bench
     python bench/bench_scale.py --only replay,audit --json bench/out/scale.json
     python bench/bench_scale.py --log LOG ...          # time these logs instead (each its own size)
+    python bench/bench_scale.py --log LOG --only replay,audit --repeat 5   # item 5's ratio on a noisy machine
 
 The logs (`bench/make_scale_logs.py`, cached in bench/out/, git-ignored): the demo club season's spec at
 1,000,000 deals (seed 7, the log of bench_audit.py), as Parquet (`auditor convert`), and the same file copied ten
@@ -30,6 +31,10 @@ on stdout (hashed instead of the document) and the HTML report, whose size is no
 Checks: every run exits 0 or 1 without a traceback and its document counts every deal of its log; the audit
 documents of the three modes are byte-identical (SHA-256), per log. Ratios: audit / replay (wall), 10M / 1M
 (peak RSS of the audit, each mode), workers / one process and dask / one process (wall).
+
+`--repeat N` times every mode N times, in rounds (all the modes, then all again), and reports each mode's median
+run, and for item 5 the median of the rounds' own audit / replay: on a shared 2-core machine the same audit took
+16.4 to 22.3 s within an hour (a twenty-seventh session), and a ratio of two runs minutes apart moved with it.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -219,6 +225,16 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+def _median_run(runs: list[dict]) -> dict:
+    """The run of median wall time among a mode's rounds (the lower middle of an even number), with every round's
+    wall and CPU seconds beside it (`all_seconds`, `all_cpu_seconds`); a single run as it is."""
+    if len(runs) == 1:
+        return runs[0]
+    ok = [r for r in runs if "seconds" in r]
+    mid = sorted(ok, key=lambda r: r["seconds"])[(len(ok) - 1) // 2]
+    return dict(mid, all_seconds=[r["seconds"] for r in ok], all_cpu_seconds=[r["cpu_seconds"] for r in ok])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--deals-scale", type=float, default=1.0,
@@ -231,7 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2, help="N of --workers N and --dask local:N (default 2)")
     ap.add_argument("--json", default=None, metavar="OUT", help="also write the numbers as JSON to OUT")
     ap.add_argument("--cold", action="store_true", help="no warm-up (numba's first compilations timed too)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run the modes N times in rounds (replay, audit, ..., then again) and report each mode's "
+                         "median run, and the median of each round's audit/replay (default 1)")
     a = ap.parse_args(argv)
+    if a.repeat < 1:
+        ap.error("--repeat must be 1 or more")
     only = [m.strip() for m in a.only.split(",") if m.strip()]
     bad = [m for m in only if m not in MODES]
     if bad:
@@ -259,11 +280,16 @@ def main(argv: list[str] | None = None) -> int:
         deals = count_deals(path)
         entry: dict = {"path": str(path), "deals": deals, "mb": round(path.stat().st_size / 2**20, 1), "runs": {}}
         res["logs"][label] = entry
-        for mode in only:
+        rounds: list[dict] = []  # --repeat: each round's runs (a round times every mode once, one after another,
+        # so that a paired ratio compares runs a few seconds apart on a machine whose speed drifts)
+        for rnd, mode in ((rnd, mode) for rnd in range(a.repeat) for mode in only):
+            if rnd == len(rounds):
+                rounds.append({})
             if mode in ("workers", "dask") and not cli[mode]:
                 entry["runs"][mode] = {"skipped": f"the CLI has no --{mode}"}
                 continue
-            print(f"{label}: {mode} ...", file=sys.stderr, flush=True)
+            print(f"{label}: {mode}" + (f" (round {rnd + 1} of {a.repeat})" if a.repeat > 1 else "") + " ...",
+                  file=sys.stderr, flush=True)
             env = {"AUDITOR_TIMING": "1"} if mode != "replay" else None
             saved = OUT / f"{label}.bench.counts"
             extra = ["--save-counts", str(saved)] if mode == "save" else []
@@ -280,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
                 r["report_kb"] = round(page.stat().st_size / 1024, 1)
                 page.unlink()
             r["load_after"] = _load()
-            entry["runs"][mode] = r
+            rounds[rnd][mode] = r
+            entry["runs"][mode] = _median_run([x[mode] for x in rounds if mode in x])
             print(f"  {r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s cpu, {r['max_rss_mb']:.0f} MB max RSS, "
                   f"{r['tree_rss_mb']:.0f} MB tree, exit {r['exit']}{'' if r['ok'] else ' FAILED'}",
                   file=sys.stderr, flush=True)
@@ -293,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
         for m in ("workers", "dask"):
             if m in runs and "audit" in runs:
                 ratios[f"{m}/one"] = round(runs[m]["seconds"] / max(runs["audit"]["seconds"], 1e-9), 2)
+        if a.repeat > 1 and "replay" in runs and "audit" in runs:  # each round's own ratio, then their median
+            paired = [x["audit"]["seconds"] / max(x["replay"]["seconds"], 1e-9) for x in rounds
+                      if "audit" in x and "replay" in x]
+            ratios["audit/replay, median of rounds"] = round(statistics.median(paired), 2)
+            ratios["audit/replay, rounds"] = [round(v, 2) for v in paired]
         entry["ratios"] = ratios
         docs = {m: runs[m]["sha256"] for m in ("audit", "workers", "dask", "audit-cpu", "save") if m in runs}
         entry["identical"] = len(set(docs.values())) == 1 if len(docs) > 1 else None

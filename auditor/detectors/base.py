@@ -659,8 +659,9 @@ def _merge_timelines(pairs: Sequence[tuple[Timeline | None, Timeline | None]]) -
     return out
 
 
-def summarise_spec(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p: np.ndarray, table_idx: np.ndarray,
-              table_names: Sequence[str], time_us: np.ndarray, with_timeline: bool = True) -> dict[str, TrialSummary]:
+def summarise_spec(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p: np.ndarray,
+                   table_idx: np.ndarray, table_names: Sequence[str], time_us: np.ndarray,
+                   with_timeline: bool = True) -> dict[str, TrialSummary]:
     """`summarise`'s spec: each subject's trials through `TrialSummary.of` and `Timeline.of`, one subject at a
     time."""
     subject = np.asarray(subject, np.int64)

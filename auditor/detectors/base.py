@@ -490,13 +490,10 @@ def summarise(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p: np.
     Only the subjects with more than MAX_BINS bins at level 0 climb, each by `_levels_up` as `_settle` does, and
     their bins are sorted again at their level (issue 15, a twenty-seventh session: 3,540 pairs a part took
     dealer_cutter's counts a third of a second, one subject at a time)."""
-    subject = np.asarray(subject, np.int64)
-    keep = subject >= 0
-    if not keep.any():
+    got = _by_subject(subject)
+    if got is None:
         return {}
-    idx = np.flatnonzero(keep)
-    o = idx[np.argsort(subject[idx], kind="stable")]
-    s = subject[o]
+    o, s = got
     m = len(s)
     obs_o = np.asarray(obs)[o]
     p_o = np.asarray(p, float)[o]
@@ -521,6 +518,18 @@ def summarise(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p: np.
                      np.asarray(obs_o, float), p_o, table_names)
     return {names[int(x)]: TrialSummary(g_p[gb[j]:gb[j + 1]], g_n[gb[j]:gb[j + 1]], g_k[gb[j]:gb[j + 1]], tls[j])
             for j, x in enumerate(subs.tolist())}
+
+
+def _by_subject(subject: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The trials of a subject (index >= 0) in subject order, each subject's in input order (o), and their subjects
+    (s = subject[o]); None when no trial has one."""
+    subject = np.asarray(subject, np.int64)
+    keep = subject >= 0
+    if not keep.any():
+        return None
+    idx = np.flatnonzero(keep)
+    o = idx[np.argsort(subject[idx], kind="stable")]
+    return o, subject[o]
 
 
 def _timelines(s: np.ndarray, subs: np.ndarray, tidx: np.ndarray, time_us: np.ndarray, obs: np.ndarray,
@@ -664,13 +673,10 @@ def summarise_spec(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p
                    with_timeline: bool = True) -> dict[str, TrialSummary]:
     """`summarise`'s spec: each subject's trials through `TrialSummary.of` and `Timeline.of`, one subject at a
     time."""
-    subject = np.asarray(subject, np.int64)
-    keep = subject >= 0
-    if not keep.any():
+    got = _by_subject(subject)
+    if got is None:
         return {}
-    idx = np.flatnonzero(keep)
-    o = idx[np.argsort(subject[idx], kind="stable")]
-    s = subject[o]
+    o, s = got
     cuts = np.flatnonzero(np.diff(s)) + 1
     starts = np.concatenate([[0], cuts])
     ends = np.concatenate([cuts, [len(s)]])

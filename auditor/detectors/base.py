@@ -325,8 +325,9 @@ def _summary_from(m: int, blob: bytes, timeline: Timeline | None) -> "TrialSumma
     return TrialSummary(p, n, k, timeline)
 
 
-def _coarsen(tbin: np.ndarray, by: int) -> np.ndarray:
-    if by <= 0:
+def _coarsen(tbin: np.ndarray, by: "int | np.ndarray") -> np.ndarray:
+    """The bins `by` levels up (a shift per bin when `by` is an array); untimed bins stay untimed."""
+    if np.ndim(by) == 0 and by <= 0:
         return tbin
     return np.where(tbin == NO_TIME_BIN, NO_TIME_BIN, tbin >> by)
 
@@ -497,27 +498,29 @@ def summarise(subject: np.ndarray, names: Sequence[str], obs: np.ndarray, p: np.
     m = len(s)
     obs_o = np.asarray(obs)[o]
     p_o = np.asarray(p, float)[o]
-    # the groups of equal p within each subject (np.unique's sorted values), their trials and events
-    g = np.lexsort((p_o, s))
-    gs, gp = s[g], p_o[g]
-    gnew = np.ones(m, bool)
-    gnew[1:] = (gs[1:] != gs[:-1]) | (gp[1:] != gp[:-1])
-    gstart = np.flatnonzero(gnew)
-    g_n = np.diff(np.append(gstart, m)).astype(np.int64)
-    g_k = np.add.reduceat(np.asarray(obs_o, np.int64)[g], gstart).astype(np.int64) if m else np.zeros(0, np.int64)
-    g_p = gp[gstart]
-    subj_g = gs[gstart]
-    cuts = np.flatnonzero(np.diff(s)) + 1
-    first = np.concatenate([[0], cuts])  # each subject's first trial in o
-    subs = s[first]
-    gb = np.searchsorted(subj_g, subs, "left").tolist() + [len(gstart)]  # each subject's groups
-    if not with_timeline:
-        return {names[int(x)]: TrialSummary(g_p[gb[j]:gb[j + 1]], g_n[gb[j]:gb[j + 1]], g_k[gb[j]:gb[j + 1]], None)
-                for j, x in enumerate(subs.tolist())}
-    tls = _timelines(s, subs, np.asarray(table_idx, np.int64)[o], np.asarray(time_us, np.int64)[o],
-                     np.asarray(obs_o, float), p_o, table_names)
+    subs = s[np.concatenate([[0], np.flatnonzero(np.diff(s)) + 1])]  # each subject once
+    sid = np.searchsorted(subs, s)
+    g_p, g_n, g_k, gb = _grouped(sid, len(subs), p_o, np.ones(m, np.int64), np.asarray(obs_o, np.int64))
+    tls = _timelines(sid, len(subs), np.asarray(table_idx, np.int64)[o], np.asarray(time_us, np.int64)[o],
+                     np.asarray(obs_o, float), p_o, table_names) if with_timeline else [None] * len(subs)
     return {names[int(x)]: TrialSummary(g_p[gb[j]:gb[j + 1]], g_n[gb[j]:gb[j + 1]], g_k[gb[j]:gb[j + 1]], tls[j])
             for j, x in enumerate(subs.tolist())}
+
+
+def _grouped(sid: np.ndarray, count: int, p: np.ndarray, n: np.ndarray, k: np.ndarray) -> tuple[Any, ...]:
+    """The groups of equal p within each of `count` summaries (row r of summary sid[r]; np.unique's sorted values),
+    with their trials and events summed (integers: exact in any order), and where each summary's groups start and
+    end (a list of count + 1 offsets)."""
+    g = np.lexsort((p, sid))
+    gs, gp = sid[g], p[g]
+    gnew = np.ones(len(g), bool)
+    gnew[1:] = (gs[1:] != gs[:-1]) | (gp[1:] != gp[:-1])
+    gstart = np.flatnonzero(gnew)
+    if not len(g):
+        z = np.zeros(0, np.int64)
+        return np.zeros(0), z, z, [0] * (count + 1)
+    return (gp[gstart], np.add.reduceat(n[g], gstart), np.add.reduceat(k[g], gstart),
+            np.searchsorted(gs[gstart], np.arange(count + 1), "left").tolist())
 
 
 def _by_subject(subject: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -532,21 +535,20 @@ def _by_subject(subject: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return o, subject[o]
 
 
-def _timelines(s: np.ndarray, subs: np.ndarray, tidx: np.ndarray, time_us: np.ndarray, obs: np.ndarray,
-               exp: np.ndarray, table_names: Sequence[str]) -> list[Timeline]:
-    """`Timeline.of` of each subject's trials (s: the subjects, sorted; `subs`: each subject once), in one sort:
+def _timelines(sid: np.ndarray, count: int, tidx: np.ndarray, time_us: np.ndarray, obs: np.ndarray,
+               exp: np.ndarray, table_names: Sequence[str]) -> list[Timeline | None]:
+    """`Timeline.of` of each of `count` subjects' trials (row r of subject sid[r], sid non-decreasing), in one sort:
     a subject's tables ordered by their index, as np.unique orders them in `Timeline.of`."""
-    m = len(s)
+    m = len(sid)
     tbin = np.where(time_us == TIME_NONE, NO_TIME_BIN, time_us // MINUTE_US)
-    sid = np.searchsorted(subs, s)
     level, per, b_t, b_bin, b_n, b_obs, b_exp, b_var = _settle_many(
-        sid, len(subs), np.zeros(len(subs), np.int64), tidx, tbin, np.ones(m, np.int64), obs, exp, np.zeros(m))
+        sid, count, np.zeros(count, np.int64), tidx, tbin, np.ones(m, np.int64), obs, exp, np.zeros(m))
     # each bin's table as an index into its subject's tables
-    b_sub = np.repeat(np.arange(len(subs)), np.diff(per))
+    b_sub = np.repeat(np.arange(count), np.diff(per))
     tnew = np.ones(len(b_t), bool)
     tnew[1:] = (b_sub[1:] != b_sub[:-1]) | (b_t[1:] != b_t[:-1])
     tcum = np.cumsum(tnew) - 1
-    out = []
+    out: list[Timeline | None] = []
     for j, (a, b) in enumerate(zip(per[:-1].tolist(), per[1:].tolist(), strict=True)):
         tb = (tcum[a:b] - tcum[a]).astype(np.int32)
         names = [table_names[int(i)] for i in b_t[a:b][tnew[a:b]].tolist()]
@@ -579,8 +581,7 @@ def _settle_many(sid: np.ndarray, count: int, level: np.ndarray, tb: np.ndarray,
         a, b = ends[per[j]], ends[per[j + 1]]
         up[j] = _levels_up(st[a:b], sb[a:b], new[a:b], int(level[j]))
     if up.any():
-        by = up[sid]
-        tbin = np.where((tbin == NO_TIME_BIN) | (by == 0), tbin, tbin >> by)
+        tbin = _coarsen(tbin, up[sid])
         order, st, sb, new, bstart, per = sort(tbin)
     if not m:
         z = np.zeros(0)
@@ -603,21 +604,11 @@ def merge_pairs(pairs: Sequence[tuple["TrialSummary", "TrialSummary"]]) -> list[
         else:
             out[i] = TrialSummary.merge([a, b])
     if both:
-        ps = [x for i in both for x in (pairs[i][0].p, pairs[i][1].p)]
-        lens = np.array([len(x) for x in ps], np.int64)
-        sid = np.repeat(np.repeat(np.arange(len(both)), 2), lens)
-        p = np.concatenate(ps)
-        g = np.lexsort((p, sid))
-        gs, gp = sid[g], p[g]
-        gnew = np.ones(len(g), bool)
-        gnew[1:] = (gs[1:] != gs[:-1]) | (gp[1:] != gp[:-1])
-        gstart = np.flatnonzero(gnew)
-        g_n = np.add.reduceat(np.concatenate([x for i in both for x in (pairs[i][0].n, pairs[i][1].n)]).astype(
-            np.int64)[g], gstart)
-        g_k = np.add.reduceat(np.concatenate([x for i in both for x in (pairs[i][0].k, pairs[i][1].k)]).astype(
-            np.int64)[g], gstart)
-        g_p = gp[gstart]
-        gb = np.searchsorted(gs[gstart], np.arange(len(both) + 1), "left").tolist()
+        sums = [t for i in both for t in pairs[i]]
+        sid = np.repeat(np.repeat(np.arange(len(both)), 2), [len(t.p) for t in sums])
+        g_p, g_n, g_k, gb = _grouped(sid, len(both), np.concatenate([t.p for t in sums]),
+                                     np.concatenate([t.n for t in sums]).astype(np.int64),
+                                     np.concatenate([t.k for t in sums]).astype(np.int64))
         tls = _merge_timelines([(pairs[i][0].timeline, pairs[i][1].timeline) for i in both])
         for j, i in enumerate(both):  # copies: a slice would hold the whole batch's array for as long as it lives,
             a, b = gb[j], gb[j + 1]  # and a later merge replaces some of a batch's summaries but not all
@@ -652,9 +643,7 @@ def _merge_timelines(pairs: Sequence[tuple[Timeline | None, Timeline | None]]) -
         shift += [lv - a.level, lv - b.level]
     lens = np.array([len(x) for x in tbs], np.int64)
     sid = np.repeat(np.repeat(np.arange(len(both)), 2), lens)
-    by = np.repeat(np.array(shift, np.int64), lens)
-    tbin = np.concatenate(bins)
-    tbin = np.where((tbin == NO_TIME_BIN) | (by == 0), tbin, tbin >> by)
+    tbin = _coarsen(np.concatenate(bins), np.repeat(np.array(shift, np.int64), lens))
     parts = [x for i in both for x in cast(tuple[Timeline, Timeline], pairs[i])]
     lv_got, per, b_t, b_bin, b_n, b_obs, b_exp, b_var = _settle_many(
         sid, len(both), np.array(level, np.int64), np.concatenate(tbs), tbin, np.concatenate([t.n for t in parts]),

@@ -321,14 +321,20 @@ def spill_part_counts(det: Detector, counts: Any, spill_dir: str, k: int, n: int
 
 def isolated(parts: Parts, isolate: bool | None = None) -> bool:
     """Whether `run_parts`, on one machine without `workers`, replays each part in a fresh process: `isolate` if
-    given; by default when there are two parts or more of `ISOLATE_MIN_DEALS` deals on average. The fork server
-    costs about 2 s once (it imports the audit's modules, `auditor/warm.py`) and each process some 20 ms more:
-    nothing next to parts of 250,000 deals, much next to the small parts of a test, whose process does not grow."""
+    given; by default when there are two parts or more, of `ISOLATE_MIN_DEALS` deals on average, or of
+    `EARLY_MIN_DEALS` deals in all on a machine of two cores or more. The fork server costs about 2 s once (it
+    imports the audit's modules, `auditor/warm.py`) and each process some 20 ms more: nothing next to parts of
+    250,000 deals, much next to the small parts of a test, whose process does not grow. The second case (issue 15,
+    a twenty-eighth session): parts run here run one after the other on one core, so an input of 1M deals cut
+    with `--part-deals 17000` into 12 parts spent 26.6 s in its parts against 14.3 s for the default 6 parts; an
+    input that large has started the fork server before its split (`EARLY_MIN_DEALS`), and fresh processes run
+    two parts at a time (`parts_at_once`)."""
     if parts.single or len(parts) < 2 or parts.workdir is None:
         return False
     if isolate is not None:
         return isolate
-    return parts.records >= ISOLATE_MIN_DEALS * len(parts)
+    return parts.records >= ISOLATE_MIN_DEALS * len(parts) or (
+        parts.records >= EARLY_MIN_DEALS and (os.cpu_count() or 1) > 1)
 
 
 def run_parts(parts: Parts, fdr: float, seed: int, workers: int | None = None,

@@ -511,6 +511,13 @@ def _ragged(arr: Arrow) -> Ragged:
     bufs = arr.buffers()
     off = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=arr.offset * 4).astype(np.int64)
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    if off[0] != 0 or off[-1] != len(data):
+        # a slice of a longer array (a part's rows of one file, `parts._PartSource`): its own bytes only, a view.
+        # Its buffer holds the other rows' bytes too: a bad card code among them failed the check of this slice
+        # (issue 15, a twenty-eighth session: a traceback), and every check read the whole buffer, once per file
+        # of the input (a 300k-deal dataset of 328 monthly files: its parts took 11.9 s against 3.7 s).
+        data = data[off[0]:off[-1]]
+        off = off - off[0]
     ok = validity(arr)
     return Ragged(off, data, np.ones(n, bool) if ok is None else ok)
 
@@ -757,6 +764,9 @@ def _lists(arr: Arrow, ns: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, 
     lens = np.diff(off)
     ok = ~has | (lens == ns)
     values = arr.values
+    if off[0] != 0 or off[-1] != len(values):  # a slice of a longer array: its own values only (as `_ragged`)
+        values = values.slice(int(off[0]), int(off[-1] - off[0]))
+        off = off - off[0]
     odd = np.zeros(len(values), bool)
     vals = to_numpy(values, np.int32, 0, bad=odd).astype(np.int64) if len(values) else np.zeros(0, np.int64)
     if odd.any():  # a value no int32 holds (a float, a wide integer: issue 15): the row is judged the slow way
@@ -765,7 +775,7 @@ def _lists(arr: Arrow, ns: np.ndarray, S: int) -> tuple[np.ndarray, np.ndarray, 
     cnt = np.where(fill, lens, 0)
     rows = np.repeat(np.arange(n), cnt)
     colx = np.arange(len(rows)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-    src = np.repeat(off[:-1], cnt) + colx - values.offset * 0
+    src = np.repeat(off[:-1], cnt) + colx
     if len(src):
         out[rows, colx] = vals[src]
     return out, has, ok

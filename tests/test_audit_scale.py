@@ -150,6 +150,29 @@ def test_a_part_reads_only_its_rows_of_each_file(months, tmp_path):
     assert _doc(audit_input(paths, part_deals=500, isolate=True)) == one
 
 
+def test_a_part_reads_its_rows_of_several_files_as_one_chunk(months, tmp_path):
+    """A part's batch of spilled rows is one chunk whichever files its rows come from (`Chunk.fis`; issue 15, a
+    twenty-eighth session: cut file by file, a dataset of many small files made as many small chunks): every row
+    keeps its own file index and path:line source."""
+    from auditor.fast.cols import Registry
+    from auditor.parts import _PartSource, split_input
+
+    paths = [str(p) for p in months]
+    parts = split_input(paths, str(tmp_path / "w"), 500)
+    spanning = 0
+    lines = {fi: sum(1 for _ in open(p)) for fi, p in enumerate(paths)}
+    for k in range(len(parts)):
+        for ch in _PartSource(parts, k)(paths, Registry()):
+            fis = ch.file_indices()
+            spanning += len(set(fis.tolist())) > 1
+            assert (ch.fis is None) == (len(set(fis.tolist())) == 1)
+            for i in range(ch.n):
+                assert ch.source(i) == f"{paths[int(fis[i])]}:{int(ch.line[i])}"
+                assert 1 <= ch.line[i] <= lines[int(fis[i])]
+    parts.cleanup()
+    assert spanning  # the two months' rows of a table met in one batch
+
+
 def test_dask_local_cluster_gives_the_same_bytes(months, whole):
     pytest.importorskip("distributed")
     paths = [str(p) for p in months]

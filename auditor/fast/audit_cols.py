@@ -109,7 +109,7 @@ class ColumnsBuilder:
         a = blank(D, {"P": P, "T": T, "S": S})
         c = AuditColumns(tables=self.tables.names, game_ids=self.games.names, players=self.players.names,
                          packs=self.packs.names, rulesets=reg.rulesets, arrays=a)
-        a["file_index"][:] = ch.fi
+        a["file_index"][:] = ch.fi if ch.fis is None else ch.fis[kr]
         a["line"][:] = ch.line[kr]
         tabs = ch.table if ch.table is not None else [""] * ch.n
         if isinstance(tabs, DictColumn):

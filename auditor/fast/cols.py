@@ -340,13 +340,30 @@ class Chunk:
     # column row -> its revoke claims as (trick, seat) in the record's order (duplicates kept); rows without claims
     # are absent
     claims: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
+    # per row file index where the rows come from several files (a part's batch, `parts._PartSource`; issue 15, a
+    # twenty-eighth session: cut file by file, a dataset of many small files made as many small chunks); `fi` and
+    # `path` are then the first row's, and `paths` gives each file index's path
+    fis: np.ndarray | None = None
+    paths: Sequence[str] | None = None
+
+    def fi_at(self, i: int) -> int:
+        """Row i's file index."""
+        return self.fi if self.fis is None else int(self.fis[i])
+
+    def file_indices(self) -> np.ndarray:
+        """Every row's file index (int64)."""
+        return np.full(self.n, self.fi, np.int64) if self.fis is None else self.fis
+
+    def path_at(self, i: int) -> str:
+        """Row i's file path."""
+        return self.path if self.fis is None or self.paths is None else self.paths[int(self.fis[i])]
 
     def game_id_of(self, i: int) -> str:
         v = self.gid_vals[int(self.gid[i])]
         return v if isinstance(v, str) else str(v.as_py())
 
     def source(self, i: int) -> str:
-        return self.sources[i] if self.sources is not None else f"{self.path}:{int(self.line[i])}"
+        return self.sources[i] if self.sources is not None else f"{self.path_at(i)}:{int(self.line[i])}"
 
 
 ChunkSource = Callable[[list[str], Registry], Iterator[Chunk]]

@@ -184,7 +184,7 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
         # findings of the kernel, in play order
         for row, _k, _p, f in sorted(out.findings, key=lambda x: (x[0], x[1], x[2])):
             seq += 1
-            deal_findings.append((ch.fi, int(ch.line[row]), seq, f))
+            deal_findings.append((ch.fi_at(row), int(ch.line[row]), seq, f))
         # rows for the reference engine
         ref_rows = np.flatnonzero(~handled).tolist()
         ref_results: dict[int, DealResult] = {}
@@ -192,7 +192,7 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
             if ch.status[i] == 2:
                 rec = ch.slow[i]
                 seq += 1
-                deal_findings.append((ch.fi, rec.line or 0, seq, bad_record_finding(rec)))
+                deal_findings.append((ch.fi_at(i), rec.line or 0, seq, bad_record_finding(rec)))
                 continue
             if ch.status[i] == 1:  # a valid record the columns cannot hold: its Deal is in the slow rows
                 d = ch.slow[i].deal
@@ -200,12 +200,12 @@ def replay_paths(paths: list[str], progress: Callable[[int], None] | None = None
                 reasons["record"] += 1
             else:
                 reasons[FALLBACK_REASONS[out.reason[i]]] += 1
-                d = validate(row_to_obj(ch, i, reg), ch.source(i), ch.fi, int(ch.line[i]))
+                d = validate(row_to_obj(ch, i, reg), ch.source(i), ch.fi_at(i), int(ch.line[i]))
             res = replay_deal(d)
             ref_results[i] = res
             for f in res.findings:
                 seq += 1
-                deal_findings.append((ch.fi, d.line or 0, seq, f))
+                deal_findings.append((ch.fi_at(i), d.line or 0, seq, f))
         _accumulate(acc, ch, out, handled, ref_results, reg)
         if cb is not None:
             cb.add(ch, out, handled, ref_results)
@@ -238,7 +238,7 @@ def _accumulate(acc: _Acc, ch: Chunk, out: ChunkResult, handled: np.ndarray, ref
     def take(a: np.ndarray) -> np.ndarray:
         return a.copy() if all_rows else a[rows]
 
-    fi = np.full(k, ch.fi, np.int32)
+    fi = np.full(k, ch.fi, np.int32) if ch.fis is None else ch.fis[rows].astype(np.int32)
     line = take(ch.line)
     gid = take(ch.gid).astype(np.int32)  # chunk-local for now
     chunk_no = np.full(k, len(acc.gid_vals), np.int32)

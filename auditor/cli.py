@@ -288,7 +288,8 @@ def _progress_reader(paths: list[str], show: bool):
 
 @app.command()
 def replay(
-    paths: list[str] = typer.Argument(..., metavar="PATH", help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet"),
+    paths: list[str] = typer.Argument(..., metavar="PATH", help="deal-log/1 files: .jsonl, .jsonl.gz or .parquet, "
+                                      "or a directory of them (a dataset)"),
     json_out: bool = typer.Option(False, "--json", help="print the JSON document of outputs.md on stdout"),
     engine: str = typer.Option("batch", "--engine", help="batch (fast, numpy; the default) or reference (per card)"),
     stats: bool = typer.Option(False, "--stats", help="print engine statistics on stderr (deals replayed by the "
@@ -303,6 +304,7 @@ def replay(
     if engine not in ("batch", "reference"):
         _err(f"auditor: --engine must be 'batch' or 'reference', got {engine!r}")
         raise typer.Exit(2)
+    paths = _expanded(paths)  # a directory: the logs under it, as `audit` reads it (issue 15, a twenty-eighth session)
     _check_paths(paths, max_record_bytes)
     from .replay.run import replay_paths
 

@@ -4,6 +4,7 @@
     python bench/make_scale_logs.py season --deals 30000 --which honest
     python bench/make_scale_logs.py base               # the 1M-deal demo-spec season (bench_audit.py's, seed 7)
     python bench/make_scale_logs.py tenfold            # the 10M log: the 1M Parquet file copied ten times
+    python bench/make_scale_logs.py months             # the 300k season without cheaters as a dataset of months
     python bench/make_scale_logs.py all
 
 `season`: a club season like the one of issue 15 item 5 (made by another simulator than ours): a club of 60 over
@@ -23,6 +24,11 @@ as many nights as the issue's season.
 batch: copy k renames every table, game id and player with the prefix `c{k}.` (the dictionaries of the `table`,
 `game_id` and `players` columns are renamed, the indices kept; a row kept as `raw` JSON is renamed inside its
 JSON), so that each copy is another club and no test sees a repeated deal of one person.
+
+`months` (issue 15, a twenty-eighth session): the `season` Parquet file (`--which`, default the season without
+cheaters) as a hive dataset of one file per month of its deals' `time` (`month=YYYY-MM/part-0.parquet`; the
+simulated club plays some 2,900 nights, so about 330 files of 900 rows), each file's dictionaries its own: the
+input of a room that writes a file a month. The audit of the folder and of the one file give the same tests.
 """
 
 from __future__ import annotations
@@ -176,9 +182,38 @@ def tenfold(src: Path, dst: Path, copies: int = 10) -> int:
     return rows
 
 
+def months(src: Path, dst: Path) -> int:
+    """`src` (a Parquet log in the auditor's layout) as a hive dataset under `dst`, one file per month of `time`, in
+    the order of the months' first rows; returns the number of files."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(src)
+    meta = t.schema.metadata
+    month = pc.utf8_slice_codeunits(t.column("time"), 0, 7).to_numpy(zero_copy_only=False)
+    names, first = np.unique(month.astype(str), return_index=True)
+    tmp = dst.with_name(dst.name + ".tmp")
+    if tmp.exists():
+        import shutil
+
+        shutil.rmtree(tmp)
+    for m in names[np.argsort(first)]:
+        sub = t.take(pa.array(np.flatnonzero(month == m)))
+        cols = [pc.dictionary_encode(c.cast(pa.string())).cast(f.type) if pa.types.is_dictionary(f.type) else c
+                for c, f in zip(sub.columns, sub.schema, strict=True)]  # each file's own dictionaries
+        folder = tmp / f"month={m}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table(cols, schema=sub.schema).replace_schema_metadata(meta), folder / "part-0.parquet",
+                       compression="zstd")
+    tmp.replace(dst)
+    return len(names)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("what", choices=("season", "base", "tenfold", "all"))
+    ap.add_argument("what", choices=("season", "base", "tenfold", "months", "all"))
     ap.add_argument("--deals", type=int, default=None, help="season: 300000; base: 1000000")
     ap.add_argument("--seed", type=int, default=None, help="season: 15; base: 7")
     ap.add_argument("--which", default="both", choices=("both", "cheat", "honest"))
@@ -188,6 +223,16 @@ def main(argv: list[str] | None = None) -> int:
     if a.what in ("season", "all"):
         for p in make_season(a.deals or 300_000, 15 if a.seed is None else a.seed, a.which):
             print(p)
+    if a.what == "months":
+        which = "honest" if a.which == "both" else a.which
+        src = OUT / f"scale-{which}-{a.deals or 300_000}-s{15 if a.seed is None else a.seed}.parquet"
+        if not src.exists():
+            make_season(a.deals or 300_000, 15 if a.seed is None else a.seed, which)
+        dst = OUT / (src.stem + "-months")
+        if not dst.exists():
+            print(f"{src.name} -> {dst.name}/month=.../part-0.parquet ...", file=sys.stderr)
+            print(f"  {months(src, dst)} files", file=sys.stderr)
+        print(dst)
     if a.what in ("base", "tenfold", "all"):
         base = make_base(1_000_000 if a.what == "all" else a.deals or 1_000_000, 7 if a.seed is None else a.seed)
         print(base)

@@ -110,8 +110,13 @@ def test_nothing_readable_exit_3(tmp_path, engine):
     (tmp_path / "d").mkdir()
     out = run("replay", tmp_path / "missing.jsonl", tmp_path / "d", "--json", "--engine", engine)
     assert out.exit_code == 3
-    assert "missing.jsonl: no such file" in out.stderr and "is a directory" in out.stderr
+    # (issue 15, a twenty-eighth session: a directory is the logs under it, as for `audit`; one with none is
+    # refused in one line before any file is read)
+    assert "d: a directory with no .parquet, .jsonl or .jsonl.gz file under it" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
     assert "Traceback" not in out.output
+    out = run("replay", tmp_path / "missing.jsonl", "--json", "--engine", engine)
+    assert out.exit_code == 3 and "missing.jsonl: no such file" in out.stderr
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -196,3 +201,22 @@ def test_estimate_records(tmp_path):
         est = estimate_records([str(p)])
         assert 0.5 * len(lines) <= est <= 2 * len(lines), (p, est)
     assert estimate_records([str(tmp_path / "missing")]) == 0
+
+
+def test_a_directory_is_the_logs_under_it(tmp_path):
+    """`auditor replay DIR` reads the log files under DIR in natural order of their paths, as `auditor audit` does
+    (issue 15, a twenty-eighth session: it refused a directory that the audit read); an empty one exits 3."""
+    files = sorted(REPLAY_FIXTURES.glob("*.jsonl"))[:3]
+    ds = tmp_path / "ds"
+    for k, src in enumerate(files):
+        d = ds / f"month=2026-{k + 9:02d}"  # 2026-09, 2026-10, 2026-11: natural order is this order
+        d.mkdir(parents=True)
+        (d / "part-0.jsonl").write_bytes(src.read_bytes())
+    paths = [str(ds / f"month=2026-{k + 9:02d}" / "part-0.jsonl") for k in range(len(files))]
+    whole = run("replay", ds, "--json")
+    listed = run("replay", *paths, "--json")
+    assert whole.exit_code == listed.exit_code and whole.exit_code in (0, 1), whole.output
+    assert _doc(whole) == _doc(listed) and _doc(whole)["deals"] > 0
+    (tmp_path / "empty").mkdir()
+    out = run("replay", tmp_path / "empty")
+    assert out.exit_code == 3 and "Traceback" not in out.output

@@ -91,9 +91,18 @@ def _label(n: int) -> str:
     return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n / 1000:g}k"
 
 
+def _files(path: Path) -> list[Path]:
+    """The log files of `path`: itself, or those under a directory (a dataset), as the auditor reads them."""
+    from auditor.inputs import expand_inputs
+
+    return [Path(p) for p in expand_inputs([str(path)])] if path.is_dir() else [path]
+
+
 def count_deals(path: Path) -> int:
     import pyarrow.parquet as pq
 
+    if path.is_dir():
+        return sum(count_deals(p) for p in _files(path))
     if path.suffix == ".parquet":
         return int(pq.ParquetFile(path).metadata.num_rows)
     import gzip
@@ -278,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                  "cli": cli, "load_before": _load(), "logs": {}}
     for label, path in logs:
         deals = count_deals(path)
-        entry: dict = {"path": str(path), "deals": deals, "mb": round(path.stat().st_size / 2**20, 1), "runs": {}}
+        entry: dict = {"path": str(path), "deals": deals, "mb": round(sum(p.stat().st_size for p in _files(path)) / 2**20, 1), "runs": {}}
         res["logs"][label] = entry
         rounds: list[dict] = []  # --repeat: each round's runs (a round times every mode once, one after another,
         # so that a paired ratio compares runs a few seconds apart on a machine whose speed drifts)

@@ -26,7 +26,7 @@ from ..dealog import (
 )
 from ..dealog import parse_line as _parse_line
 from ..errors import InputError
-from ..parquet import iter_parquet_chunks
+from ..parquet import iter_parquet_chunks, small_file_batch, small_files_chunk
 from .cols import GAMES, Chunk, ChunkBuilder, Registry
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 
 CHUNK_ROWS = 32768
+SMALL_FILE_SHARE = 4  # a Parquet file of at most CHUNK_ROWS / this rows is read with the small files after it into
+# one chunk (`iter_chunks`; issue 15, a twenty-eighth session)
 
 
 # ---------------------------------------------------------------- reading
@@ -50,16 +52,38 @@ def iter_chunks(paths: list[str], reg: Registry, keep_all: KeepAll = False, rows
     called)."""
     if rows is None:
         rows = CHUNK_ROWS
+    # small Parquet files in the layout, one after another, are read into one chunk (`parquet.small_files_chunk`)
+    small: list[tuple[Any, int, str]] = []
+    small_rows = 0
+    coalesce = keep_all is not True  # `convert` (keep_all=True) writes a file's rows as they come
+
+    def flush() -> Iterator[Chunk]:
+        nonlocal small_rows
+        if small:
+            yield small_files_chunk(small, reg, keep_all)
+            small.clear()
+            small_rows = 0
+
     for fi, path in enumerate(paths, first_index):
         path = str(path)
         reg.paths.append(path)
         if path.endswith(".parquet"):
+            batch = small_file_batch(path, keep_all, rows // SMALL_FILE_SHARE) if coalesce else None
+            if batch is not None:
+                if small and (batch.schema != small[0][0].schema or small_rows + batch.num_rows > rows):
+                    yield from flush()
+                small.append((batch, fi, path))
+                small_rows += batch.num_rows
+                continue
+            yield from flush()
             yield from iter_parquet_chunks(path, fi, reg, keep_all=keep_all, rows=rows)
             continue
+        yield from flush()
         if _parallel_ok(path):
             yield from _parallel_jsonl(path, fi, reg, keep_all, rows, raw_lines)
         else:
             yield from _jsonl_chunks(path, fi, reg, keep_all, rows, raw_lines)
+    yield from flush()
 
 
 # ---------------------------------------------------------------- JSON Lines in parallel

@@ -404,11 +404,10 @@ def small_file_batch(path: str, keep_all: KeepAll, max_rows: int) -> Arrow | Non
             if not keep_all:
                 cols = [c for c in cols if c in REPLAY_COLS]
             t = pf.read(columns=[c for c in cols if c in names])
-        if t.num_rows != rows:
+        batches = t.combine_chunks().to_batches()
+        if len(batches) != 1 or batches[0].num_rows != rows:
             return None
-        batch = t.combine_chunks().to_batches()[0] if rows else None
-        if batch is None or batch.num_rows != rows:
-            return None
+        batch = batches[0]
         return _with_constants(batch, {k: v for k, v in hive.items() if k in cols}, native=True) if hive else batch
     except Exception:  # noqa: BLE001 - any doubt: the usual reader, which reports the problem
         return None
@@ -599,7 +598,7 @@ def _dict_parts(arr: Arrow) -> tuple[np.ndarray, list[Any]]:
 def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, keep_all: KeepAll,
                  origins: tuple[np.ndarray, np.ndarray, Sequence[str]] | None = None) -> Chunk:
     """`origins` (file indices, rows, paths by file index): the batch's rows come from several files
-    (`small_files_batch`), each row with its own file index and row number (`Chunk.fis`); else they are rows
+    (`small_files_chunk`), each row with its own file index and row number (`Chunk.fis`); else they are rows
     row0 + 1 ... of file `fi`."""
     import pyarrow as pa
     import pyarrow.compute as pc

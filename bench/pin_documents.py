@@ -58,20 +58,51 @@ def documents() -> dict[str, str]:
     return out
 
 
+ENVIRONMENT = "_environment"  # the pins' entry that is not a document: what the documents were made with
+
+
+def environment() -> dict[str, str]:
+    """What the documents may depend on besides the code: Python, the numeric packages (the tests' Monte Carlo
+    draws and some last bits come from numpy's and numba's kernels) and whether the CPU has AVX-512 (numpy's exp
+    may differ in the last place there). Issue 15, a twenty-eighth session: the demo's two pins moved for the
+    session's start and its end alike, on freshly installed packages; the pins did not say what they were made
+    with."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": sys.version.split()[0]}
+    for pkg in ("numpy", "numba", "llvmlite", "scipy", "pyarrow", "polars", "orjson"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = "absent"
+    try:
+        flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+        out["avx512f"] = "yes" if " avx512f" in flags else "no"
+    except OSError:
+        out["avx512f"] = "unknown"
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help="write the pins instead of checking them")
     ns = parser.parse_args()
     now = documents()
+    env = environment()
     if ns.write:
-        PINS.write_text(json.dumps(now, indent=1, sort_keys=True) + "\n")
+        PINS.write_text(json.dumps({ENVIRONMENT: env, **now}, indent=1, sort_keys=True) + "\n")
         print(f"pinned {len(now)} documents in {PINS.relative_to(ROOT)}")
         return 0
     pinned = json.loads(PINS.read_text())
+    was = pinned.pop(ENVIRONMENT, None)
     moved = sorted(k for k in pinned.keys() | now.keys() if pinned.get(k) != now.get(k))
     for key in moved:
         print(f"moved: {key}")
     print(f"{len(now) - len(moved)} of {len(now)} documents identical")
+    if moved and was != env:  # a moved document may be the environment's doing, not the code's
+        changed = sorted(k for k in (was or {}).keys() | env.keys() if (was or {}).get(k) != env.get(k))
+        print("the environment differs from the pins': " + (", ".join(
+            f"{k} {(was or {}).get(k, '?')} -> {env.get(k, '?')}" for k in changed) if was else "not recorded"))
     return 1 if moved else 0
 
 

@@ -54,7 +54,8 @@ def _dataset(tmp_path: Path) -> Path:
             data = dst.read_bytes()
             dst.write_bytes(data[: len(data) // 2])
     (ds / "month=2026-99").mkdir()
-    pq.write_table(pq.read_table(next(ds.rglob("*.parquet"))).slice(0, 0), ds / "month=2026-99" / "part-0.parquet")
+    first = ds / "month=2026-01" / "part-0.parquet"  # (k = 0: left as converted)
+    pq.write_table(pq.read_table(first).slice(0, 0), ds / "month=2026-99" / "part-0.parquet")
     return ds
 
 

@@ -400,9 +400,7 @@ def small_file_batch(path: str, keep_all: KeepAll, max_rows: int) -> Arrow | Non
             hive = {k: v for k, v in hive_values(path).items() if k not in names}
             if layout_problem(pf, hive) is not None:
                 return None
-            cols = list(REQUIRED) + [c for c in OPTIONAL if c in names or (hive and c in hive)]
-            if not keep_all:
-                cols = [c for c in cols if c in REPLAY_COLS]
+            cols = _layout_columns(names, hive, keep_all)
             t = pf.read(columns=[c for c in cols if c in names])
         batches = t.combine_chunks().to_batches()
         if len(batches) != 1 or batches[0].num_rows != rows:
@@ -497,10 +495,11 @@ def _with_constants(batch: Arrow, values: dict[str, str | None], native: bool) -
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, keep_all: KeepAll) -> Chunk:
-    """A record batch of the auditor layout as a `Chunk` (rows numbered from `row0 + 1`): the reader of spill
-    files (`auditor.parts`), which renumbers the rows afterwards."""
-    return _batch_chunk(batch, row0, fi, path, reg, keep_all)
+def batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, keep_all: KeepAll,
+                origins: tuple[np.ndarray, np.ndarray, Sequence[str]] | None = None) -> Chunk:
+    """A record batch of the auditor layout as a `Chunk` (rows numbered from `row0 + 1`, or each from its own file
+    and row: `origins`, as `_batch_chunk`'s): the reader of spill files (`auditor.parts`)."""
+    return _batch_chunk(batch, row0, fi, path, reg, keep_all, origins)
 
 
 def _file_error(reg: Registry, fi: int, path: str, error: str) -> Chunk:
@@ -519,15 +518,20 @@ def _short_error(e: Exception) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
+def _layout_columns(names: set[str], hive: dict[str, str | None] | None, keep_all: KeepAll) -> list[str]:
+    """The layout's columns a reader takes from a file with columns `names` and hive values `hive` (the replay's
+    only, unless `keep_all`)."""
+    cols = list(REQUIRED) + [c for c in OPTIONAL if c in names or (hive and c in hive)]
+    return cols if keep_all else [c for c in cols if c in REPLAY_COLS]
+
+
 def _native_chunks(pf: Arrow, names: set[str], path: str, fi: int, reg: Registry, keep_all: KeepAll,
                    rows: int, hive: dict[str, str | None] | None = None,
                    row_groups: tuple[int, int] | None = None) -> Iterator[tuple[Chunk, Arrow]]:
     """The auditor's own layout (written by `auditor convert`), a record batch at a time, each chunk with its
     batch. `hive`: values of columns the file lacks, from its hive-style directories (`table=T/`), as constant
     columns. `row_groups` (first, stop): those row groups only, the rows numbered from the first's place."""
-    cols = list(REQUIRED) + [c for c in OPTIONAL if c in names or (hive and c in hive)]
-    if not keep_all:
-        cols = [c for c in cols if c in REPLAY_COLS]
+    cols = _layout_columns(names, hive, keep_all)
     in_file = [c for c in cols if c in names]
     row0 = 0
     if row_groups is None:

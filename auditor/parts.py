@@ -729,19 +729,14 @@ class _PartSource:
 
         paths = self.parts.paths
         fi = int(fis[0])
-        path = paths[fi]
-        several = bool((fis != fi).any())
         layout = schema()
         arrays = []
         for f in layout:  # the dictionary columns encoded again (table and pack read as codes by the replay)
             c = sub.column(f.name)
             arrays.append(pc.dictionary_encode(c) if pa.types.is_dictionary(f.type) else c)
         data = pa.RecordBatch.from_arrays(arrays, names=cols)
-        ch = batch_chunk(data, 0, fi, path, reg, "meta")
         line = np.asarray(sub.column("_line").to_numpy(zero_copy_only=False), np.int64).copy()
-        ch.line = line
-        if several:
-            ch.fis, ch.paths = fis, paths
+        ch = batch_chunk(data, 0, fi, paths[fi], reg, "meta", (fis, line, paths))
         src = sub.column("_src")
         srcs = src.to_pylist() if src.null_count < len(src) else None
         bad = sub.column("_bad")

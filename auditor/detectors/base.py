@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Mapping, Protocol, Sequence, cast
 
+import numba
 import numpy as np
 
 from ..columns import TIME_NONE, AuditColumns, input_key, natural_ranks, result_order
@@ -256,6 +257,135 @@ class Timeline:
         if variance:
             cols.append(_clean4(np.maximum(cv[idx], 0.0)))
         return CleanList([list(row) for row in zip(*cols, strict=True)])
+
+
+def points_many(timelines: Sequence["Timeline"], max_points: int = TIMELINE_POINTS, counts: bool = True,
+                variance: bool = False) -> list[list]:
+    """`[t.points(max_points, counts, variance) for t in timelines]`, the same lists to the last bit, for many
+    timelines in a few calls (issue 15, a twenty-ninth session: `Timeline.points`, one subject at a time, was some
+    20 numpy calls per subject, about 150 microseconds each of dealer_cutter's and collusion's 3,540 pairs at
+    300,000 deals and 35,400 at 10M). `Timeline.points` is the spec (tests/test_timeline_points.py):
+
+    - every timeline's bins are sorted by (subject, table rank, bin) in one stable sort, which orders each
+      subject's bins as its own `np.lexsort` does;
+    - the integer sums are one cumulative sum less each subject's start (exact); the float sums are summed in that
+      order from each subject's first bin (`_segment_cumsum`: `np.cumsum`'s sequential additions);
+    - a subject with more bins than `max_points` keeps the bins `np.linspace`'s targets fall on, its targets made
+      for all such subjects at once by linspace's own operations, and found by binary search (`_pick_points`) as
+      `np.searchsorted` compares them (the integer counts as doubles);
+    - the rounding (`_clean4`) is elementwise, so one call for every point.
+
+    Timelines whose arrays are not of the dtypes the counts give them are made by the spec."""
+    out: list[list] = [[] for _ in timelines]
+    live = [i for i, t in enumerate(timelines) if len(t)]
+    if not live:
+        return out
+    ts = [timelines[i] for i in live]
+    if max_points < 2 or not all(t.n.dtype == np.int64 and t.obs.dtype == np.float64 and t.exp.dtype == np.float64
+                                 and t.var.dtype == np.float64 for t in ts):
+        for i in live:
+            out[i] = timelines[i].points(max_points, counts, variance)
+        return out
+    lens = np.array([len(t) for t in ts], np.int64)
+    ends = np.cumsum(lens)
+    starts = ends - lens
+    seg = np.repeat(np.arange(len(ts), dtype=np.int64), lens)
+    cat = np.concatenate
+    o = np.lexsort((cat([t.tbin for t in ts]), cat([_name_rank_of(t.tables)[t.tb] for t in ts]), seg))
+    cn_all = np.cumsum(cat([t.n for t in ts])[o])
+    cn = cn_all - np.repeat(cn_all[starts] - cat([t.n for t in ts])[o][starts], lens)
+
+    def fsum(name: str) -> np.ndarray:
+        x = np.ascontiguousarray(cat([getattr(t, name) for t in ts])[o])
+        y = np.empty_like(x)
+        _segment_cumsum(x, starts, lens, y)
+        return y
+
+    co, ce = fsum("obs"), fsum("exp")
+    cv = fsum("var") if variance else None
+    big = np.flatnonzero(lens > max_points)
+    row = np.full(len(ts), -1, np.int64)
+    row[big] = np.arange(len(big))
+    total = cn[ends[big] - 1]  # each such subject's trials (np.linspace(total / max_points, total, max_points))
+    start = total / max_points
+    stop = total.astype(np.float64)
+    step = (stop - start) / (max_points - 1)
+    if (step == 0).any():  # linspace's other branch (never with trials): the spec
+        for i in live:
+            out[i] = timelines[i].points(max_points, counts, variance)
+        return out
+    targets = np.arange(max_points, dtype=np.float64)[None, :] * step[:, None]
+    targets += start[:, None]
+    targets[:, -1] = stop
+    idx = np.empty(int(np.minimum(lens, max_points + 1).sum()), np.int64)
+    got = np.zeros(len(ts), np.int64)
+    k = _pick_points(cn, starts, lens, np.ascontiguousarray(targets), row, idx, got)
+    idx = idx[:k]
+    cols = [cn[idx].tolist(), np.rint(co[idx]).astype(np.int64).tolist() if counts else _clean4(co[idx]),
+            _clean4(ce[idx])]
+    if cv is not None:
+        cols.append(_clean4(np.maximum(cv[idx], 0.0)))
+    rows = [list(r) for r in zip(*cols, strict=True)]
+    at = 0
+    for j, i in enumerate(live):
+        g = int(got[j])
+        out[i] = CleanList(rows[at:at + g])
+        at += g
+    return out
+
+
+@numba.njit(cache=True)
+def _segment_cumsum(x, starts, lens, out):  # pragma: no cover - numba
+    """np.cumsum of each segment x[starts[s]:starts[s] + lens[s]] (each at least one long) into out: the first
+    value as it is, then each sum the previous plus the next value, in order."""
+    for s in range(len(starts)):
+        a = starts[s]
+        acc = x[a]
+        out[a] = acc
+        for i in range(a + 1, a + lens[s]):
+            acc = acc + x[i]
+            out[i] = acc
+
+
+@numba.njit(cache=True)
+def _pick_points(cn, starts, lens, targets, row, idx, got):  # pragma: no cover - numba
+    """`Timeline.points`' bins of each segment, as indices into cn (the segments' cumulative trials): every bin of a
+    segment with row -1; else the first bin whose count reaches each target of `targets[row]` (np.searchsorted
+    "left", comparing as doubles), clipped to the last bin, without repeats, and the last bin (np.unique of them:
+    the searches rise with the targets). Returns how many indices; `got[s]`: the segment's."""
+    k = 0
+    for s in range(len(starts)):
+        a = starts[s]
+        B = lens[s]
+        k0 = k
+        r = row[s]
+        if r < 0:
+            for i in range(B):
+                idx[k] = a + i
+                k += 1
+        else:
+            last = -1
+            for j in range(targets.shape[1]):
+                v = targets[r, j]
+                lo = 0
+                hi = B
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if float(cn[a + mid]) < v:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo > B - 1:
+                    lo = B - 1
+                if lo != last:
+                    idx[k] = a + lo
+                    k += 1
+                    last = lo
+            if last != B - 1:
+                idx[k] = a + B - 1
+                k += 1
+        got[s] = k - k0
+    return k
 
 
 def _clean4(values: np.ndarray) -> list[float | None]:
@@ -802,11 +932,12 @@ def control(t: "Trials | TrialSummary", prefixes: exact.PBPrefixes | None = None
 def pb_result(test: str, subject: str, t: "Trials | TrialSummary", level: float, method: str,
               controls: dict | None = None, detail: dict | None = None, details: bool = True,
               fixed: "Trials | TrialSummary | None" = None,
-              cheat: str = "", points: int = TIMELINE_POINTS) -> TestResult:
+              cheat: str = "", points: int = TIMELINE_POINTS, timeline_points: list | None = None) -> TestResult:
     """The exact one-sided Poisson-binomial test of one subject's trials.
 
     `level` is the FDR-equivalent per-test level at which `min_detectable` is computed; `fixed` are trials of
-    the same test that the modelled cheat cannot touch (they are part of `t`)."""
+    the same test that the modelled cheat cannot touch (they are part of `t`). `timeline_points`: `t`'s timeline
+    points when the caller made them already (`points_many`, for many subjects at once)."""
     groups = t.groups()
     dist = exact.poisson_binomial(groups)
     obs = t.observed
@@ -816,7 +947,8 @@ def pb_result(test: str, subject: str, t: "Trials | TrialSummary", level: float,
         fixed_groups = fixed.groups() if fixed is not None and len(fixed) else ()
         affected = _minus(groups, fixed_groups)
         det["null_rate"] = round(t.expected / len(t), 6) if len(t) else None
-        det["timeline"] = t.points(points) if isinstance(t, TrialSummary) else timeline(t.obs, t.p, points)
+        det["timeline"] = (timeline_points if timeline_points is not None else t.points(points)
+                           if isinstance(t, TrialSummary) else timeline(t.obs, t.p, points))
         det["min_detectable"] = exact.min_detectable(_coarse(affected), float(level), MIN_DETECTABLE_POWER,
                                                      fixed=_coarse(fixed_groups))
         det["min_detectable_level"] = level

@@ -64,7 +64,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from dataclasses import field as dc_field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence, cast
 
 import numba
 import numpy as np
@@ -99,7 +99,7 @@ from .play_columns import (
     walk_buffers,
     walk_deal,
 )
-from .base import shard_of
+from .base import Timeline, points_many, shard_of
 from .play_facts import counting, deal_exclusion, walk
 from .spec import TestSpec
 
@@ -526,7 +526,20 @@ class Collusion:
     def results(self, counts: CollusionCounts, rng: np.random.Generator | None = None,
                 context: dict[Pair, list[int]] | None = None) -> Iterator[TestResult]:
         """The tests of `finalize`, one at a time (see `Detector`); `context`: the whole input's `shard_context`
-        when `counts` are one group's (`shard`)."""
+        when `counts` are one group's (`shard`). The timelines' points are drawn for POINTS_BATCH pairs at a time
+        (`points_many`)."""
+        pending: list[tuple[TestResult, Timeline | None]] = []
+        for got in self._tests(counts, context):
+            pending.append(got)
+            if len(pending) == POINTS_BATCH:
+                yield from _with_points(pending)
+                pending = []
+        yield from _with_points(pending)
+
+    def _tests(self, counts: CollusionCounts, context: dict[Pair, list[int]] | None,
+               ) -> Iterator[tuple[TestResult, Timeline | None]]:
+        """Each pair's test, its detail's "timeline" yet to draw (`pair_timeline`), with the pair's `Timeline` (None:
+        no details)."""
         spans = counts.bins.spans() if len(counts.bins) else {}
         # the giver's totals per cell (for the within-giver control)
         giver: dict[str, dict[tuple, list[int]]] = {}
@@ -603,9 +616,9 @@ class Collusion:
             if rev is not None:
                 controls["reverse_pair"] = {"opportunities": rev[0], "gifts": rev[1], "deals": rev[2],
                                             "deals_with_a_gift": rev[3]}
+            tl = pair_timeline_of(counts.bins, spans.get((a, b)), p_of) if self.details else None
             detail = {"deals": n_deals, "deals_with_a_gift": obs, "opportunities": n_opp, "gifts": gifts,
-                      "cells": len(cells),
-                      "timeline": pair_timeline(counts.bins, spans.get((a, b)), p_of)} if self.details else {}
+                      "cells": len(cells), "timeline": []} if self.details else {}
             yield TestResult(
                 test=NAME, subject=f"{a}+{b}", n=int(n_deals), observed=float(obs), expected=float(expct),
                 statistic=float(z), pvalue=float(pval),
@@ -613,7 +626,20 @@ class Collusion:
                        "least once in the deal; null = 1 - prod(1 - r) over the deal's chances, r = the field's "
                        "rate in the same situation (leave-pair-out) and, separately, the giver's own rate to the "
                        "other players; p = the larger of the two (intersection-union)", controls=controls,
-                detail=detail)
+                detail=detail), tl
+
+
+POINTS_BATCH = 512  # pairs whose timelines' points are drawn at once (`points_many`)
+
+
+def _with_points(pending: list[tuple[TestResult, "Timeline | None"]]) -> Iterator[TestResult]:
+    """The tests with their detail's "timeline", `pair_timeline`'s points, drawn for all of them at once."""
+    live = [j for j, (_r, tl) in enumerate(pending) if tl is not None]
+    drawn = points_many([cast(Timeline, pending[j][1]) for j in live], variance=True)
+    for j, pts in zip(live, drawn, strict=True):
+        pending[j][0].detail["timeline"] = pts
+    for r, _tl in pending:
+        yield r
 
 
 def _reverse(counts: CollusionCounts, pair: Pair, spans: dict, context: dict[Pair, list[int]] | None,
@@ -720,14 +746,20 @@ def _patterns(keys: np.ndarray, evs: np.ndarray, rows: np.ndarray, players: Sequ
 def pair_timeline(bins: BinnedGroups, span: tuple[int, int] | None, p_of: dict[tuple, float]) -> list[list]:
     """The pair's deals with a chance in the canonical order, cumulative at the ends of its bins (`bins`' rows
     `span`): deals, deals where the pair gave at least once, the sum of their nulls (1 - prod(1 - r_cell) over each
-    deal's chances) and the exact null variance so far (sum of p(1 - p): independent deals)."""
+    deal's chances) and the exact null variance so far (sum of p(1 - p): independent deals). The detail's
+    "timeline"; the tests draw many at once (`pair_timeline_of`, `points_many`)."""
+    return pair_timeline_of(bins, span, p_of).points(variance=True)
+
+
+def pair_timeline_of(bins: BinnedGroups, span: tuple[int, int] | None, p_of: dict[tuple, float]) -> Timeline:
+    """The `Timeline` whose points are `pair_timeline` (an empty one without a span)."""
     if span is None:
-        return []
+        return Timeline()
     a, b = span
     p = np.zeros(len(bins.groups))
     for g in np.unique(bins.grp[a:b]).tolist():
         p[g] = _at_least_one(bins.groups[g], p_of)
-    return bins.timeline(a, b, p).points(variance=True)
+    return bins.timeline(a, b, p)
 
 
 OWN_PRIOR = 20  # the giver's own rate in a cell counts the field's rate there as this many chances (a giver seen

@@ -64,6 +64,7 @@ from .base import (
     merge_summaries,
     merge_summaries_into,
     pb_result,
+    points_many,
     shard_of,
     subject_rng,
     summarise,
@@ -1128,8 +1129,13 @@ class DealerCutter:
         tested = pairs if context is None else [p for p, k in context.items() if k >= self.min_deals]
         level = exact.per_test_level(self.fdr, len(tested))
         totals: dict[str, tuple[TrialSummary, exact.PBPrefixes]] = {}
-        for dealer, cutter in pairs:
+        drawn: dict[tuple[str, str], list] = {}  # the timelines' points of the next POINTS_BATCH pairs
+        for j, (dealer, cutter) in enumerate(pairs):
             t = counts[dealer][cutter]
+            if self.details and j % POINTS_BATCH == 0:
+                batch = pairs[j:j + POINTS_BATCH]
+                drawn = dict(zip(batch, points_many([_timeline_of(counts[d][c]) for d, c in batch], PAIR_POINTS),
+                                 strict=True))
             controls: dict[str, Any] = {}
             detail: dict[str, Any] = {}
             if self.details:
@@ -1142,7 +1148,15 @@ class DealerCutter:
                 detail = {"funnel": funnel(t)}
             yield pb_result(self.name, f"{dealer}+{cutter}", t, level, CUTTER_METHOD, controls, detail,
                             details=self.details, cheat="deals themselves the Jack of trumps when this player cuts",
-                            points=PAIR_POINTS)
+                            points=PAIR_POINTS, timeline_points=drawn.pop((dealer, cutter), None))
+
+
+POINTS_BATCH = 512  # pairs whose timelines' points are made at once (`points_many`), a few MB of lists
+
+
+def _timeline_of(t: TrialSummary) -> Timeline:
+    """The pair's timeline as `TrialSummary.points` draws it (none: no points)."""
+    return t.timeline if t.timeline is not None else Timeline()
 
 
 def _untimed(t: TrialSummary) -> TrialSummary:

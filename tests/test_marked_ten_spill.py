@@ -273,3 +273,33 @@ def test_the_finalize_store_writes_a_fold_over_the_last_folds_file(tmp_path):
     x = np.ones(4)
     assert mem.put_into(None, x) is x
     st.close()
+
+
+@pytest.mark.parametrize("folder", [True, False])
+def test_the_store_writes_a_set_from_its_arrays_and_zeros_by_length(tmp_path, folder):
+    """`_Store.put_all` writes each array of a set from the array itself, padded to 64 bytes, and `_Store.zeros`
+    makes a file of zeros by its length (issue 15, a twenty-ninth session): both read back as `put` of the same
+    arrays would, in a folder and in memory, the empty set and the empty array included."""
+    st = M._Store(str(tmp_path) if folder else None)
+    arrays = {"a": np.arange(7, dtype=np.int64), "b": np.arange(30, dtype=np.float32).reshape(10, 3),
+              "c": np.zeros(0, np.int32), "d": np.arange(5) % 2 == 0, "e": np.arange(6, dtype=np.int16)[::2]}
+    h = st.put_all(arrays)
+    got = st.get_all(h)
+    assert list(got) == list(arrays)
+    for k, v in arrays.items():
+        assert got[k].dtype == v.dtype and got[k].shape == v.shape and np.array_equal(got[k], v)
+    if folder:
+        blob = h[""]
+        size = os.path.getsize(blob.handle[0])
+        assert size == blob.handle[2][0] == sum(-(-v.nbytes // 64) * 64 for v in arrays.values())
+        with open(blob.handle[0], "rb") as f:
+            raw = f.read()
+        assert raw[56:64] == bytes(8) and raw[64:64 + 120] == arrays["b"].tobytes()  # a's padding, then b
+    assert st.get_all(st.put_all({})) == {}
+    for n in (0, 1, 1000):
+        z = st.get(st.zeros(n))
+        assert z.dtype == np.float64 and z.shape == (n,) and not z.any()
+    h2 = st.zeros(50)
+    again = np.linspace(0.0, 1.0, 50)
+    assert np.array_equal(st.get(st.put_into(h2, again)), again)
+    st.close()

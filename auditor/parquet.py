@@ -39,7 +39,7 @@ import orjson
 
 from .cards import CARD_STR
 from .errors import InputError
-from .fast.arrow import Arrow, to_numpy, validity
+from .fast.arrow import Arrow, i64, to_numpy, validity
 from .fast.cols import (
     BEGS,
     GAMES,
@@ -586,11 +586,9 @@ def _encoded(arr: Arrow) -> tuple[np.ndarray, Arrow]:
 def _used_parts(arr: Arrow) -> tuple[np.ndarray, int, list[int], list[Any]]:
     """(indices with -1 for null, the dictionary's size, the entries the indices use, their values as Python
     objects) of a string column, dictionary or not: `_dict_parts` without the entries no row uses."""
-    import pyarrow as pa
-
     codes, values = _encoded(arr)
     used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(values)))
-    return codes, len(values), used.tolist(), values.take(pa.array(used)).to_pylist()
+    return codes, len(values), used.tolist(), values.take(i64(used)).to_pylist()
 
 
 def _dict_parts(arr: Arrow) -> tuple[np.ndarray, list[Any]]:

@@ -71,7 +71,7 @@ import numpy as np
 import orjson
 
 from .columns import AuditColumns, natural_key, natural_order
-from .fast.arrow import Arrow, lstr, to_numpy
+from .fast.arrow import Arrow, i32, i64, lstr, to_numpy, u32
 from .fast.cols import Chunk, DictColumn, Registry
 from .fast.pipeline import replay_paths
 from .fast.read import CHUNK_ROWS, iter_chunks
@@ -270,10 +270,10 @@ def _as_spill(cols: dict[str, Arrow], n: int, fi: int, line: np.ndarray, src: li
     sch = _row_schema()
     arrays = []
     for f in sch:
-        if f.name == "_fi":
-            arrays.append(pa.array(np.full(n, fi, np.int32)))
+        if f.name == "_fi":  # (not pa.array: its first call imports pandas, 0.2 s of the split; issue 15)
+            arrays.append(i32(np.full(n, fi, np.int32)))
         elif f.name == "_line":
-            arrays.append(pa.array(np.asarray(line, np.int64)))
+            arrays.append(i64(line))
         elif f.name in ("_src", "_bad"):
             vals = src if f.name == "_src" else bad
             arrays.append(pa.nulls(n, pa.string()) if vals is None else pa.array(vals, pa.string()))
@@ -364,13 +364,13 @@ class _Spill:
         if not self.pending:
             return
         u = np.concatenate(self.unit).astype(np.uint32)
-        t = pa.Table.from_batches(self.pending, schema=self.rows).append_column(self.sch.field("_u"), pa.array(u))
+        t = pa.Table.from_batches(self.pending, schema=self.rows).append_column(self.sch.field("_u"), u32(u))
         self.pending, self.unit, self.total = [], [], 0
         b = (u % self.parts.buckets).astype(np.int64)
         order = np.argsort(b, kind="stable")
         sb = b[order]
         if (order != np.arange(len(order))).any():
-            t = t.take(pa.array(order))
+            t = t.take(i64(order))
         batch = t.combine_chunks().to_batches()[0]  # (add() keeps no empty table: b is not empty)
         del t
         cuts = np.flatnonzero(np.diff(sb)) + 1
@@ -703,7 +703,7 @@ class _PartSource:
         acc: list[Arrow] = []
         n = 0
         for b in sorted(mine):
-            keep = pa.array(np.array(mine[b], np.uint32)) if b in shared else None
+            keep = u32(mine[b]) if b in shared else None
             for piece in range(P.pieces):
                 path = P.bucket_path(b, piece)
                 if not os.path.exists(path):
@@ -776,7 +776,7 @@ class _PartSource:
             arr = lstr(vals) if isinstance(vals, list) else vals
             import pyarrow as pa
 
-            self.first_ids.append(arr.take(pa.array(codes.astype(np.int64))).cast(pa.large_string()))
+            self.first_ids.append(arr.take(i64(codes)).cast(pa.large_string()))
             self.first_fi.append(ch.file_indices()[col[first]].astype(np.int64))
             self.first_line.append(ch.line[col[first]].astype(np.int64))
         slow = [(i, r.deal.game_id) for i, r in ch.slow.items() if r.deal is not None and ch.status[i] == 1]
@@ -801,7 +801,7 @@ class _PartSource:
         keep = np.ones(len(o), bool)
         keep[1:] = codes[o][1:] != codes[o][:-1]
         sel = o[keep]
-        return enc.dictionary.take(pa.array(codes[sel])), fi[sel], line[sel]
+        return enc.dictionary.take(i64(codes[sel])), fi[sel], line[sel]
 
 
 @dataclass
@@ -904,8 +904,8 @@ class _EntryFile(Sequence[Any]):
     def keys(self) -> tuple[np.ndarray, np.ndarray]:
         fis, lines = [], []
         for b in self.blocks():
-            fis.append(b.column("fi").to_numpy())
-            lines.append(b.column("line").to_numpy())
+            fis.append(to_numpy(b.column("fi"), np.int64))
+            lines.append(to_numpy(b.column("line"), np.int64))
         if not fis:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return np.concatenate(fis).astype(np.int64), np.concatenate(lines).astype(np.int64)
@@ -989,7 +989,7 @@ def replay_part(parts: Parts, k: int, table: bool = True, progress: Callable[[in
     ids, ffi, fline = src.first_keys()
     if len(gs):
         if hasattr(gs, "ids") and hasattr(gs, "order"):
-            gids = gs.ids.take(pa.array(np.asarray(gs.order, np.int64))).cast(pa.large_string())
+            gids = gs.ids.take(i64(gs.order)).cast(pa.large_string())
         else:
             gids = pa.array([g.game_id for g in gs], pa.large_string())
         import pyarrow.compute as pc
@@ -1002,7 +1002,7 @@ def replay_part(parts: Parts, k: int, table: bool = True, progress: Callable[[in
         gfi = gline = np.zeros(0, np.int64)
     o = np.lexsort((gline, gfi))
     if len(o) and (o != np.arange(len(o))).any():
-        entries = entries.take(pa.array(o))
+        entries = entries.take(i64(o))
         gfi, gline = gfi[o], gline[o]
     out = parts.games_path(k)
     n = len(entries)
@@ -1031,8 +1031,8 @@ def _write_entries(path: str, entries: Arrow, fi: np.ndarray, line: np.ndarray) 
     with pa.OSFile(path, "wb") as f, pa.ipc.new_stream(f, sch) as w:
         for a in range(0, n, ENTRY_BATCH):
             e = min(n, a + ENTRY_BATCH)
-            w.write_batch(pa.record_batch([entries.slice(a, e - a), pa.array(np.asarray(fi[a:e], np.int64)),
-                                           pa.array(np.asarray(line[a:e], np.int64))], schema=sch))
+            w.write_batch(pa.record_batch([entries.slice(a, e - a), i64(fi[a:e]),
+                                           i64(line[a:e])], schema=sch))
 
 
 def _finding_entries(findings: Sequence[Finding]) -> Arrow:
@@ -1090,7 +1090,7 @@ class _MergedEntries(Sequence[Any]):
             allk, alls = np.concatenate(keys), np.concatenate(src)
             o = np.lexsort((alls, allk))  # by (file index, line), then part; a part's own order kept (stable)
             allv = pa.concat_arrays(vals) if len(vals) > 1 else vals[0]
-            yield allv.take(pa.array(o)) if (o != np.arange(len(o))).any() else allv
+            yield allv.take(i64(o)) if (o != np.arange(len(o))).any() else allv
 
     def json_pieces(self) -> Iterator[bytes]:
         yield from _pieces(self._blocks())
@@ -1139,8 +1139,8 @@ class _KeyCursor:
         if b is None:
             self.done = True
             return False
-        fi = b.column("fi").to_numpy().astype(np.int64)
-        line = b.column("line").to_numpy().astype(np.int64)
+        fi = to_numpy(b.column("fi"), np.int64)
+        line = to_numpy(b.column("line"), np.int64)
         if len(line) and (line.min() < 0 or line.max() >= 1 << 40 or fi.min() < 0 or fi.max() >= 1 << 22):
             raise ValueError("entry keys out of range")  # our own working files: cannot happen
         ent, key = b.column("entry"), (fi << 40) | line

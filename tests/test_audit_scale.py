@@ -150,6 +150,35 @@ def test_a_part_reads_only_its_rows_of_each_file(months, tmp_path):
     assert _doc(audit_input(paths, part_deals=500, isolate=True)) == one
 
 
+def test_the_audits_own_process_does_not_import_pandas(months, tmp_path):
+    """The audit's own process splits a Parquet input, merges the parts and writes the document without importing
+    pandas (issue 15, a twenty-ninth session: pyarrow imports it at the first `pa.array` or `Array.to_numpy`, some
+    0.2 s of the split and as much of the document's merge, both on the audit's critical path; the fork server
+    imports it once for the parts and the tests). The document is the one of the input read in one part."""
+    import subprocess
+    import sys
+
+    from auditor.fast.convert import convert_file
+
+    paths = []
+    for p in months:
+        dst = tmp_path / (p.stem + ".parquet")
+        convert_file(str(p), str(dst))
+        paths.append(str(dst))
+    code = ("import io, sys\n"
+            "from auditor.audit import audit_input\n"
+            f"r = audit_input({paths!r}, part_deals=500, isolate=True)\n"
+            "buf = io.BytesIO()\n"
+            "r.write_json(buf)\n"
+            "r.close()\n"
+            "sys.stdout.buffer.write(buf.getvalue())\n"
+            "sys.stderr.write('pandas' if 'pandas' in sys.modules else 'no pandas')\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=600)
+    assert got.returncode == 0, got.stderr.decode()[-2000:]
+    assert got.stderr.decode().endswith("no pandas")
+    assert got.stdout == audit(replay_for_audit(paths)).json_bytes()
+
+
 def test_a_part_reads_its_rows_of_several_files_as_one_chunk(months, tmp_path):
     """A part's batch of spilled rows is one chunk whichever files its rows come from (`Chunk.fis`; issue 15, a
     twenty-eighth session: cut file by file, a dataset of many small files made as many small chunks): every row

@@ -37,6 +37,13 @@ def i32(a: ArrayLike) -> Arrow:
     return pa.Array.from_buffers(pa.int32(), len(x), [None, pa.py_buffer(x)])
 
 
+def u32(a: ArrayLike) -> Arrow:
+    import pyarrow as pa
+
+    x = np.ascontiguousarray(a, np.uint32)
+    return pa.Array.from_buffers(pa.uint32(), len(x), [None, pa.py_buffer(x)])
+
+
 def boolean(a: ArrayLike) -> Arrow:
     import pyarrow as pa
 

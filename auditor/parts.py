@@ -735,7 +735,7 @@ class _PartSource:
             c = sub.column(f.name)
             arrays.append(pc.dictionary_encode(c) if pa.types.is_dictionary(f.type) else c)
         data = pa.RecordBatch.from_arrays(arrays, names=cols)
-        line = np.asarray(sub.column("_line").to_numpy(zero_copy_only=False), np.int64).copy()
+        line = to_numpy(sub.column("_line"), np.int64)
         ch = batch_chunk(data, 0, fi, paths[fi], reg, "meta", (fis, line, paths))
         src = sub.column("_src")
         srcs = src.to_pylist() if src.null_count < len(src) else None

@@ -502,6 +502,32 @@ def test_missing_or_odd_fields_never_crash(entries, families, repro, audit):
     print_audit(doc, Console(file=io.StringIO(), width=120))
 
 
+@pytest.mark.parametrize("stat", [5e-324, -5e-324, 1e-310, 1e300, -1e308])
+def test_a_score_at_the_floats_edge_renders(stat):
+    """A test whose statistic is the smallest subnormal made the score chart's axis a span of 5e-324, whose tick
+    step underflowed to 0 (`nice_ticks`: a math domain error, a traceback from the report); the case hypothesis
+    found above, and its neighbours at both edges of the floats, render in every form."""
+    doc = {"deals": 3, "games": 1, "seed": None, "families": [], "flags": [],
+           "tests": [{"test": "marked_ten", "subject": "", "expected": None, "n": 0, "statistic": stat,
+                      "observed": None, "tier": "report"}]}
+    html = render_html(doc)
+    _assert_inert(_parse(html), HTML_ELEMENTS)
+    render_markdown(doc)
+    print_audit(doc, Console(file=io.StringIO(), width=120))
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0.0, 5e-324), (0.0, 1e-320), (1e10, 1e10 + 1e-5), (-1e308, 1e308),
+                                        (1e300, 1.0000001e300), (0.0, 1.0), (-3.0, 7.0)])
+def test_nice_ticks_ends_and_stays_in_range(lo, hi):
+    """`nice_ticks` returns at most a few ticks, never raises and never loops, whatever the span; a span the floats
+    can step through gets round ticks inside it."""
+    got = svg.nice_ticks(lo, hi, 5)
+    assert 1 <= len(got) <= 12 and all(math.isfinite(t) for t in got)
+    if hi - lo >= 1.0:
+        inside = [t for t in got if lo <= t <= hi]
+        assert len(inside) >= 3
+
+
 def test_an_empty_document_renders():
     for d in ({}, {"tests": None, "flags": "x", "replay": []}):  # issue 12: nothing audited is not all clear
         assert "Nothing was audited" in render_html(d) and "No one is flagged" not in render_html(d)

@@ -121,15 +121,24 @@ def wrap(text: str, width: float, size: float = FONT, bold: bool = False) -> lis
 
 
 def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """About `count` round values from lo to hi; [lo] alone for a range too narrow or too wide for the floats to
+    step through (a document's hostile numbers: a span of 5e-324 made the step 0, and log10 of it failed with a
+    traceback; a span far below the last place of lo would never have advanced)."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo]
     raw = (hi - lo) / max(1, count)
+    if not math.isfinite(raw):  # a span wider than the largest float: in two halves
+        raw = hi / max(1, count) - lo / max(1, count)
+    if not (math.isfinite(raw) and raw > 0):
+        return [lo]
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     start = math.ceil(lo / step - 1e-9) * step
+    if not (math.isfinite(start) and start + step > start):
+        return [lo]
     out = []
     v = start
-    while v <= hi + step * 1e-9:
+    while v <= hi + step * 1e-9 and len(out) <= 2 * max(1, count) + 2:
         out.append(round(v, 10))
         v += step
     return out

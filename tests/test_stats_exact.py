@@ -152,3 +152,16 @@ def test_prefixes_give_the_bits_of_poisson_binomial():
             assert d.lo == want.lo and d.pmf.tobytes() == want.pmf.tobytes()
         d, want = pre.dist(base), poisson_binomial(base)
         assert d.lo == want.lo and d.pmf.tobytes() == want.pmf.tobytes()
+
+
+def test_limits_are_the_lower_and_upper_limits():
+    """`Dist.limits` (issue 15, a twenty-ninth session: dealer_cutter's funnels summed the same pmf four times)
+    gives `lower_limit` and `upper_limit` of each level, from the same sums."""
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        p = rng.random(int(rng.integers(1, 300))) ** float(rng.choice([1.0, 4.0]))
+        d = exact.poisson_binomial(p)
+        probs = (0.025, 0.001, 1e-9, 0.5, 0.0)
+        assert d.limits(probs) == [[d.lower_limit(q), d.upper_limit(q)] for q in probs]
+    point = exact.Dist(7, np.ones(1))
+    assert point.limits((0.025,)) == [[7, 7]]

@@ -985,8 +985,7 @@ def funnel(t: "Trials | TrialSummary") -> dict:
     """Funnel-plot inputs: n, observed, expected and the exact null's central 95% and 99.8% limits of the count."""
     d = exact.poisson_binomial(t.groups())
     return {"n": len(t), "observed": t.observed, "expected": round(t.expected, 4),
-            "limits": {"95": [d.lower_limit(0.025), d.upper_limit(0.025)],
-                       "99.8": [d.lower_limit(0.001), d.upper_limit(0.001)]}}
+            "limits": dict(zip(("95", "99.8"), d.limits((0.025, 0.001)), strict=True))}
 
 
 class TrialsDetector:

@@ -87,6 +87,13 @@ class Dist:
         ok = np.nonzero(above <= prob)[0]
         return int(self.lo + ok[0])
 
+    def limits(self, probs: Sequence[float]) -> list[list[int]]:
+        """[[lower_limit(p), upper_limit(p)] for p in probs], each from the same sums those compute, made once."""
+        below = np.concatenate([[0.0], np.cumsum(self.pmf)])
+        above = np.concatenate([np.cumsum(self.pmf[::-1])[::-1][1:], [0.0]])
+        return [[int(self.lo + np.nonzero(below <= p)[0][-1]), int(self.lo + np.nonzero(above <= p)[0][0])]
+                for p in probs]
+
 
 def _convolve(a: Dist, b: Dist, floor: float = 1e-300) -> Dist:
     out = np.convolve(a.pmf, b.pmf)

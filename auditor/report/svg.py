@@ -136,7 +136,7 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
     start = math.ceil(lo / step - 1e-9) * step
     if not (math.isfinite(start) and start + step > start):
         return [lo]
-    out = []
+    out: list[float] = []
     v = start
     while v <= hi + step * 1e-9 and len(out) <= 2 * max(1, count) + 2:
         out.append(round(v, 10))

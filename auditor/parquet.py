@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -423,9 +423,8 @@ def small_files_chunk(batches: Sequence[tuple[Arrow, int, str]], reg: Registry, 
     batch = table.to_batches()[0]
     fis = np.concatenate([np.full(b.num_rows, fi, np.int64) for b, fi, _ in batches])
     rows = np.concatenate([np.arange(1, b.num_rows + 1, dtype=np.int64) for b, _, _ in batches])
-    by_index = [paths.get(i, "") for i in range(max(paths) + 1)]
     fi0, path0 = batches[0][1], batches[0][2]
-    return _batch_chunk(batch, 0, fi0, path0, reg, keep_all, (fis, rows, by_index))
+    return _batch_chunk(batch, 0, fi0, path0, reg, keep_all, (fis, rows, paths))
 
 
 def layout_problem(pf: Arrow, hive: dict[str, str | None]) -> Exception | None:
@@ -496,7 +495,7 @@ def _with_constants(batch: Arrow, values: dict[str, str | None], native: bool) -
 
 
 def batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, keep_all: KeepAll,
-                origins: tuple[np.ndarray, np.ndarray, Sequence[str]] | None = None) -> Chunk:
+                origins: tuple[np.ndarray, np.ndarray, Sequence[str] | Mapping[int, str]] | None = None) -> Chunk:
     """A record batch of the auditor layout as a `Chunk` (rows numbered from `row0 + 1`, or each from its own file
     and row: `origins`, as `_batch_chunk`'s): the reader of spill files (`auditor.parts`)."""
     return _batch_chunk(batch, row0, fi, path, reg, keep_all, origins)
@@ -598,7 +597,7 @@ def _dict_parts(arr: Arrow) -> tuple[np.ndarray, list[Any]]:
 
 
 def _batch_chunk(batch: Arrow, row0: int, fi: int, path: str, reg: Registry, keep_all: KeepAll,
-                 origins: tuple[np.ndarray, np.ndarray, Sequence[str]] | None = None) -> Chunk:
+                 origins: tuple[np.ndarray, np.ndarray, Sequence[str] | Mapping[int, str]] | None = None) -> Chunk:
     """`origins` (file indices, rows, paths by file index): the batch's rows come from several files
     (`small_files_chunk`), each row with its own file index and row number (`Chunk.fis`); else they are rows
     row0 + 1 ... of file `fi`."""

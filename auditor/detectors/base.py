@@ -292,8 +292,9 @@ def points_many(timelines: Sequence["Timeline"], max_points: int = TIMELINE_POIN
     seg = np.repeat(np.arange(len(ts), dtype=np.int64), lens)
     cat = np.concatenate
     o = np.lexsort((cat([t.tbin for t in ts]), cat([_name_rank_of(t.tables)[t.tb] for t in ts]), seg))
-    cn_all = np.cumsum(cat([t.n for t in ts])[o])
-    cn = cn_all - np.repeat(cn_all[starts] - cat([t.n for t in ts])[o][starts], lens)
+    n_o = cat([t.n for t in ts])[o]
+    cn_all = np.cumsum(n_o)
+    cn = cn_all - np.repeat(cn_all[starts] - n_o[starts], lens)
 
     def fsum(name: str) -> np.ndarray:
         x = np.ascontiguousarray(cat([getattr(t, name) for t in ts])[o])

@@ -18,7 +18,7 @@ repeats across records (rules, player line-ups, sides, game ids) so that each is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Literal, cast, overload
@@ -342,9 +342,10 @@ class Chunk:
     claims: dict[int, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     # per row file index where the rows come from several files (a part's batch, `parts._PartSource`; issue 15, a
     # twenty-eighth session: cut file by file, a dataset of many small files made as many small chunks); `fi` and
-    # `path` are then the first row's, and `paths` gives each file index's path
+    # `path` are then the first row's, and `paths` gives each file index's path (a list of every input's, or a
+    # mapping of the chunk's own)
     fis: np.ndarray | None = None
-    paths: Sequence[str] | None = None
+    paths: Sequence[str] | Mapping[int, str] | None = None
 
     def fi_at(self, i: int) -> int:
         """Row i's file index."""

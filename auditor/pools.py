@@ -16,6 +16,7 @@ of it, whose heap goes back to the system when the task ends; `stop_children` (S
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -83,6 +84,29 @@ def use_system_memory_pool() -> None:
 # ---------------------------------------------------------------- a fresh process for one task (issue 15)
 
 _CHILDREN: set[int] = set()  # processes started by `call_in_fresh_process` and not yet joined
+_START_LOCK = threading.Lock()  # `_start_alone`: one start at a time among this module's threads
+
+
+def _start_alone(p: Any) -> None:
+    """`p.start()`, then `p` taken out of multiprocessing's list of this process's children, so that only the
+    thread that started it ever asks for its exit status (`p.join()`).
+
+    Why: every `Process.start()` first polls every child on that list (`multiprocessing.process._cleanup`), from
+    whichever thread starts. A fork server's child reports its status once, four bytes on a pipe; when two threads
+    poll the same child as it ends, one reads them and the other meets the pipe's end and sets the exit code to 255,
+    which may be the value left. The parts run two at a time, each from its own thread, so a part that ended well
+    was now and then reported as "its process ended with exit code 255" and the audit stopped: once in a CI run
+    (a test at 6 parts), once in a 10M audit (part 53 of 60; issue 15, a thirtieth session). The CPython issues
+    gh-130895 and gh-140867 describe the race; a loop of four threads starting and joining short processes of a
+    fork server got 170 such codes in 1,200 joins (tests/test_pools.py holds it at none). The lock keeps this
+    module's starts from polling each other's children; a start elsewhere (a pool's worker) no longer sees ours."""
+    import multiprocessing.process as mpp
+
+    with _START_LOCK:
+        p.start()
+        children = getattr(mpp, "_children", None)
+        if isinstance(children, set):
+            children.discard(p)
 
 
 def fresh_context(preload: tuple[str, ...] = ("auditor.warm",)) -> Any:
@@ -127,7 +151,7 @@ def call_in_fresh_process(ctx: Any, fn: Any, args: Any, path: str, name: str = "
     import pickle
 
     p = ctx.Process(target=_child_main, args=(fn, args, path), name=name)
-    p.start()
+    _start_alone(p)
     _CHILDREN.add(p.pid)
     try:
         p.join()

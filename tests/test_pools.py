@@ -159,6 +159,41 @@ def test_a_killed_fresh_process_is_a_one_line_error(tmp_path) -> None:
         call_in_fresh_process(fresh_context(), _die, 0, str(tmp_path / "r.pickle"), name="part 2 of 5")
 
 
+def _same(x: int) -> int:
+    return x
+
+
+def test_fresh_processes_of_several_threads_each_get_their_own_exit_status(tmp_path) -> None:
+    """Four threads each start and join 40 short processes of the fork server, as the audit's parts do two at a
+    time. Before `pools._start_alone`, a start polled the other threads' children too, and a child polled by two
+    threads as it ended was now and then reported as "exit code 255" (76 of 1,200 such joins on the code before,
+    none after, in a loop like this one; a 10M audit stopped so at part 53 of 60)."""
+    import threading
+
+    from auditor.errors import AuditorError
+    from auditor.pools import call_in_fresh_process, fresh_context
+
+    ctx = fresh_context()
+    got: list[int] = []
+    failed: list[str] = []
+
+    def run(k: int) -> None:
+        for i in range(40):
+            try:
+                got.append(call_in_fresh_process(ctx, _same, 1000 * k + i, str(tmp_path / f"{k}-{i}.pickle")))
+            except AuditorError as e:
+                failed.append(str(e))
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failed == []
+    assert sorted(got) == [1000 * k + i for k in range(4) for i in range(40)]
+    assert os.listdir(tmp_path) == []  # every result read back and removed
+
+
 def test_sigterm_handling_stops_the_fresh_process(tmp_path) -> None:
     """What the CLI's SIGTERM handler does first (`stop_children`): the part's process is stopped, not left to run
     on into a removed working folder; the wait for it ends with the signal."""

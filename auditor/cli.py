@@ -17,12 +17,15 @@ from typing import Optional, Sequence
 
 import typer
 
+from .errors import AuditorError, InputError, NoInputError, RulesError, UsageError
+
 EXIT_CODES = ("Exit codes: 0 nothing found; 1 findings (replay) or flags (audit); 2 usage error (a bad option, an "
               "--out that cannot be written); 3 no deal was replayed (no input readable, an empty or unreadable "
               "input, a selection that matches nothing); 4 standard output could not be written (a closed pipe, "
-              "a full disk).")
+              "a full disk); 5 the command could not finish (a process of its own failed: the line says which).")
 EXIT_NOTHING = 3  # issue 12: no deal was replayed
 EXIT_STDOUT = 4  # issue 12: stdout closed or full
+EXIT_FAILED = 5  # issue 15: the command could not finish (a part's process died); no partial output left behind
 
 
 
@@ -1222,10 +1225,24 @@ def main() -> None:  # console script entry point
     except KeyboardInterrupt:
         _err("auditor: interrupted")
         sys.exit(130)
+    except AuditorError as e:  # one that no command caught: its line and a true code, never a traceback
+        _err(f"auditor: {e}")
+        sys.exit(_code_of(e))
     finally:
         from .pools import stop_fork_server
 
         stop_fork_server()  # the parts' processes counted in this process's usage (auditor.pools)
+
+
+def _code_of(e: AuditorError) -> int:
+    """The exit code of an error no command caught (`main`): 3 nothing could be read, 2 a bad input, option or
+    rule, 5 anything else (the command could not finish: a part's process that died, a result that cannot be read
+    back)."""
+    if isinstance(e, NoInputError):
+        return EXIT_NOTHING
+    if isinstance(e, (UsageError, InputError, RulesError)):
+        return 2
+    return EXIT_FAILED
 
 
 def entry() -> None:  # console script entry point (and `python -m auditor`)

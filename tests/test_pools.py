@@ -459,6 +459,29 @@ def test_the_entry_exits_with_the_commands_code_after_the_exit_functions() -> No
     assert got.returncode == 1 and got.stderr.strip() == "auditor: no such thing"
 
 
+def test_a_part_whose_process_died_is_one_line_and_exit_5(tmp_path) -> None:
+    """An error the command does not catch itself (here, as in a 10M audit, a part's process that ended badly)
+    is one line on stderr and exit 5 (`cli.EXIT_FAILED`), never a traceback; a bad input that escapes a command
+    keeps its own code (`cli._code_of`)."""
+    from pathlib import Path
+
+    demo = str(Path(__file__).resolve().parents[1] / "fixtures" / "demo" / "season.jsonl.gz")
+    body = ("import os\nfrom auditor import audit\nfrom auditor.pools import call_in_fresh_process, fresh_context\n"
+            "def dies(*a, **k):\n"
+            f"    return call_in_fresh_process(fresh_context(), os._exit, 7, {str(tmp_path / 'r.pickle')!r}, "
+            "name='part 2 of 5')\n"
+            f"audit.audit_input = dies\nsys.argv = ['auditor', 'audit', '--json', {demo!r}]")
+    got = _run_entry(body)
+    assert got.returncode == 5
+    assert got.stderr == "auditor: part 2 of 5: its process ended with exit code 7\n"
+    assert got.stdout == "exit functions ran\n"  # no document: the audit did not finish
+    from auditor.cli import _code_of
+    from auditor.errors import AuditorError, InputError, NoInputError, RulesError, UsageError
+
+    assert [_code_of(e) for e in (NoInputError("x"), InputError("x"), RulesError("x"), UsageError("x"),
+                                  AuditorError("x"))] == [3, 2, 2, 2, 5]
+
+
 def test_the_entry_waits_for_a_thread_still_running() -> None:
     """With another thread alive, `entry` exits the usual way, which waits for it: its output is not lost."""
     got = _run_entry("def app():\n    threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"

@@ -1216,6 +1216,11 @@ def main() -> None:  # console script entry point
     # Arrow's buffers from the C allocator for every command and the processes it starts, unless the user chose a
     # pool (auditor.pools.use_system_memory_pool says why); read by pyarrow when it first allocates, so set before
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+    # One BLAS thread per process, unless the user chose otherwise: the auditor runs its work in processes, one per
+    # core, and its linear algebra is small (5x5 Newton steps); OpenBLAS's own threads only spun beside them
+    # (`blas_thread_server`, 1% of a 300k audit's CPU time on 2 cores; issue 15, a thirtieth session). Read when
+    # numpy is first imported, which is after this in the CLI and in the processes it starts.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
     except (ValueError, OSError):  # not the main thread

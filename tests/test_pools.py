@@ -94,6 +94,35 @@ def test_the_cli_sets_the_pool_for_every_command(monkeypatch) -> None:
     assert seen == ["system", "mimalloc"]
 
 
+def test_the_cli_asks_for_one_blas_thread_unless_told_otherwise(monkeypatch) -> None:
+    """Its processes are the auditor's parallelism: OpenBLAS's own threads only spun beside them."""
+    import os
+    import signal
+
+    from auditor import cli
+
+    seen: list[str | None] = []
+    monkeypatch.setattr(signal, "signal", lambda *a: None)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    monkeypatch.setattr(cli, "app", lambda: seen.append(os.environ.get("OPENBLAS_NUM_THREADS")))
+    cli.main()
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    cli.main()
+    assert seen == ["1", "4"]
+    # and numpy is not imported before `main` runs (it reads the variable once, when it is first imported)
+    got = subprocess.run([sys.executable, "-c", "import sys, auditor.cli; print('numpy' in sys.modules)"],
+                         capture_output=True, text=True, check=True)
+    assert got.stdout.strip() == "False"
+
+
+def test_the_fork_servers_imports_are_frozen_out_of_the_collector() -> None:
+    """`auditor.warm` (what the fork server imports) leaves its objects frozen (`gc.freeze`) and the collector on:
+    the processes forked from it do not walk them in every full collection."""
+    code = "import gc\nimport auditor.warm\nprint(gc.isenabled(), gc.get_freeze_count() > 50_000)"
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert got.stdout.split() == ["True", "True"]
+
+
 # ---------------------------------------------------------------- call_in_fresh_process (issue 15)
 
 

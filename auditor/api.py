@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from . import dealog
 from .atomic import atomic_open
-from .audit import DEFAULT_SEED, PART_DEALS, AuditReport, audit, audit_input, replay_for_audit
+from .audit import DEFAULT_SEED, PART_DEALS, AuditReport, audit, audit_input, check_options, replay_for_audit
 from .cards import CARD_STR, RJ, SUITS
 from .columns import TIME_NONE, AuditColumns
 from .errors import NoInputError, UsageError
@@ -126,29 +126,6 @@ def selection_of(table: str | Iterable[str] | None = None, game: str | Iterable[
                  since: str | None = None, until: str | None = None) -> Selection:
     """`--table`, `--game`, `--since`, `--until` as a `Selection` (`UsageError` for a bad date or window)."""
     return Selection(tables=_names(table), games=_names(game), since=since, until=until)
-
-
-def check_options(fdr: float = 0.05, seed: int = DEFAULT_SEED, engine: str = "batch", workers: int | None = None,
-                  part_deals: int = PART_DEALS, scaled: bool = False, max_record_bytes: int | None = None,
-                  workdir: str | None = None) -> None:
-    """`UsageError` (the CLI's exit 2) for an option the audit cannot take, in the CLI's words."""
-    if not 0.0 < fdr < 1.0:
-        raise UsageError(f"--fdr must be between 0 and 1, got {fdr}")
-    if seed < 0:
-        raise UsageError(f"--seed must be a non-negative integer, got {seed}")
-    if engine not in ("batch", "reference"):
-        raise UsageError(f"--engine must be 'batch' or 'reference', got {engine!r}")
-    if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {workers}")
-    if part_deals < 1:
-        raise UsageError(f"--part-deals must be at least 1, got {part_deals}")
-    if engine == "reference" and scaled:
-        raise UsageError("--engine reference replays in one process: it cannot be combined with --workers, "
-                         "--dask, --save-counts or --add-counts")
-    if max_record_bytes is not None and max_record_bytes < 1:
-        raise UsageError(f"--max-record-bytes must be at least 1, got {max_record_bytes}")
-    if workdir is not None and not Path(workdir).is_dir():
-        raise UsageError(f"--workdir {workdir!r} is not a folder")
 
 
 class _RecordLimit:

@@ -28,6 +28,7 @@ import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import IO, Any, Callable, ContextManager, Iterable, Iterator, Sequence, cast
 
 import orjson
@@ -242,6 +243,31 @@ PART_DEALS = 200_000  # a large input is audited in parts of at most this many d
 # reached 248,000 deals and 661 MB, at 200,000 (60 parts) 198,000 and 523 MB, as at 1M, in the same time (issue 15,
 # a twenty-fifth session)
 COUNTS_LAYOUT = 1  # the version of the detectors' counts as --save-counts writes them
+
+
+def check_options(fdr: float = 0.05, seed: int = DEFAULT_SEED, engine: str = "batch", workers: int | None = None,
+                  part_deals: int = PART_DEALS, scaled: bool = False, max_record_bytes: int | None = None,
+                  workdir: str | None = None) -> None:
+    """`UsageError` (the CLI's exit 2) for an option the audit cannot take, in the CLI's words. Written here, beside
+    the audit, so that the CLI checks its options without importing `auditor.api` (polars: 0.1 s of the audit's
+    start); `auditor.api.check_options` is this function."""
+    if not 0.0 < fdr < 1.0:
+        raise UsageError(f"--fdr must be between 0 and 1, got {fdr}")
+    if seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer, got {seed}")
+    if engine not in ("batch", "reference"):
+        raise UsageError(f"--engine must be 'batch' or 'reference', got {engine!r}")
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {workers}")
+    if part_deals < 1:
+        raise UsageError(f"--part-deals must be at least 1, got {part_deals}")
+    if engine == "reference" and scaled:
+        raise UsageError("--engine reference replays in one process: it cannot be combined with --workers, "
+                         "--dask, --save-counts or --add-counts")
+    if max_record_bytes is not None and max_record_bytes < 1:
+        raise UsageError(f"--max-record-bytes must be at least 1, got {max_record_bytes}")
+    if workdir is not None and not Path(workdir).is_dir():
+        raise UsageError(f"--workdir {workdir!r} is not a folder")
 
 
 def fingerprint(dets: Sequence[Detector]) -> dict:

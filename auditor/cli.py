@@ -446,8 +446,8 @@ def audit(
             _err(f"auditor: {e}")
             raise typer.Exit(2) from None
         _check_out(out, inputs=paths)
-    # the option checks are written once, in the API (`auditor.run_audit` takes the same options): exit 2
-    from .api import check_options
+    # the option checks are written once, beside the audit (`auditor.run_audit` takes the same options): exit 2
+    from .audit import check_options
     from .errors import UsageError as _BadOption
 
     scaled = bool(workers and workers > 1) or dask is not None or save_counts is not None or bool(add_counts)

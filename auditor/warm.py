@@ -8,31 +8,40 @@ And the CLI: a process forked from the server imports the main module of the aud
 twenty-seventh session). Nothing here starts a thread. The objects imported here are frozen out of the garbage
 collector's passes (below)."""
 
-# ruff: noqa: E402  (the collector is switched off before the imports)
 from __future__ import annotations
 
 import gc
 
-gc.disable()  # while importing: the collector's passes over the growing heap (0.15 s of the server's start)
 
-import pandas  # noqa: F401
-import pyarrow.compute  # noqa: F401
-import pyarrow.pandas_compat  # noqa: F401
-import numba.typed  # noqa: F401
-import scipy.stats  # noqa: F401  (the tests use it; the detectors import it at first use: `stats.scipy_stats`)
-from numba.core.registry import cpu_target
+def _imports() -> None:
+    """The modules every forked process needs, and numba's registries filled."""
+    import pandas  # noqa: F401
+    import pyarrow.compute  # noqa: F401
+    import pyarrow.pandas_compat  # noqa: F401
+    import numba.typed  # noqa: F401
+    import scipy.stats  # noqa: F401  (the tests use it; the detectors import it at first use: `stats.scipy_stats`)
+    from numba.core.registry import cpu_target
 
-import auditor.audit  # noqa: F401
-import auditor.cli  # noqa: F401
+    import auditor.audit  # noqa: F401
+    import auditor.cli  # noqa: F401
 
-cpu_target.typing_context.refresh()
-cpu_target.target_context.refresh()
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()
 
-# The modules' objects kept out of the collector's reach in every process forked from here (issue 15, a thirtieth
+
+# The collector is off while importing (its passes over the growing heap: 0.15 s of the server's start), and the
+# modules' objects are then kept out of its reach in every process forked from here (issue 15, a thirtieth
 # session). A full collection walks every tracked object, these included: in the parts' and the tests' processes
 # that was 7% of the 300k audit's CPU time (perf: `gc_collect_main`, `visit_decref`, `visit_reachable`), and with
 # them frozen the audit took 1.5-1.9 s less CPU and 0.8-1.0 s less wall time (the same document). What was already
-# garbage is collected first, so that freezing keeps nothing that was meant to go.
-gc.collect()
-gc.freeze()
-gc.enable()
+# garbage is collected first, so that freezing keeps nothing that was meant to go. An import that fails leaves the
+# collector on (multiprocessing's server ignores a preload's ImportError and serves on).
+_was_on = gc.isenabled()
+gc.disable()
+try:
+    _imports()
+    gc.collect()
+    gc.freeze()
+finally:
+    if _was_on:
+        gc.enable()

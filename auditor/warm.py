@@ -13,8 +13,16 @@ from __future__ import annotations
 import gc
 
 
-def _imports() -> None:
-    """The modules every forked process needs, and numba's registries filled."""
+# The collector is off while importing (its passes over the growing heap: 0.15 s of the server's start), and the
+# modules' objects are then kept out of its reach in every process forked from here (issue 15, a thirtieth
+# session). A full collection walks every tracked object, these included: in the parts' and the tests' processes
+# that was 7% of the 300k audit's CPU time (perf: `gc_collect_main`, `visit_decref`, `visit_reachable`), and with
+# them frozen the audit took 1.5-1.9 s less CPU and 0.8-1.0 s less wall time (the same document). What was already
+# garbage is collected first, so that freezing keeps nothing that was meant to go. An import that fails leaves the
+# collector on (multiprocessing's server ignores a preload's ImportError and serves on).
+_was_on = gc.isenabled()
+gc.disable()
+try:
     import pandas  # noqa: F401
     import pyarrow.compute  # noqa: F401
     import pyarrow.pandas_compat  # noqa: F401
@@ -27,19 +35,6 @@ def _imports() -> None:
 
     cpu_target.typing_context.refresh()
     cpu_target.target_context.refresh()
-
-
-# The collector is off while importing (its passes over the growing heap: 0.15 s of the server's start), and the
-# modules' objects are then kept out of its reach in every process forked from here (issue 15, a thirtieth
-# session). A full collection walks every tracked object, these included: in the parts' and the tests' processes
-# that was 7% of the 300k audit's CPU time (perf: `gc_collect_main`, `visit_decref`, `visit_reachable`), and with
-# them frozen the audit took 1.5-1.9 s less CPU and 0.8-1.0 s less wall time (the same document). What was already
-# garbage is collected first, so that freezing keeps nothing that was meant to go. An import that fails leaves the
-# collector on (multiprocessing's server ignores a preload's ImportError and serves on).
-_was_on = gc.isenabled()
-gc.disable()
-try:
-    _imports()
     gc.collect()
     gc.freeze()
 finally:

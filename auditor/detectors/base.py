@@ -291,7 +291,7 @@ def points_many(timelines: Sequence["Timeline"], max_points: int = TIMELINE_POIN
     starts = ends - lens
     seg = np.repeat(np.arange(len(ts), dtype=np.int64), lens)
     cat = np.concatenate
-    o = np.lexsort((cat([t.tbin for t in ts]), cat([_name_rank_of(t.tables)[t.tb] for t in ts]), seg))
+    o = bin_order(seg, cat([_name_rank_of(t.tables)[t.tb] for t in ts]), cat([t.tbin for t in ts]))
     n_o = cat([t.n for t in ts])[o]
     cn_all = np.cumsum(n_o)
     cn = cn_all - np.repeat(cn_all[starts] - n_o[starts], lens)
@@ -698,11 +698,7 @@ def _settle_many(sid: np.ndarray, count: int, level: np.ndarray, tb: np.ndarray,
     m = len(sid)
 
     def sort(tbin: np.ndarray) -> tuple[np.ndarray, ...]:
-        # stable: equal bins keep the order given (floats add in that order); untimed bins sort last as the bin
-        # after the last timed one (the same order as NO_TIME_BIN's, in a range the packed key can hold)
-        untimed = tbin == NO_TIME_BIN
-        tkey = np.where(untimed, tbin[~untimed].max(initial=0) + 1, tbin) if untimed.any() else tbin
-        order = lex_order3(sid, tb, tkey)
+        order = bin_order(sid, tb, tbin)  # stable: equal bins keep the order given (floats add in that order)
         ss, st, sb = sid[order], tb[order], tbin[order]
         new = np.ones(m, bool)
         new[1:] = (ss[1:] != ss[:-1]) | (st[1:] != st[:-1]) | (sb[1:] != sb[:-1])
@@ -750,6 +746,15 @@ def lex_order3(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         key <<= width
         key |= x - lo
     return np.argsort(key, kind="stable")
+
+
+def bin_order(sub: np.ndarray, tb: np.ndarray, tbin: np.ndarray) -> np.ndarray:
+    """`np.lexsort((tbin, tb, sub))` of timelines' bins (`lex_order3`), the untimed bins (`NO_TIME_BIN`, the largest
+    int64) keyed as the bin after the last timed one: the same order, in a range the packed key can hold."""
+    untimed = tbin == NO_TIME_BIN
+    if untimed.any():
+        tbin = np.where(untimed, tbin[~untimed].max(initial=0) + 1, tbin)
+    return lex_order3(sub, tb, tbin)
 
 
 def merge_pairs(pairs: Sequence[tuple["TrialSummary", "TrialSummary"]]) -> list["TrialSummary"]:

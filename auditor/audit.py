@@ -28,6 +28,7 @@ import tempfile
 import time
 import zlib
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import IO, Any, Callable, ContextManager, Iterable, Iterator, Sequence, cast
 
@@ -46,7 +47,8 @@ from .facts import DealingFacts, facts_from_columns
 from .countfile import BlobFile, CountsFileError, Deferred, StreamedBlob, check_counts, load_counts, save_counts
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
-from .pools import (EARLY_MIN_DEALS, ISOLATE_MIN_DEALS, call_in_fresh_process, closing_pool, fresh_context,
+from .pools import (EARLY_MIN_DEALS, ISOLATE_MIN_DEALS, allow_helpers, call_in_fresh_process, closing_pool,
+                    fresh_context,
                     start_fork_server, stop_children, stop_fork_server, trim_heap, use_system_memory_pool)
 from .replay.chain import GameSummary
 from .replay.result import (DocEntries, Replay, dump_document, entry_bytes, entry_pieces, forward_slice,
@@ -1276,7 +1278,8 @@ def _each(shared: Any, facts: DealingFacts | None, dets: list[Detector], seed: i
         if dask is not None:
             return joined(dict(dask_map(dask, fresh, tasks)))
         with closing_pool(fresh_context(), workers, maxtasksperchild=1) as pool:
-            got = dict(pool.imap_unordered(fresh, tasks))
+            # each a fresh process with one thread: a detector may fork a helper in it (`pools.allow_helpers`)
+            got = dict(pool.imap_unordered(partial(allow_helpers, fresh), tasks))
         return joined(got)
     if not (parallel and "fork" in mp.get_all_start_methods()):
         # here, one after the other, handed what they read (no global: a part's task may run in one of several

@@ -147,9 +147,6 @@ def call_in_fresh_process(ctx: Any, fn: Any, args: Any, path: str, name: str = "
     keep after a task (a few long-lived objects pin an arena each) does not pile up in a long-running process.
     `path`: where the result passes (removed once read). The process is not a daemon, so it may start processes
     of its own; SIGTERM to this process stops it too (`stop_children`)."""
-    import os
-    import pickle
-
     p = ctx.Process(target=_child_main, args=(fn, args, path), name=name)
     _start_alone(p)
     _CHILDREN.add(p.pid)
@@ -161,7 +158,15 @@ def call_in_fresh_process(ctx: Any, fn: Any, args: Any, path: str, name: str = "
         raise
     finally:
         _CHILDREN.discard(p.pid)
-    code = p.exitcode
+    return _result_of(p.exitcode, path, name)
+
+
+def _result_of(code: int | None, path: str, name: str) -> Any:
+    """What a process that ran `_child_main` left in `path` (removed once read), given its exit code: the result,
+    or its exception raised here; an exit other than 0 is an `AuditorError` naming `name`."""
+    import os
+    import pickle
+
     try:
         if code != 0:
             why = f"signal {-code}" if code is not None and code < 0 else f"exit code {code}"
@@ -180,6 +185,102 @@ def call_in_fresh_process(ctx: Any, fn: Any, args: Any, path: str, name: str = "
     if status == "error":
         raise got
     return got
+
+
+_HELPERS = False  # whether this process may fork a helper (`fork_helper`): set by `allow_helpers`
+
+
+def allow_helpers(fn: Callable[[Any], Any], args: Any) -> Any:
+    """`fn(args)` in a process that may fork helpers (`helpers_allowed`): a test's own fresh process of the local
+    pool (`audit._each`), which has no thread but its main one. Never set in a Dask worker (threads) nor in a
+    caller's own process."""
+    global _HELPERS
+    _HELPERS = True
+    return fn(args)
+
+
+def helpers_allowed() -> bool:
+    return _HELPERS
+
+
+class Helper:
+    """`fn()` computed in a child forked from this process (`fork_helper`) while the caller goes on: `join()` waits
+    for it and returns its result (or raises its exception, or an `AuditorError` naming `name` if it died);
+    `cancel()` kills it (the caller's own half failed). The child dies with this process (PR_SET_PDEATHSIG): a
+    pool that terminates its worker leaves no helper running into a removed folder."""
+
+    def __init__(self, fn: Callable[[], Any], folder: str, name: str):
+        import os
+        import sys
+        import tempfile
+
+        fd, self.path = tempfile.mkstemp(prefix="helper-", suffix=".pickle", dir=folder)
+        os.close(fd)
+        self.name = name
+        sys.stdout.flush()
+        sys.stderr.flush()
+        parent = os.getpid()
+        self.pid: int | None = os.fork()
+        if self.pid == 0:  # the child: never returns
+            code = 1
+            try:
+                _die_with(parent)
+                _child_main(lambda _: fn(), None, self.path)
+                code = 0
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)
+
+    def join(self) -> Any:
+        import os
+
+        assert self.pid is not None
+        try:
+            _, status = os.waitpid(self.pid, 0)
+        except BaseException:
+            self.cancel()
+            raise
+        self.pid = None
+        return _result_of(os.waitstatus_to_exitcode(status), self.path, self.name)
+
+    def cancel(self) -> None:
+        import os
+        import signal
+
+        if self.pid is None:
+            return
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        self.pid = None
+        try:
+            os.remove(self.path)
+        except OSError:
+            pass
+
+
+def fork_helper(fn: Callable[[], Any], folder: str, name: str) -> Helper:
+    """`Helper(fn, folder, name)`: the result passes through a file of `folder`."""
+    return Helper(fn, folder, name)
+
+
+def _die_with(parent: int) -> None:
+    """In a forked child: SIGKILL when the parent ends (Linux's prctl PR_SET_PDEATHSIG; elsewhere nothing), and
+    out at once if it already has."""
+    import os
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def stop_children() -> None:

@@ -303,3 +303,34 @@ def test_the_store_writes_a_set_from_its_arrays_and_zeros_by_length(tmp_path, fo
     again = np.linspace(0.0, 1.0, 50)
     assert np.array_equal(st.get(st.put_into(h2, again)), again)
     st.close()
+
+
+def test_two_processes_give_the_one_process_finalize_bit_for_bit(season, tmp_path, monkeypatch):
+    """Where its process may fork a helper (`pools.allow_helpers`: a test's own fresh process), the finalize over
+    parts runs its targets' fits and its players' tests in two processes (`_Run.fit_in_two`, `results(helper=
+    True)`): every number is the one process's bit for bit, and the helper did run (its files are named apart)."""
+    det = _spilling(tmp_path)
+    by = _by_table(season)
+    tables = sorted(by)
+    parts = [det.count(from_results([r for t in tables[i::3] for r in by[t]])) for i in range(3)]
+    merged = det.merge(parts)
+    one = [t.to_json() for t in det.finalize(merged)]
+    monkeypatch.setattr(M, "HELPER_MIN_DEALS", 1)
+    forks: list[str] = []
+    real = M.fork_helper
+
+    def counted(fn, folder, name):
+        forks.append(name)
+        return real(fn, folder, name)
+
+    monkeypatch.setattr(M, "fork_helper", counted)
+    assert [t.to_json() for t in det.finalize(merged)] == one and forks == []  # not allowed here: one process
+    two = M.finalize_parts(merged.parts, work_dir=str(tmp_path), helper=True)
+    assert len(forks) == 2  # the fits, then the players
+    assert [t.to_json() for t in two] == one
+    assert len(one) > 10
+    run = M._Run(merged.parts, 5, M.TARGETS, "any", M._Store(str(tmp_path)))
+    run.prepare()
+    assert 0 < run._cut() < len(run.players)
+    assert sorted(run.work(t) > 0 for t in run.targets) == [True] * 4
+    run.store.close()

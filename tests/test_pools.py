@@ -620,3 +620,29 @@ def test_the_fork_server_has_loaded_what_each_process_imports_for_the_main_modul
             "print(sorted(set(sys.modules) - before - {'auditor.__main__'}))")
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert got.stdout.strip() == "[]"
+
+
+def test_a_forked_helper_returns_its_result_or_its_error(tmp_path):
+    """`pools.fork_helper`: the result of fn() computed in a forked child, its exception raised in the parent,
+    a child that dies named with its exit code, and a cancelled child stopped; no file left behind."""
+    import os
+
+    from auditor.errors import AuditorError
+    from auditor.pools import fork_helper
+
+    parent = os.getpid()
+    h = fork_helper(lambda: (os.getpid(), list(range(5))), str(tmp_path), "the helper")
+    pid, got = h.join()
+    assert pid != parent and got == [0, 1, 2, 3, 4]
+
+    def fails():
+        raise ValueError("bad row 7")
+
+    with pytest.raises(ValueError, match="bad row 7"):
+        fork_helper(fails, str(tmp_path), "the helper").join()
+    with pytest.raises(AuditorError, match="^the helper: its process ended with exit code 3$"):
+        fork_helper(lambda: os._exit(3), str(tmp_path), "the helper").join()
+    slow = fork_helper(lambda: __import__("time").sleep(60), str(tmp_path), "the helper")
+    slow.cancel()
+    assert slow.pid is None
+    assert list(tmp_path.iterdir()) == []

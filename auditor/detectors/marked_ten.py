@@ -83,7 +83,7 @@ from scipy.special import ndtr, ndtri, owens_t
 from ..cards import SUIT_MASK, parse_card, rank_of, suit_of
 from ..columns import DEAL_NO_MAX, TIME_NONE, AuditColumns, natural_key, natural_ranks, time_key
 from ..facts import DealingFacts
-from ..pools import trim_heap
+from ..pools import fork_helper, helpers_allowed, trim_heap
 from ..rules import layout, trump_strength
 from ..stats.family import TestResult
 from .base import Timeline
@@ -154,6 +154,7 @@ KIND_LEAD, KIND_FOLLOW = 0, 1
 N_FEAT = 5  # conditional logit features: log u, llr sum, one plain void, two+ plain voids, aside
 LLR_CLIP = 6.0
 MIN_DEALS = 5  # a player with fewer scored deals gets no test
+HELPER_MIN_DEALS = 200_000  # `finalize_parts` forks a helper (where allowed) from this many deals
 
 
 def target_card(name: str, trump: int) -> int:
@@ -1375,7 +1376,8 @@ class MarkedTen:
                  rng: np.random.Generator | None = None) -> list[TestResult]:
         parts = counts.parts if isinstance(counts, MarkedTenParts) else [counts]
         return finalize_parts(parts, folds=self.folds, targets=self.targets, gate_rule=self.gate_rule,
-                              min_deals=self.min_deals, details=self.details, work_dir=self._work_dir(parts))
+                              min_deals=self.min_deals, details=self.details, work_dir=self._work_dir(parts),
+                              helper=helpers_allowed())
 
     def _work_dir(self, parts: Sequence[MarkedTenCounts]) -> str | None:
         """Where `finalize` keeps its working arrays: `spill_dir`, else the folder the parts were spilled to (if
@@ -2349,12 +2351,17 @@ class _Store:
     def __init__(self, folder: str | None):
         self.dir = tempfile.mkdtemp(prefix="marked_ten-finalize-", dir=folder) if folder is not None else None
         self.n = 0
+        self.tag = ""  # the files' prefix: a helper (`_Run.in_two`) names its own apart from its parent's
+
+    def _path(self) -> str:
+        assert self.dir is not None
+        self.n += 1
+        return os.path.join(self.dir, f"{self.tag}{self.n:05d}.bin")
 
     def put(self, a: np.ndarray) -> Any:
         if self.dir is None or a.size == 0:
             return a
-        self.n += 1
-        path = os.path.join(self.dir, f"{self.n:05d}.bin")
+        path = self._path()
         np.ascontiguousarray(a).tofile(path)
         return (path, a.dtype.str, a.shape)
 
@@ -2362,8 +2369,7 @@ class _Store:
         """`put(np.zeros(n))`, the file made by its length alone (read back as zeros; written over by `put_into`)."""
         if self.dir is None or n == 0:
             return np.zeros(n)
-        self.n += 1
-        path = os.path.join(self.dir, f"{self.n:05d}.bin")
+        path = self._path()
         with open(path, "wb") as f:
             f.truncate(n * 8)
         return (path, np.dtype(np.float64).str, (n,))
@@ -2412,8 +2418,7 @@ class _Store:
             at += size
         if not at:
             pieces.append(bytes(1))  # a file of one byte, as an empty set always had
-        self.n += 1
-        path = os.path.join(self.dir, f"{self.n:05d}.bin")
+        path = self._path()
         with open(path, "wb", buffering=0) as f:
             for piece in pieces:
                 view = memoryview(piece).cast("B")
@@ -2844,20 +2849,75 @@ class _Run:
 
     def field_variances(self, reader: _Reader) -> None:
         """Sweep 1: per target (and the Ten's hard-fact null), every player's (sum of squared deal sums, model
-        variance), in player order (`TargetScores.field_variance` of the whole)."""
+        variance), in player order (`TargetScores.field_variance` of the whole); a target's only once."""
         for t in self.targets:
-            soft: dict[int, tuple[float, float]] = {}
-            hard: dict[int, tuple[float, float]] = {}
-            for pl in range(len(self.players)):
-                ts = self.player(reader, t, pl)
-                if ts is None:
-                    continue
-                soft[pl] = ts.field_variance()[pl]
-                if t == "ten":
-                    hard[pl] = ts.field_variance(True)[pl]
-            self.fv[(t, False)] = soft
+            if (t, False) not in self.fv:
+                self.field_variance(reader, t)
+
+    def field_variance(self, reader: _Reader, t: str) -> None:
+        """`field_variances` of target t alone: it reads t's fit and nothing of the other targets'."""
+        soft: dict[int, tuple[float, float]] = {}
+        hard: dict[int, tuple[float, float]] = {}
+        for pl in range(len(self.players)):
+            ts = self.player(reader, t, pl)
+            if ts is None:
+                continue
+            soft[pl] = ts.field_variance()[pl]
             if t == "ten":
-                self.fv[(t, True)] = hard
+                hard[pl] = ts.field_variance(True)[pl]
+        self.fv[(t, False)] = soft
+        if t == "ten":
+            self.fv[(t, True)] = hard
+
+    # -- in two processes (issue 15: at 10M deals marked_ten's 127 s on one core were the tests' critical path,
+    # the other core idle for its last 23 s)
+
+    def work(self, t: str) -> int:
+        """Target t's candidate rows: what its fit and sweeps cost, roughly."""
+        return sum(int(self.scored[k][t].rbounds[-1]) for k in range(len(self.parts)) if t in self.scored[k])
+
+    def fit_in_two(self) -> None:
+        """Every target fitted and its field variances taken (`fit_target`, `field_variance`), the targets shared
+        between this process and a helper forked from it (`pools.fork_helper`), about equal rows each. A target's
+        fit and variances read and write its own files alone, so each comes out as one process alone would make
+        it; the helper hands back the handles of what it wrote and its variances."""
+        assert self.store.dir is not None
+        mine: list[str] = []
+        theirs: list[str] = []
+        load = [0, 0]
+        for t in sorted(self.targets, key=lambda x: (-self.work(x), self.targets.index(x))):
+            side = 0 if load[0] <= load[1] else 1
+            (mine if side == 0 else theirs).append(t)
+            load[side] += self.work(t)
+
+        def fit(ts: list[str]) -> None:
+            reader = _Reader(self)
+            try:
+                for t in ts:
+                    self.fit_target(t)
+                    self.field_variance(reader, t)
+            finally:
+                reader.close()
+
+        def helper() -> dict:
+            self.store.tag = "h"
+            fit(theirs)
+            return {"psoft": {t: [self.psoft[k][t] for k in range(len(self.parts))] for t in theirs},
+                    "p_soft": {t: [self.scored[k][t].rows for k in range(len(self.parts))] for t in theirs},
+                    "fv": {key: v for key, v in self.fv.items() if key[0] in theirs}}
+
+        h = fork_helper(helper, self.store.dir, "marked_ten's second process")
+        try:
+            fit(mine)
+        except BaseException:
+            h.cancel()
+            raise
+        got = h.join()
+        for t in theirs:
+            for k in range(len(self.parts)):
+                self.psoft[k][t] = got["psoft"][t][k]
+                self.scored[k][t].rows = got["p_soft"][t][k]
+        self.fv.update(got["fv"])
 
     def canonical(self, reader: _Reader, dl: dict) -> np.ndarray:
         """Per deal of a player (in key order), its rank among his deals by the canonical tuple (table natural
@@ -2892,21 +2952,46 @@ class _Run:
         out[perm] = np.arange(n)
         return out
 
-    def results(self, min_deals: int, details: bool) -> list[TestResult]:
-        """Sweep 2: `results_from_scores`, player by player."""
+    def results(self, min_deals: int, details: bool, helper: bool = False) -> list[TestResult]:
+        """Sweep 2: `results_from_scores`, player by player; `helper`: the players cut in two runs of about equal
+        decisions, the second run's in a helper forked from this process (`pools.fork_helper`), its rows handed
+        back and put after this process's, in player order as one process makes them."""
         reader = _Reader(self)
         try:
-            return self._results(reader, min_deals, details)
+            self.field_variances(reader)
+            if "ten" not in self.targets:
+                return []
+            n_pl = len(self.players)
+            folder = self.store.dir
+            cut = self._cut() if helper and folder is not None else n_pl
+            if cut >= n_pl or folder is None:
+                return self._results(self._rows(reader, 0, n_pl, min_deals, details))
+            h = fork_helper(lambda: self._rows(_Reader(self), cut, n_pl, min_deals, details), folder,
+                            "marked_ten's second process")
+            try:
+                rows = self._rows(reader, 0, cut, min_deals, details)
+            except BaseException:
+                h.cancel()
+                raise
+            rows.update(h.join())
+            return self._results(rows)
         finally:
             reader.close()
 
-    def _results(self, reader: _Reader, min_deals: int, details: bool) -> list[TestResult]:
-        self.field_variances(reader)
-        if "ten" not in self.targets:
-            return []
+    def _cut(self) -> int:
+        """Where the players are cut in two runs of about equal decisions of the targets (`results`)."""
+        w = np.zeros(len(self.players))
+        for k in range(len(self.parts)):
+            for sc in self.scored[k].values():
+                w += np.diff(sc.rbounds)
+        c = np.cumsum(w)
+        return int(np.searchsorted(c, c[-1] / 2)) + 1 if len(c) and c[-1] > 0 else len(self.players)
+
+    def _rows(self, reader: _Reader, lo: int, hi: int, min_deals: int, details: bool) -> dict[str, dict]:
+        """The tests of players lo..hi-1 (but the field comparison), by name, in player order."""
         players = self.players
         rows: dict[str, dict] = {}
-        for pl in range(len(players)):
+        for pl in range(lo, hi):
             main = self.player(reader, "ten", pl, deals=True)
             if main is None:
                 continue
@@ -2921,6 +3006,10 @@ class _Run:
             rows[players[pl]] = {"pl": pl, "test": gt["pooled"], "deals": n_deals,
                                  "out": _player_result(self, reader, main, others, sel, gate_dec, gt, phi, n_deals,
                                                        players[pl], details)}
+        return rows
+
+    def _results(self, rows: dict[str, dict]) -> list[TestResult]:
+        """The players' tests from their rows (`_rows`), with the field comparison of them all."""
         zs = {n: r["test"]["z"] for n, r in rows.items()}
         ss, sn = self.share_sum, self.share_n
         fc = field_compare(zs, {n: r["deals"] for n, r in rows.items()},
@@ -3094,7 +3183,7 @@ def _shared_game_gates(parts: Sequence[MarkedTenCounts], hashes: list[np.ndarray
 
 def finalize_parts(parts: Sequence[MarkedTenCounts], folds: int = 5, targets: Sequence[str] = TARGETS,
                    gate_rule: str = "any", min_deals: int = MIN_DEALS, details: bool = True,
-                   work_dir: str | None = None) -> list[TestResult]:
+                   work_dir: str | None = None, helper: bool = False) -> list[TestResult]:
     """`MarkedTen.finalize` over the counts of parts of the input, in part order (issue 15), with the memory of
     about one part plus one player: the per-part arrays of the fit are kept in `work_dir` (None: in memory), each
     Newton pass of the conditional logit sums the parts' `clogit_pass5` in part order, and the players' tests read
@@ -3106,8 +3195,14 @@ def finalize_parts(parts: Sequence[MarkedTenCounts], folds: int = 5, targets: Se
     try:
         run = _Run(parts, folds, targets, gate_rule, store)
         run.prepare()
-        for t in run.targets:
-            run.fit_target(t)
-        return run.results(min_deals, details)
+        # in two processes (`fit_in_two`, `results(helper=True)`) where the caller allows a helper, the arrays are
+        # in files, and the input is large enough (`HELPER_MIN_DEALS`): the same numbers as one process
+        two = helper and store.dir is not None and sum(p.n_deals for p in parts) >= HELPER_MIN_DEALS
+        if two and len(run.targets) > 1:
+            run.fit_in_two()
+        else:
+            for t in run.targets:
+                run.fit_target(t)
+        return run.results(min_deals, details, helper=two)
     finally:
         store.close()

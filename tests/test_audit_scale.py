@@ -8,6 +8,7 @@ import dataclasses
 import gzip
 import io
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,39 @@ def test_parts_here_and_in_workers_give_the_document_of_the_whole(months, whole)
     # each part in a fresh process (the default for parts of 100,000 deals and more: `isolated`)
     assert _doc(audit_input(paths, part_deals=500, isolate=True)) == whole
     assert _doc(audit_input(paths, part_deals=500, workers=2)) == whole
+
+
+def test_working_files_go_as_soon_as_the_audit_is_done_with_them(months, whole, tmp_path, monkeypatch):
+    """The split's bucket files are removed once the parts are replayed, the detectors' spilled counts once their
+    tests are done (`audit._Remover`, threads beside the audit); the games and findings the document streams stay
+    until it is written; then nothing is left."""
+    import auditor.audit as A
+
+    events: list[tuple[str, list[str]]] = []
+    real_finalize, real_remove = A.finalize_counts, A._Remover.remove
+
+    def finalize(counts, **kw):
+        events.append(("tests", []))
+        return real_finalize(counts, **kw)
+
+    def remove(self, paths):
+        paths = list(paths)
+        events.append(("remove", [os.path.basename(p) for p in paths]))
+        real_remove(self, paths)
+        self.join()
+
+    monkeypatch.setattr(A, "finalize_counts", finalize)
+    monkeypatch.setattr(A._Remover, "remove", remove)
+    report = audit_input([str(p) for p in months], part_deals=500, workdir=str(tmp_path))
+    (wd,) = list(tmp_path.iterdir())
+    assert [e[0] for e in events] == ["remove", "tests", "remove"]
+    assert events[0][1] and all(n.startswith("bucket-") for n in events[0][1])
+    assert events[2][1][0] == "counts"
+    left = sorted(os.listdir(wd))
+    assert not any(n.startswith("bucket-") for n in left) and "counts" not in left
+    assert any(n.startswith("games-") for n in left) and any(n.startswith("findings-") for n in left)
+    assert _doc(report) == whole  # `_doc` closes the report: the folder goes
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_jsonl_read_in_parallel_segments_splits_into_parts(months, whole, monkeypatch):

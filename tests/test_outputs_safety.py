@@ -513,3 +513,59 @@ def test_stderr_lines_are_escaped_too(tmp_path):
     r = run("replay", trunc)  # the "unreadable after line" message names the file
     assert "unreadable after line" in r.stderr and _has_raw(r.stderr) == []
     assert re.search(r"cut\\x1b\]0;t\\x07\.jsonl\.gz", r.stderr)
+
+
+def test_the_documents_writer_thread_keeps_order_bounds_memory_and_raises_its_error():
+    """`cli._WriterThread` (the audit's document written to stdout by a thread while it is made): every write in
+    order, a reused buffer copied, at most `limit` bytes waiting (but a larger write alone), and a failed write raised
+    in the caller, by its next write or by `close`."""
+    import threading
+
+    from auditor.cli import _WriterThread
+
+    class Slow:
+        def __init__(self):
+            self.got = []
+            self.gate = threading.Event()
+
+        def write(self, data):
+            self.gate.wait()
+            self.got.append(bytes(data))
+
+    out = Slow()
+    w = _WriterThread(out, limit=10)
+    w.BLOCK = 1  # each write handed over alone (by default they are gathered into blocks of 1 MB)
+    buf = bytearray(b"abc")
+    w.write(buf)
+    buf[:] = b"xyz"  # reused by its owner after the write returned
+    t = threading.Thread(target=lambda: [w.write(b"%d" % i) for i in range(20)])
+    t.start()
+    t.join(0.3)
+    assert t.is_alive() and w._waiting <= 10  # held back: the reader has not taken anything
+    out.gate.set()
+    t.join()
+    w.write(b"0123456789ABCDEF")  # larger than the limit: written alone
+    w.close()
+    assert b"".join(out.got) == b"abc" + b"".join(b"%d" % i for i in range(20)) + b"0123456789ABCDEF"
+
+    class Broken:
+        def write(self, data):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    gathered = Slow()
+    gathered.gate.set()
+    w = _WriterThread(gathered)
+    for i in range(1000):
+        w.write(b"%04d" % i)
+    w.close()
+    assert gathered.got == [b"".join(b"%04d" % i for i in range(1000))]  # one block
+
+    w = _WriterThread(Broken())
+    w.BLOCK = 1
+    w.write(b"a")
+    with pytest.raises(BrokenPipeError):
+        for _ in range(1000):
+            w.write(b"b")
+            __import__("time").sleep(0.001)
+    with pytest.raises(BrokenPipeError):
+        w.close()

@@ -49,8 +49,8 @@ from .countfile import BlobFile, CountsFileError, Deferred, StreamedBlob, check_
 from .findings import Finding
 from .parts import Parts, merge_replays, replay_part, split_input, summed_stats
 from .pools import (EARLY_MIN_DEALS, ISOLATE_MIN_DEALS, allow_helpers, call_in_fresh_process, closing_pool,
-                    fresh_context,
-                    start_fork_server, stop_children, stop_fork_server, trim_heap, use_system_memory_pool)
+                    fresh_context, start_fork_server, stop_children, stop_fork_server, trim_heap,
+                    use_system_memory_pool)
 from .replay.chain import GameSummary
 from .replay.result import (DocEntries, Replay, dump_document, entry_bytes, entry_pieces, forward_slice,
                             write_spliced)

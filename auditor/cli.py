@@ -256,6 +256,16 @@ class _WriterThread:
             self._waiting += len(data)
             self._cond.notify_all()
 
+    def abandon(self) -> None:
+        """Drop what waits and let the thread end (it is a daemon: a write it is blocked in is left to the
+        process's exit)."""
+        with self._cond:
+            self._block, self._held = [], 0
+            self._queue.clear()
+            self._waiting = 0
+            self._done = True
+            self._cond.notify_all()
+
     def close(self) -> None:
         self._hand_over()
         with self._cond:
@@ -681,14 +691,20 @@ def _finish_audit(report, json_out: bool, out: str | None, show: bool, commit: s
             sys.stdout.flush()
             if buf is not None:
                 # into a pipe, the document is made while its reader takes what is written (a file or
-                # /dev/null takes it at once: there the hand-over would cost more than it saves)
-                w = _WriterThread(buf) if _stdout_is_pipe() else None
+                # /dev/null takes it at once: there the hand-over would cost more than it saves). The thread
+                # writes to the raw file, so that it holds no lock of the buffered stream
+                raw = getattr(getattr(sys.stdout, "buffer", None), "raw", None)
+                w = _WriterThread(_WriteAll(raw)) if raw is not None and _stdout_is_pipe() else None
                 try:
                     report.write_json(w or buf, doc)  # the games summary streamed, never joined in memory
                     (w or buf).write(b"\n")
-                finally:
+                except BaseException:
                     if w is not None:
-                        w.close()
+                        w.abandon()  # Ctrl-C, an error: what waits is dropped, not written to a reader that may
+                        # never read it
+                    raise
+                if w is not None:
+                    w.close()
                 buf.flush()
             else:
                 sys.stdout.write((report.json_bytes(doc) + b"\n").decode())

@@ -552,6 +552,17 @@ def test_the_documents_writer_thread_keeps_order_bounds_memory_and_raises_its_er
         def write(self, data):
             raise BrokenPipeError(32, "Broken pipe")
 
+    stuck = Slow()  # a reader that never reads: Ctrl-C or an error drops what waits (`abandon`)
+    w = _WriterThread(stuck, limit=10)
+    w.BLOCK = 1
+    w.write(b"x" * 5)
+    w.write(b"y" * 5)
+    w.abandon()
+    assert w._waiting == 0 and not w._queue
+    stuck.gate.set()
+    w._thread.join(5)
+    assert not w._thread.is_alive() and b"y" * 5 not in stuck.got
+
     gathered = Slow()
     gathered.gate.set()
     w = _WriterThread(gathered)

@@ -2351,7 +2351,7 @@ class _Store:
     def __init__(self, folder: str | None):
         self.dir = tempfile.mkdtemp(prefix="marked_ten-finalize-", dir=folder) if folder is not None else None
         self.n = 0
-        self.tag = ""  # the files' prefix: a helper (`_Run.in_two`) names its own apart from its parent's
+        self.tag = ""  # the files' prefix: a helper (`_Run.fit_in_two`) names its own apart from its parent's
 
     def _path(self) -> str:
         assert self.dir is not None

@@ -308,7 +308,8 @@ def test_the_store_writes_a_set_from_its_arrays_and_zeros_by_length(tmp_path, fo
 def test_two_processes_give_the_one_process_finalize_bit_for_bit(season, tmp_path, monkeypatch):
     """Where its process may fork a helper (`pools.allow_helpers`: a test's own fresh process), the finalize over
     parts runs its targets' fits and its players' tests in two processes (`_Run.fit_in_two`, `results(helper=
-    True)`): every number is the one process's bit for bit, and the helper did run (two forks: the fits, the players)."""
+    True)`): every number is the one process's bit for bit, and the helper did run (two forks: the fits, the
+    players)."""
     det = _spilling(tmp_path)
     by = _by_table(season)
     tables = sorted(by)

@@ -43,6 +43,7 @@ from .atomic import track_folder, untrack_folder
 from .columns import AuditColumns, from_results
 from .dealog import Record, read_records
 from .detectors.base import Detector
+from .detectors.marked_ten import SPILL_PREFIX as MARKED_TEN_SPILL
 from .detectors.registry import SHARES, SPECS, make_detectors
 from .facts import DealingFacts, facts_from_columns
 from .countfile import BlobFile, CountsFileError, Deferred, StreamedBlob, check_counts, load_counts, save_counts
@@ -724,7 +725,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
                   isolate=isolate)
         stage(f"parts: {len(parts)} replayed and counted", t0)
         if not parts.single:  # the split's copy of the input, read by the parts alone
-            remover.remove(os.path.join(wd, n) for n in sorted(os.listdir(wd)) if n.startswith("bucket-"))
+            remover.remove(parts.files(("bucket-",)))
         t0 = clock()
         new_replay = merge_replays(replays)
         presets = merged_presets(r.stats.get("presets") for r in replays)
@@ -753,7 +754,7 @@ def audit_input(paths: Sequence[str], fdr: float = 0.05, seed: int = DEFAULT_SEE
         # nor are the detectors' spilled counts (the saved audits' blobs in "spill", which it reads, stay)
         spill = os.path.join(wd, "spill")
         remover.remove([spill_dir] + ([os.path.join(spill, n) for n in sorted(os.listdir(spill))
-                                       if n.startswith("marked_ten-")] if os.path.isdir(spill) else []))
+                                       if n.startswith(MARKED_TEN_SPILL)] if os.path.isdir(spill) else []))
     except BaseException:
         remove_wd()
         raise

@@ -153,16 +153,21 @@ class Parts:
         assert self.workdir is not None
         return os.path.join(self.workdir, f"findings-{k:04d}.arrows")
 
+    def files(self, kinds: tuple[str, ...] = ("bucket-", "games-", "findings-")) -> list[str]:
+        """The files of these kinds this split and its parts made in `workdir`, in name order: the bucket files
+        (the split's copy of the input, which only the parts read), the parts' games and findings."""
+        if self.workdir is None:
+            return []
+        return [os.path.join(self.workdir, name) for name in sorted(os.listdir(self.workdir))
+                if name.startswith(kinds) and name.endswith(".arrows")]
+
     def cleanup(self) -> None:
         """Remove the spill and games files this split made (the workdir itself is the caller's)."""
-        if self.workdir is None:
-            return
-        for name in os.listdir(self.workdir):
-            if name.startswith(("bucket-", "games-", "findings-")) and name.endswith(".arrows"):
-                try:
-                    os.remove(os.path.join(self.workdir, name))
-                except OSError:
-                    pass
+        for path in self.files():
+            try:
+                os.remove(path)
+            except OSError:
+                pass
 
 
 # ---------------------------------------------------------------- the split

@@ -154,6 +154,7 @@ KIND_LEAD, KIND_FOLLOW = 0, 1
 N_FEAT = 5  # conditional logit features: log u, llr sum, one plain void, two+ plain voids, aside
 LLR_CLIP = 6.0
 MIN_DEALS = 5  # a player with fewer scored deals gets no test
+SPILL_PREFIX = "marked_ten-"  # a part's spilled counts: a folder of the spill folder (`spill_counts`)
 HELPER_MIN_DEALS = 200_000  # `finalize_parts` forks a helper (where allowed) from this many deals
 
 
@@ -453,7 +454,7 @@ def spill_counts(c: "MarkedTenCounts", spill_dir: str) -> "MarkedTenCounts":
     the exclusion counts. Empty arrays stay in memory. The folder lives as long as the audit's working files (the
     caller removes `spill_dir`)."""
     os.makedirs(spill_dir, exist_ok=True)
-    d = tempfile.mkdtemp(prefix="marked_ten-", dir=spill_dir)
+    d = tempfile.mkdtemp(prefix=SPILL_PREFIX, dir=spill_dir)
     n = 0
 
     def put(a: np.ndarray) -> np.ndarray:

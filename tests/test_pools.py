@@ -94,6 +94,7 @@ def test_the_cli_sets_the_pool_for_every_command(monkeypatch) -> None:
 
     seen: list[str | None] = []
     monkeypatch.setattr(signal, "signal", lambda *a: None)  # main installs its SIGTERM handler: not in pytest
+    monkeypatch.setattr("auditor.pools.tune_malloc", lambda: None)  # (this process's allocator left as it is)
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     monkeypatch.setattr(cli, "app", lambda: seen.append(os.environ.get("ARROW_DEFAULT_MEMORY_POOL")))
     cli.main()
@@ -112,6 +113,7 @@ def test_the_cli_asks_for_one_blas_thread_unless_told_otherwise(monkeypatch) -> 
 
     seen: list[str | None] = []
     monkeypatch.setattr(signal, "signal", lambda *a: None)
+    monkeypatch.setattr("auditor.pools.tune_malloc", lambda: None)
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     monkeypatch.setattr(cli, "app", lambda: seen.append(os.environ.get("OPENBLAS_NUM_THREADS")))
     cli.main()
@@ -122,6 +124,36 @@ def test_the_cli_asks_for_one_blas_thread_unless_told_otherwise(monkeypatch) -> 
     got = subprocess.run([sys.executable, "-c", "import sys, auditor.cli; print('numpy' in sys.modules)"],
                          capture_output=True, text=True, check=True)
     assert got.stdout.strip() == "False"
+
+
+_HEAP_PROBE = """
+import os, numpy as np
+from auditor.pools import tune_malloc
+tune_malloc()
+a = np.ones(20_000_000)  # 160 MB
+heap = 0
+for line in open("/proc/self/maps"):
+    if line.rstrip().endswith("[heap]"):
+        lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+        heap += hi - lo
+print(os.environ["MALLOC_MMAP_THRESHOLD_"], os.environ["MALLOC_TRIM_THRESHOLD_"], heap >= a.nbytes)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator and /proc")
+def test_tune_malloc_serves_large_arrays_from_the_heap_unless_the_user_chose() -> None:
+    """`pools.tune_malloc` (the CLI calls it first): a 160 MB array comes from glibc's heap (its mmap threshold
+    raised in this process by `mallopt`), and the settings are in the environment for the processes it starts; a
+    value the user set is kept, and then the array is a mapping of its own."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    got = subprocess.run([sys.executable, "-c", _HEAP_PROBE], capture_output=True, text=True, check=True, env=env)
+    assert got.stdout.split() == [str(1 << 30), str(1 << 30), "True"]
+    env["MALLOC_MMAP_THRESHOLD_"] = "131072"
+    got = subprocess.run([sys.executable, "-c", _HEAP_PROBE], capture_output=True, text=True, check=True, env=env)
+    assert got.stdout.split() == ["131072", str(1 << 30), "False"]
+    env["MALLOC_MMAP_THRESHOLD_"] = "lots"  # unreadable: left to glibc, which ignores it; no error here
+    got = subprocess.run([sys.executable, "-c", _HEAP_PROBE], capture_output=True, text=True, check=True, env=env)
+    assert got.stdout.split()[:2] == ["lots", str(1 << 30)]
 
 
 def test_the_fork_servers_imports_are_frozen_out_of_the_collector() -> None:
@@ -323,6 +355,7 @@ def test_the_cli_stops_the_fork_server_when_a_command_ends(monkeypatch) -> None:
     seen: list[str] = []
     monkeypatch.setattr(signal, "signal", lambda *a: None)
     monkeypatch.setattr(pools, "stop_fork_server", lambda: seen.append("stop"))
+    monkeypatch.setattr(pools, "tune_malloc", lambda: None)
 
     def fails() -> None:
         seen.append("app")

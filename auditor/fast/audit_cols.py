@@ -20,7 +20,7 @@ from ..rules import layout
 from .cols import Chunk, DictColumn, Registry, uniq
 from .kernel import ChunkResult
 
-_CARD_STR = np.array(list(CARD_STR) + [""] * (256 - len(CARD_STR)), dtype=object)
+_CARD_OBJ = np.array(CARD_STR, dtype=object)  # a card's string by its code (a code past the cards: IndexError)
 
 
 class Interner:
@@ -257,17 +257,24 @@ class ColumnsBuilder:
     def _runs(self, ch: Chunk, kr: np.ndarray, c: AuditColumns) -> None:
         """All Fours runs as `Deal.runs` holds them (canonical card strings: the columns hold no other)."""
         lens = ch.runs.lens()[kr]
-        for j in np.flatnonzero(lens > 0).tolist():
-            i = int(kr[j])
-            n = int(ch.nplayers[i])
-            data = ch.runs.data[ch.runs.off[i]:ch.runs.off[i + 1]]
+        js = np.flatnonzero(lens > 0)
+        if not js.size:
+            return
+        rows = kr[js]
+        # every run card of these rows as its string, in one gather (issue 15, speed: a numpy scalar per card was
+        # 4.5% of a part's time at 1M deals)
+        starts = ch.runs.off[rows].astype(np.int64)
+        sizes = lens[js].astype(np.int64)
+        at = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        strs = _CARD_OBJ[ch.runs.data[at]].tolist()
+        k = 0
+        for j, n, size in zip(js.tolist(), ch.nplayers[rows].tolist(), sizes.tolist(), strict=True):
             w = 3 * n + 1
             runs = []
-            for r0 in range(0, len(data), w):
-                blk = data[r0:r0 + w]
-                runs.append({"cards": [[CARD_STR[int(x)] for x in blk[3 * s:3 * s + 3]] for s in range(n)],
-                             "turn_up": CARD_STR[int(blk[3 * n])]})
+            for r0 in range(k, k + size, w):
+                runs.append({"cards": [strs[r0 + 3 * s:r0 + 3 * s + 3] for s in range(n)], "turn_up": strs[r0 + 3 * n]})
             c.runs[j] = runs
+            k += size
 
 
 def reorder(c: AuditColumns, order: np.ndarray) -> AuditColumns:

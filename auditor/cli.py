@@ -1330,9 +1330,10 @@ def main() -> None:  # console script entry point
     # (`blas_thread_server`, 1% of a 300k audit's CPU time on 2 cores; issue 15, a thirtieth session). Read when
     # numpy is first imported, which is after this in the CLI and in the processes it starts.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from .pools import tune_malloc
+    from .pools import tune_gc, tune_malloc
 
     tune_malloc()  # glibc's large blocks kept for reuse, in this process and those it starts (pools.tune_malloc)
+    tune_gc()  # the collector's passes fewer (pools.tune_gc); the fork server's processes set it in auditor.warm
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
     except (ValueError, OSError):  # not the main thread

@@ -95,6 +95,7 @@ def test_the_cli_sets_the_pool_for_every_command(monkeypatch) -> None:
     seen: list[str | None] = []
     monkeypatch.setattr(signal, "signal", lambda *a: None)  # main installs its SIGTERM handler: not in pytest
     monkeypatch.setattr("auditor.pools.tune_malloc", lambda: None)  # (this process's allocator left as it is)
+    monkeypatch.setattr("auditor.pools.tune_gc", lambda: None)  # (and its collector)
     monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     monkeypatch.setattr(cli, "app", lambda: seen.append(os.environ.get("ARROW_DEFAULT_MEMORY_POOL")))
     cli.main()
@@ -114,6 +115,7 @@ def test_the_cli_asks_for_one_blas_thread_unless_told_otherwise(monkeypatch) -> 
     seen: list[str | None] = []
     monkeypatch.setattr(signal, "signal", lambda *a: None)
     monkeypatch.setattr("auditor.pools.tune_malloc", lambda: None)
+    monkeypatch.setattr("auditor.pools.tune_gc", lambda: None)
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     monkeypatch.setattr(cli, "app", lambda: seen.append(os.environ.get("OPENBLAS_NUM_THREADS")))
     cli.main()
@@ -162,6 +164,37 @@ def test_the_fork_servers_imports_are_frozen_out_of_the_collector() -> None:
     code = "import gc\nimport auditor.warm\nprint(gc.isenabled(), gc.get_freeze_count() > 50_000)"
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert got.stdout.split() == ["True", "True"]
+
+
+def _gc_threshold(_x: int) -> tuple[int, ...]:
+    import gc
+
+    return gc.get_threshold()
+
+
+def test_the_collectors_passes_are_fewer_in_the_cli_and_the_fresh_processes(monkeypatch, tmp_path) -> None:
+    """`pools.tune_gc`: the CLI's process and the fork server's (`auditor.warm`) have GC_THRESHOLD; importing the
+    auditor leaves a program's own thresholds as they are."""
+    import gc
+    import signal
+
+    from auditor import cli, pools
+
+    code = "import gc, auditor.audit, auditor.api\nprint(*gc.get_threshold())"
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert got.stdout.split() == ["700", "10", "10"]
+    got_t = pools.call_in_fresh_process(pools.fresh_context(), _gc_threshold, 0, str(tmp_path / "r.pickle"))
+    assert got_t == pools.GC_THRESHOLD
+    seen: list[tuple[int, ...]] = []
+    monkeypatch.setattr(signal, "signal", lambda *a: None)
+    monkeypatch.setattr(pools, "tune_malloc", lambda: None)
+    monkeypatch.setattr(cli, "app", lambda: seen.append(gc.get_threshold()))
+    was = gc.get_threshold()
+    try:
+        cli.main()
+    finally:
+        gc.set_threshold(*was)
+    assert seen == [pools.GC_THRESHOLD] != [(700, 10, 10)]
 
 
 # ---------------------------------------------------------------- call_in_fresh_process (issue 15)
@@ -356,6 +389,7 @@ def test_the_cli_stops_the_fork_server_when_a_command_ends(monkeypatch) -> None:
     monkeypatch.setattr(signal, "signal", lambda *a: None)
     monkeypatch.setattr(pools, "stop_fork_server", lambda: seen.append("stop"))
     monkeypatch.setattr(pools, "tune_malloc", lambda: None)
+    monkeypatch.setattr(pools, "tune_gc", lambda: None)
 
     def fails() -> None:
         seen.append("app")

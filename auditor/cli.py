@@ -759,7 +759,8 @@ def warm_cache(
         _err(f"auditor: {e}")
         raise typer.Exit(2) from None
     _err(f"auditor: {got.kernels_after} compiled kernels in {got.cache_dir} ({got.added} new, "
-         f"{len(got.steps)} commands, {got.seconds:.0f} s)")
+         f"{len(got.steps)} commands, {got.seconds:.0f} s)"
+         + ("" if got.bytecode else "; the auditor's modules could not be byte-compiled where they are installed"))
 
 
 @app.command("verify-commit")

@@ -59,10 +59,14 @@ def test_steps_cover_a_rooms_commands(tmp_path):
     assert next(s for s in got if s.args[0] == "convert").ok == (0,)  # convert has no "found something" code
 
 
-def test_warm_runs_each_step_into_the_cache_and_cleans_up(kept_cache):
+def test_warm_runs_each_step_into_the_cache_and_cleans_up(kept_cache, monkeypatch):
     rec = Recorder()
     seen = []
+    compiled: list[str] = []
+    monkeypatch.setattr(warmcache, "byte_compile", lambda d: compiled.append(d) or True)
     got = warmcache.warm(300, runner=rec, progress=seen.append)
+    assert compiled == [os.path.dirname(os.path.abspath(warmcache.__file__))] and got.bytecode
+    assert seen.pop(0) == "byte-compiling the auditor's modules"
     assert [c[0][0] for c in rec.calls] == ["replay", "convert", "audit", "audit", "investigate", "monitor"]
     assert all(env[numba_cache.ENV] == str(kept_cache) for _, env in rec.calls)
     assert got.cache_dir == str(kept_cache) and got.kernels_before == got.kernels_after == 1 and got.added == 0
@@ -70,6 +74,36 @@ def test_warm_runs_each_step_into_the_cache_and_cleans_up(kept_cache):
     player = rec.calls[4][0][-1]
     assert player in rec.players  # investigate asks about someone who plays in the season
     assert rec.folder is not None and not rec.folder.exists()  # the temporary folder is gone
+
+
+def test_byte_compile_writes_missing_and_stale_forms_and_says_when_it_cannot(tmp_path):
+    """`warmcache.byte_compile`: a module's compiled form written where missing, and again once the source
+    changed, whatever PYTHONDONTWRITEBYTECODE says (the CI machine sets it); False, not an error, where the folder
+    cannot be written."""
+    import importlib.util
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    src = pkg / "mod.py"
+    src.write_text("X = 1\n")
+    pyc = Path(importlib.util.cache_from_source(str(src)))
+    assert not pyc.exists()
+    assert warmcache.byte_compile(str(pkg)) is True
+    first = pyc.read_bytes()
+    src.write_text("X = 22\n")
+    st = src.stat()
+    os.utime(src, (st.st_atime, st.st_mtime + 5))  # stale now (compileall compares the source's time, in seconds)
+    assert warmcache.byte_compile(str(pkg)) is True
+    assert pyc.read_bytes() != first
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(tmp_path))
+    code = f"import sys; sys.path.insert(0, {str(pkg)!r}); import mod; print(mod.X, mod.__cached__ is not None)"
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert got.stdout.split() == ["22", "True"]
+    pyc.unlink()
+    (pkg / "__pycache__").rmdir()
+    (pkg / "__pycache__").write_text("")  # a file where the folder should be: nothing can be written (even by root)
+    assert warmcache.byte_compile(str(pkg)) is False
+    assert warmcache.byte_compile(str(tmp_path / "nothing-here")) is False
 
 
 def test_a_failing_step_is_named_with_its_last_line(kept_cache):

@@ -261,8 +261,8 @@ class ColumnsBuilder:
         if not js.size:
             return
         rows = kr[js]
-        # every run card of these rows as its string, in one gather (issue 15, speed: a numpy scalar per card was
-        # 4.5% of a part's time at 1M deals)
+        # every run card of these rows as its string, in one gather (issue 15, speed: a numpy scalar per card took
+        # 0.18 s for 200,000 deals of the 1M season, this 0.06 s, the garbage collector's passes aside)
         starts = ch.runs.off[rows].astype(np.int64)
         sizes = lens[js].astype(np.int64)
         at = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))

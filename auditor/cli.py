@@ -748,6 +748,8 @@ def warm_cache(
     compiled: a fresh install audited the demo season in 43 s, then in 6 s. The cache is NUMBA_CACHE_DIR, else
     $XDG_CACHE_HOME/auditor/numba or ~/.cache/auditor/numba; numba keeps one per CPU type and auditor install, so
     run this where the audits will run (a worker image built for its nodes, with NUMBA_CACHE_DIR set inside it).
+    It first writes the compiled form of the auditor's own modules where they are missing or stale (an editable
+    install, or PYTHONDONTWRITEBYTECODE set, compiled them again in every process).
 
     Exit 0 when done, 2 when the cache cannot be kept (a folder that cannot be written) or a step failed."""
     from .errors import AuditorError

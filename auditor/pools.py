@@ -38,14 +38,18 @@ def closing_pool(ctx: Any, processes: int, **kw: Any) -> Iterator[Any]:
     pool.join()
 
 
-def _libc_trim() -> Callable[[int], int] | None:
+def _glibc() -> Any:
+    """The C library when it is glibc (what `trim_heap`, `tune_malloc` and a helper's `_die_with` call), else None."""
     try:
-        return ctypes.CDLL("libc.so.6").malloc_trim
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim  # noqa: B018 - glibc's own
     except (OSError, AttributeError):  # not glibc
         return None
+    return libc
 
 
-_TRIM = _libc_trim()
+_LIBC = _glibc()
+_TRIM: Callable[[int], int] | None = _LIBC.malloc_trim if _LIBC is not None else None
 
 
 def trim_heap() -> None:
@@ -81,9 +85,7 @@ def tune_malloc() -> None:
 
     for k, v in MALLOC_ENV.items():
         os.environ.setdefault(k, v)
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):  # not glibc
+    if _LIBC is None:
         return
     for k, param in _MALLOPT.items():
         try:
@@ -91,7 +93,7 @@ def tune_malloc() -> None:
         except ValueError:  # glibc ignores a value it cannot read: so does this
             continue
         if 0 <= value < 1 << 31:  # mallopt takes an int
-            mallopt(param, value)
+            _LIBC.mallopt(param, value)
 
 
 GC_THRESHOLD = (50_000, 20, 20)  # the collector's thresholds in the CLI's process and the fork server's (`tune_gc`)
@@ -330,10 +332,8 @@ def _die_with(parent: int) -> None:
     import os
     import signal
 
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
+    if _LIBC is not None:
+        _LIBC.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
     if os.getppid() != parent:
         os._exit(1)
 

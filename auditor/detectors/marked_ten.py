@@ -2907,13 +2907,7 @@ class _Run:
                     "p_soft": {t: [self.scored[k][t].rows for k in range(len(self.parts))] for t in theirs},
                     "fv": {key: v for key, v in self.fv.items() if key[0] in theirs}}
 
-        h = fork_helper(helper, self.store.dir, "marked_ten's second process")
-        try:
-            fit(mine)
-        except BaseException:
-            h.cancel()
-            raise
-        got = h.join()
+        _, got = _beside_helper(lambda: fit(mine), helper, self.store.dir)
         for t in theirs:
             for k in range(len(self.parts)):
                 self.psoft[k][t] = got["psoft"][t][k]
@@ -2967,14 +2961,9 @@ class _Run:
             cut = self._cut() if helper and folder is not None else n_pl
             if cut >= n_pl or folder is None:
                 return self._results(self._rows(reader, 0, n_pl, min_deals, details))
-            h = fork_helper(lambda: self._rows(_Reader(self), cut, n_pl, min_deals, details), folder,
-                            "marked_ten's second process")
-            try:
-                rows = self._rows(reader, 0, cut, min_deals, details)
-            except BaseException:
-                h.cancel()
-                raise
-            rows.update(h.join())
+            rows, theirs = _beside_helper(lambda: self._rows(reader, 0, cut, min_deals, details),
+                                          lambda: self._rows(_Reader(self), cut, n_pl, min_deals, details), folder)
+            rows.update(theirs)
             return self._results(rows)
         finally:
             reader.close()
@@ -3180,6 +3169,18 @@ def _shared_game_gates(parts: Sequence[MarkedTenCounts], hashes: list[np.ndarray
         out[k] = (drow, gate[at:at + len(drow)])
         at += len(drow)
     return out
+
+
+def _beside_helper(mine: Callable[[], Any], theirs: Callable[[], Any], folder: str) -> tuple[Any, Any]:
+    """(mine(), theirs()), theirs computed in a helper forked from this process (`pools.fork_helper`, its result
+    passed through a file of `folder`) while this process computes mine; the helper killed if mine fails."""
+    h = fork_helper(theirs, folder, "marked_ten's second process")
+    try:
+        got = mine()
+    except BaseException:
+        h.cancel()
+        raise
+    return got, h.join()
 
 
 def finalize_parts(parts: Sequence[MarkedTenCounts], folds: int = 5, targets: Sequence[str] = TARGETS,

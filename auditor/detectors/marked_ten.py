@@ -2488,33 +2488,6 @@ class _Store:
         else:
             handles[key] = a
 
-    def zeros_one(self, handles: dict[str, Any], key: str, n: int) -> None:
-        """Add n float64 zeros to a set `put_all` made (a file of its own, made by its length: `zeros`), to be
-        filled piece by piece (`write_one`)."""
-        blob = handles.get("")
-        if isinstance(blob, _Blob):
-            blob.extra[key] = self.zeros(n)
-        else:
-            handles[key] = np.zeros(n)
-
-    def write_one(self, handles: dict[str, Any], key: str, at: int, a: np.ndarray) -> None:
-        """Write `a` over elements at:at + len(a) of the array `key` of a set (`zeros_one`): in its file, or in
-        memory."""
-        blob = handles.get("")
-        h = blob.extra[key] if isinstance(blob, _Blob) else handles[key]
-        if isinstance(h, np.ndarray):
-            h[at:at + len(a)] = a
-            return
-        path, dt, _shape = h
-        view = np.ascontiguousarray(a, dtype=np.dtype(dt)).data.cast("B")
-        fd = os.open(path, os.O_WRONLY)
-        try:
-            done, off = 0, at * np.dtype(dt).itemsize
-            while done < len(view):
-                done += os.pwrite(fd, view[done:], off + done)
-        finally:
-            os.close(fd)
-
     def close(self) -> None:
         if self.dir is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -2641,6 +2614,7 @@ class _Run:
         self.xsum = np.zeros((self.nf, N_XCTX))
         self.xcnt = np.zeros((self.nf, N_XCTX))
         self.fit: list[dict[str, dict[str, Any]]] = [{} for _ in self.parts]
+        self.psoft: list[dict[str, Any]] = [{} for _ in self.parts]
         self.rperm: list[dict[str, Any]] = [{} for _ in self.parts]
         self.n_dec: list[dict[str, np.ndarray]] = [{} for _ in self.parts]  # decisions per fold
         self.scored: list[dict[str, _Scored]] = [{} for _ in self.parts]
@@ -2714,6 +2688,7 @@ class _Run:
             self.fit[k][t] = self.store.put_all(dict(
                 x0=x0, code=code, c_pos=c_pos, c_start=c_start, c_end=c_end, lo=lo, hi=hi, first=first,
                 p_seat=A.p_seat, p_cell=A.p_cell, c_seat=A.c_seat, dec_fold=dec_fold))
+            self.psoft[k][t] = self.store.zeros(len(A.c_dec))
             # the decisions by player (stably: each player's in key order, then play order)
             o = np.argsort(A.d_player, kind="stable")
             bounds = np.searchsorted(A.d_player[o], np.arange(n_pl + 1))
@@ -2735,8 +2710,6 @@ class _Run:
             rows = {"u": A.c_u[rperm], "g": A.c_g[rperm], "true": A.c_true[rperm], "seat": A.c_seat[rperm]}
             rb = np.concatenate([[0], np.cumsum(nrow)])[bounds]
             self.scored[k][t] = _Scored(self.store.put_all(dec), self.store.put_all(rows), bounds, rb)
-            # the posterior beside them, in the same players' order: written fold by fold (`fit_target`)
-            self.store.zeros_one(self.scored[k][t].rows, "p_soft", len(A.c_dec))
             del A
 
     def fit_target(self, t: str) -> None:
@@ -2796,33 +2769,19 @@ class _Run:
 
                 beta, ok = newton(info, init, start, 1.0, 30)
                 start = beta if ok else init
-            # the fold's posterior, for its own players' decisions, written into their rows of the players' order
-            # (each row once: issue 15, a thirty-third session; the whole posterior of each part was read, updated
-            # and written again for each fold, then reordered, 0.8 GB of the 2.1 GB marked_ten wrote at 1M deals)
-            mine = self.fold_of == f if folds > 1 else np.ones(len(self.players), bool)
             for k, sh in s_h.items():
                 F = store.get_all(self.fit[k][t], ("x0", "code", "c_start", "c_end", "dec_fold"))
-                p = np.zeros(len(F["code"]))
+                p = np.array(store.get(self.psoft[k][t]))
                 clogit_probs5(beta, F["x0"], store.get(sh), F["code"], F["c_start"], F["c_end"], use(F, True), p)
-                self._write_posterior(k, t, mine, p)
+                self.psoft[k][t] = store.put_into(self.psoft[k][t], p)
                 del F, p
                 trim_heap()
-
-    def _write_posterior(self, k: int, t: str, mine: np.ndarray, p: np.ndarray) -> None:
-        """Part k's posterior `p` (its rows' order) for the players of `mine`, into their rows of the players'
-        order (`_Scored.rows`' "p_soft"): a run of consecutive players at a time."""
-        sc = self.scored[k][t]
-        rb = sc.rbounds
-        live = mine & (rb[1:] > rb[:-1])
-        if not live.any():
-            return
-        rperm = self.store.get(self.rperm[k][t])
-        pls = np.flatnonzero(live)
-        cuts = np.flatnonzero(np.diff(pls) != 1) + 1  # runs of consecutive players: one write each
-        for a, b in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [len(pls)]]).tolist(),
-                        strict=True):
-            lo, hi = int(rb[pls[a]]), int(rb[pls[b - 1] + 1])
-            self.store.write_one(sc.rows, "p_soft", lo, p[rperm[lo:hi]])
+        for k in K:  # the posterior rows in the players' order, beside the other rows
+            sc = self.scored[k][t]
+            p = store.get(self.psoft[k][t])
+            store.put_one(sc.rows, "p_soft", np.ascontiguousarray(p[store.get(self.rperm[k][t])]))
+            del p
+            trim_heap()
 
     # -- the players
 
@@ -2944,12 +2903,14 @@ class _Run:
         def helper() -> dict:
             self.store.tag = "h"
             fit(theirs)
-            return {"p_soft": {t: [self.scored[k][t].rows for k in range(len(self.parts))] for t in theirs},
+            return {"psoft": {t: [self.psoft[k][t] for k in range(len(self.parts))] for t in theirs},
+                    "p_soft": {t: [self.scored[k][t].rows for k in range(len(self.parts))] for t in theirs},
                     "fv": {key: v for key, v in self.fv.items() if key[0] in theirs}}
 
         _, got = _beside_helper(lambda: fit(mine), helper, self.store.dir)
         for t in theirs:
             for k in range(len(self.parts)):
+                self.psoft[k][t] = got["psoft"][t][k]
                 self.scored[k][t].rows = got["p_soft"][t][k]
         self.fv.update(got["fv"])
 

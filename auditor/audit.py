@@ -181,8 +181,13 @@ def clock() -> float:
 
 def stage(what: str, t0: float) -> None:
     """With AUDITOR_TIMING=1 in the environment, the wall time of each stage on stderr (for bench/)."""
+    took(what, clock() - t0)
+
+
+def took(what: str, seconds: float) -> None:
+    """`stage`'s line for a time measured otherwise (a sum of pieces)."""
     if os.environ.get("AUDITOR_TIMING"):
-        print(f"auditor timing: {what} {clock() - t0:.2f} s", file=sys.stderr, flush=True)
+        print(f"auditor timing: {what} {seconds:.2f} s", file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- the two stages
@@ -1264,7 +1269,7 @@ def _sharded_results(det: Detector, spilled: SpilledCounts, rng: np.random.Gener
         folding += clock() - t0
         yield from det.results(group, rng, context=context)  # type: ignore[attr-defined]
         del group
-    stage(f"    {det.name}'s folds", clock() - folding)
+    took(f"    {det.name}'s folds", folding)
 
 
 def cost(det: Detector) -> int:
